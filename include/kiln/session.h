@@ -1,0 +1,80 @@
+// Session: the public entry point. Load a model, list its inputs and
+// outputs, run it with named inputs.
+//
+//   KILN_ASSIGN_OR_RETURN(auto session, kiln::Session::load("model.onnx"));
+//   KILN_ASSIGN_OR_RETURN(auto outputs, session->run({{"x", x}}));
+//
+// A Session is immutable after load; run() may be called from several
+// threads at once (each call gets its own memory arena).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/result.h"
+#include "kiln/value.h"
+
+namespace kiln {
+
+struct SessionOptions {
+  /// Intra-op threads, counting the calling thread. 0 = one per core.
+  int threads = 1;
+  /// Run ONNX shape inference at load (enables the static memory plan).
+  bool infer_shapes = true;
+  /// Fold nodes whose inputs are all constant at load.
+  bool fold_constants = true;
+};
+
+/// The declared type of a model input or output.
+struct IoInfo {
+  enum class Kind : uint8_t { kTensor, kSequence, kOptional, kOther };
+  std::string name;
+  Kind kind = Kind::kTensor;
+  DType dtype = DType::kUndefined;  ///< element dtype (of the tensor, or inside the sequence/optional)
+  bool has_shape = false;           ///< false: rank unknown
+  std::vector<int64_t> dims;        ///< -1 where a dim is unknown or symbolic
+  std::vector<std::string> dim_params;  ///< symbol names ("" where none), same length as dims
+  /// "float32[1, 3, 224, 224]", "float32[N, 128]", "seq(int64[?])"
+  std::string type_string;
+};
+
+using NamedValue = std::pair<std::string, Value>;
+
+class Session {
+ public:
+  /// Loads an ONNX model file (external data is read relative to its folder).
+  static Result<std::unique_ptr<Session>> load(const std::string& path, const SessionOptions& options = {});
+  /// Loads an ONNX model from bytes; `base_dir` resolves external data.
+  static Result<std::unique_ptr<Session>> load_from_bytes(std::span<const uint8_t> bytes,
+                                                          const SessionOptions& options = {},
+                                                          const std::string& base_dir = "");
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const std::vector<IoInfo>& inputs() const;
+  const std::vector<IoInfo>& outputs() const;
+
+  /// Runs the model. Every model input must be given once, by name, with the
+  /// declared dtype and a shape matching the declared known dims. Returns the
+  /// outputs in outputs() order; they own their memory.
+  Result<std::vector<Value>> run(std::span<const NamedValue> inputs) const;
+  Result<std::vector<Value>> run(std::initializer_list<NamedValue> inputs) const {
+    return run(std::span<const NamedValue>(inputs.begin(), inputs.size()));
+  }
+
+  /// Number of nodes the executor runs (after constant folding).
+  size_t num_nodes() const;
+
+  struct Impl;
+
+ private:
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,194 @@
+#include "ir/graph.h"
+
+#include <algorithm>
+
+namespace kiln::ir {
+
+const char* attr_type_name(AttrType t) {
+  switch (t) {
+    case AttrType::kUndefined: return "undefined";
+    case AttrType::kFloat: return "float";
+    case AttrType::kInt: return "int";
+    case AttrType::kString: return "string";
+    case AttrType::kTensor: return "tensor";
+    case AttrType::kGraph: return "graph";
+    case AttrType::kSparseTensor: return "sparse_tensor";
+    case AttrType::kTypeProto: return "type_proto";
+    case AttrType::kFloats: return "floats";
+    case AttrType::kInts: return "ints";
+    case AttrType::kStrings: return "strings";
+    case AttrType::kTensors: return "tensors";
+    case AttrType::kGraphs: return "graphs";
+    case AttrType::kSparseTensors: return "sparse_tensors";
+    case AttrType::kTypeProtos: return "type_protos";
+  }
+  return "invalid";
+}
+
+std::string ValueType::to_string() const {
+  switch (kind) {
+    case Kind::kUnknown: return "?";
+    case Kind::kSequence: return "seq(" + (elem ? elem->to_string() : std::string("?")) + ")";
+    case Kind::kOptional: return "optional(" + (elem ? elem->to_string() : std::string("?")) + ")";
+    case Kind::kMap: return "map";
+    case Kind::kTensor: break;
+  }
+  std::string s = dtype_name(dtype);
+  if (!has_shape) return s + "[...]";
+  s += "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += ", ";
+    s += dims[i].known() ? std::to_string(dims[i].value) : (dims[i].param.empty() ? "?" : dims[i].param);
+  }
+  return s + "]";
+}
+
+const Attribute* Node::find_attr(std::string_view attr_name) const {
+  for (const Attribute& a : attributes)
+    if (a.name == attr_name) return &a;
+  return nullptr;
+}
+
+int64_t Node::attr_int(std::string_view n, int64_t dflt) const {
+  const Attribute* a = find_attr(n);
+  return a && a->type == AttrType::kInt ? a->i : dflt;
+}
+float Node::attr_float(std::string_view n, float dflt) const {
+  const Attribute* a = find_attr(n);
+  if (!a) return dflt;
+  if (a->type == AttrType::kFloat) return a->f;
+  if (a->type == AttrType::kInt) return static_cast<float>(a->i);
+  return dflt;
+}
+std::string Node::attr_string(std::string_view n, std::string_view dflt) const {
+  const Attribute* a = find_attr(n);
+  return a && a->type == AttrType::kString ? a->s : std::string(dflt);
+}
+std::vector<int64_t> Node::attr_ints(std::string_view n) const {
+  const Attribute* a = find_attr(n);
+  return a && a->type == AttrType::kInts ? a->ints : std::vector<int64_t>{};
+}
+std::vector<float> Node::attr_floats(std::string_view n) const {
+  const Attribute* a = find_attr(n);
+  return a && a->type == AttrType::kFloats ? a->floats : std::vector<float>{};
+}
+std::vector<std::string> Node::attr_strings(std::string_view n) const {
+  const Attribute* a = find_attr(n);
+  return a && a->type == AttrType::kStrings ? a->strings : std::vector<std::string>{};
+}
+const Tensor* Node::attr_tensor(std::string_view n) const {
+  const Attribute* a = find_attr(n);
+  return a && a->type == AttrType::kTensor ? &a->t : nullptr;
+}
+const Graph* Node::attr_graph(std::string_view n) const {
+  const Attribute* a = find_attr(n);
+  return a && a->type == AttrType::kGraph ? a->g.get() : nullptr;
+}
+
+std::string Node::label() const {
+  std::string s = domain.empty() ? op_type : domain + "." + op_type;
+  if (!name.empty()) s += " '" + name + "'";
+  return s;
+}
+
+ValueId Graph::add_value(std::string value_name, ValueType type) {
+  auto id = static_cast<ValueId>(values.size());
+  if (!value_name.empty()) by_name_[value_name] = id;
+  values.push_back(ValueInfo{std::move(value_name), std::move(type)});
+  return id;
+}
+
+ValueId Graph::find_value(std::string_view value_name) const {
+  auto it = by_name_.find(std::string(value_name));
+  return it == by_name_.end() ? kNoValue : it->second;
+}
+
+std::vector<int32_t> Graph::producers() const {
+  std::vector<int32_t> p(values.size(), -1);
+  for (size_t n = 0; n < nodes.size(); ++n)
+    for (ValueId o : nodes[n].outputs)
+      if (o != kNoValue) p[static_cast<size_t>(o)] = static_cast<int32_t>(n);
+  return p;
+}
+
+Status Graph::validate() const {
+  const auto nv = static_cast<ValueId>(values.size());
+  std::vector<int8_t> defined(values.size(), 0);
+  for (ValueId id : inputs) defined[static_cast<size_t>(id)] = 1;
+  for (const auto& [id, t] : initializers) defined[static_cast<size_t>(id)] = 1;
+  for (ValueId id : outer_refs) defined[static_cast<size_t>(id)] = 1;
+  for (const Node& n : nodes) {
+    for (ValueId id : n.inputs)
+      KILN_CHECK_OR_RETURN(id >= kNoValue && id < nv, StatusCode::kInvalidArgument, "node ",
+                           n.label(), " has an input id out of range");
+    for (ValueId id : n.outputs) {
+      KILN_CHECK_OR_RETURN(id >= kNoValue && id < nv, StatusCode::kInvalidArgument, "node ",
+                           n.label(), " has an output id out of range");
+      if (id == kNoValue) continue;
+      KILN_CHECK_OR_RETURN(!defined[static_cast<size_t>(id)], StatusCode::kInvalidArgument,
+                           "value '", value_name(id), "' is produced more than once (again by node ",
+                           n.label(), ")");
+      defined[static_cast<size_t>(id)] = 1;
+    }
+  }
+  for (ValueId id : outputs) {
+    KILN_CHECK_OR_RETURN(id >= 0 && id < nv, StatusCode::kInvalidArgument, "graph output id out of range");
+    KILN_CHECK_OR_RETURN(defined[static_cast<size_t>(id)], StatusCode::kInvalidArgument,
+                         "graph output '", value_name(id), "' is not produced by any node");
+  }
+  return Status::ok();
+}
+
+Status Graph::topological_sort() {
+  const size_t nv = values.size();
+  std::vector<int32_t> producer(nv, -1);
+  for (size_t n = 0; n < nodes.size(); ++n)
+    for (ValueId o : nodes[n].outputs)
+      if (o != kNoValue) producer[static_cast<size_t>(o)] = static_cast<int32_t>(n);
+  std::vector<int8_t> available(nv, 0);
+  for (ValueId id : inputs) available[static_cast<size_t>(id)] = 1;
+  for (const auto& [id, t] : initializers) available[static_cast<size_t>(id)] = 1;
+  for (ValueId id : outer_refs) available[static_cast<size_t>(id)] = 1;
+
+  // Kahn's algorithm, keeping the file's order among ready nodes (stable).
+  std::vector<int32_t> missing(nodes.size(), 0);
+  std::vector<std::vector<int32_t>> consumers(nv);
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    for (ValueId in : nodes[n].inputs) {
+      if (in == kNoValue || available[static_cast<size_t>(in)]) continue;
+      if (producer[static_cast<size_t>(in)] < 0) {
+        return invalid_argument("node ", nodes[n].label(), " reads '", value_name(in),
+                                "', which no node, input or initializer defines");
+      }
+      ++missing[n];
+      consumers[static_cast<size_t>(in)].push_back(static_cast<int32_t>(n));
+    }
+  }
+  std::vector<int32_t> ready;
+  for (size_t n = nodes.size(); n-- > 0;)
+    if (missing[n] == 0) ready.push_back(static_cast<int32_t>(n));
+  std::vector<Node> sorted;
+  sorted.reserve(nodes.size());
+  // `ready` is a stack holding lower indices on top.
+  while (!ready.empty()) {
+    int32_t n = ready.back();
+    ready.pop_back();
+    std::vector<int32_t> now_ready;
+    for (ValueId o : nodes[static_cast<size_t>(n)].outputs) {
+      if (o == kNoValue) continue;
+      for (int32_t c : consumers[static_cast<size_t>(o)])
+        if (--missing[static_cast<size_t>(c)] == 0) now_ready.push_back(c);
+    }
+    sorted.push_back(std::move(nodes[static_cast<size_t>(n)]));
+    std::sort(now_ready.begin(), now_ready.end(), std::greater<>());
+    for (int32_t c : now_ready) ready.push_back(c);
+  }
+  if (sorted.size() != nodes.size()) {
+    for (size_t n = 0; n < nodes.size(); ++n)
+      if (missing[n] > 0) return invalid_argument("graph has a cycle through node ", nodes[n].label());
+  }
+  nodes = std::move(sorted);
+  return Status::ok();
+}
+
+}  // namespace kiln::ir

@@ -1,0 +1,134 @@
+#include "kiln/session.h"
+
+#include <filesystem>
+
+#include "core/thread_pool.h"
+#include "onnx/importer.h"
+#include "runtime/program.h"
+
+namespace kiln {
+
+struct Session::Impl {
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<runtime::Program> program;
+  std::vector<IoInfo> inputs;
+  std::vector<IoInfo> outputs;
+};
+
+namespace {
+
+IoInfo io_info(const ir::ValueInfo& v) {
+  IoInfo info;
+  info.name = v.name;
+  info.type_string = v.type.to_string();
+  const ir::ValueType* t = &v.type;
+  switch (v.type.kind) {
+    case ir::ValueType::Kind::kTensor: info.kind = IoInfo::Kind::kTensor; break;
+    case ir::ValueType::Kind::kSequence: info.kind = IoInfo::Kind::kSequence; break;
+    case ir::ValueType::Kind::kOptional: info.kind = IoInfo::Kind::kOptional; break;
+    default: info.kind = IoInfo::Kind::kOther; break;
+  }
+  // Sequences and optionals describe their element tensor type.
+  while (t && t->kind != ir::ValueType::Kind::kTensor) t = t->elem.get();
+  if (t) {
+    info.dtype = t->dtype;
+    info.has_shape = t->has_shape;
+    for (const ir::Dim& d : t->dims) {
+      info.dims.push_back(d.known() ? d.value : -1);
+      info.dim_params.push_back(d.param);
+    }
+  }
+  return info;
+}
+
+Result<std::unique_ptr<Session::Impl>> make_impl(Result<ir::Model> model, const SessionOptions& options) {
+  if (!model.ok()) return std::move(model).status();
+  auto impl = std::make_unique<Session::Impl>();
+  auto graph = std::make_shared<ir::Graph>(std::move(model->graph));
+  for (ir::ValueId id : graph->inputs) impl->inputs.push_back(io_info(graph->value(id)));
+  for (ir::ValueId id : graph->outputs) impl->outputs.push_back(io_info(graph->value(id)));
+  runtime::ProgramOptions popts;
+  popts.fold_constants = options.fold_constants;
+  KILN_ASSIGN_OR_RETURN(impl->program, runtime::Program::build(std::move(graph), popts));
+  if (options.threads != 1) impl->pool = std::make_unique<ThreadPool>(options.threads);
+  return impl;
+}
+
+std::string shape_string(const Shape& s) { return s.to_string(); }
+
+Status check_input(const IoInfo& info, const Value& v) {
+  if (info.kind == IoInfo::Kind::kTensor) {
+    if (!v.is_tensor()) return invalid_argument("input '", info.name, "' must be a tensor (", info.type_string, ")");
+    const Tensor& t = v.tensor();
+    if (info.dtype != DType::kUndefined && t.dtype() != info.dtype) {
+      return invalid_argument("input '", info.name, "' has dtype ", dtype_name(t.dtype()), ", expected ",
+                              dtype_name(info.dtype));
+    }
+    if (info.has_shape) {
+      bool ok = t.rank() == info.dims.size();
+      for (size_t i = 0; ok && i < info.dims.size(); ++i)
+        if (info.dims[i] >= 0 && info.dims[i] != t.dim(i)) ok = false;
+      if (!ok) {
+        return invalid_argument("input '", info.name, "' has shape ", shape_string(t.shape()), ", expected ",
+                                info.type_string);
+      }
+    }
+  } else if (info.kind == IoInfo::Kind::kSequence && !v.is_sequence()) {
+    return invalid_argument("input '", info.name, "' must be a sequence (", info.type_string, ")");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+
+Result<std::unique_ptr<Session>> Session::load(const std::string& path, const SessionOptions& options) {
+  importer::ImportOptions io;
+  io.base_dir = std::filesystem::path(path).parent_path().string();
+  io.infer_shapes = options.infer_shapes;
+  KILN_ASSIGN_OR_RETURN(auto impl, make_impl(importer::import_model_file(path, io), options));
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+Result<std::unique_ptr<Session>> Session::load_from_bytes(std::span<const uint8_t> bytes,
+                                                          const SessionOptions& options,
+                                                          const std::string& base_dir) {
+  importer::ImportOptions io;
+  io.base_dir = base_dir;
+  io.infer_shapes = options.infer_shapes;
+  KILN_ASSIGN_OR_RETURN(auto impl, make_impl(importer::import_model_bytes(bytes, io), options));
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+const std::vector<IoInfo>& Session::inputs() const { return impl_->inputs; }
+const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
+size_t Session::num_nodes() const { return impl_->program->num_steps(); }
+
+Result<std::vector<Value>> Session::run(std::span<const NamedValue> inputs) const {
+  const auto& infos = impl_->inputs;
+  std::vector<Value> ordered(infos.size());
+  std::vector<int8_t> seen(infos.size(), 0);
+  for (const auto& [name, value] : inputs) {
+    size_t i = 0;
+    while (i < infos.size() && infos[i].name != name) ++i;
+    if (i == infos.size()) {
+      std::string names;
+      for (const IoInfo& info : infos) names += (names.empty() ? "'" : ", '") + info.name + "'";
+      return invalid_argument("unknown input '", name, "'; the model's inputs are ",
+                              names.empty() ? std::string("none") : names);
+    }
+    if (seen[i]) return invalid_argument("input '", name, "' is given more than once");
+    KILN_RETURN_IF_ERROR(check_input(infos[i], value));
+    seen[i] = 1;
+    ordered[i] = value;
+  }
+  for (size_t i = 0; i < infos.size(); ++i) {
+    if (!seen[i] && infos[i].kind != IoInfo::Kind::kOptional)
+      return invalid_argument("missing input '", infos[i].name, "' (", infos[i].type_string, ")");
+  }
+  return impl_->program->run(ordered, {}, impl_->pool.get());
+}
+
+}  // namespace kiln

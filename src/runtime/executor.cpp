@@ -1,0 +1,186 @@
+// Program::run: the executor's hot loop, its planned allocator and the
+// subgraph runner used by control-flow kernels.
+#include <algorithm>
+
+#include "runtime/program.h"
+#include "runtime/run_state.h"
+
+namespace kiln::runtime {
+
+RunState::RunState(const Program& program) {
+  const ir::Graph& g = program.graph();
+  slots.resize(g.values.size());
+  for (const auto& [id, t] : program.constants_) slots[static_cast<size_t>(id)] = Value(t);
+  observed.assign(g.values.size(), 0);
+  const auto& steps = program.steps();
+  for (const Step& s : steps) {
+    in_begin.push_back(static_cast<uint32_t>(in_ptrs.size()));
+    out_begin.push_back(static_cast<uint32_t>(out_ptrs.size()));
+    for (ir::ValueId id : s.node->inputs)
+      in_ptrs.push_back(id == ir::kNoValue ? nullptr : &slots[static_cast<size_t>(id)]);
+    for (ir::ValueId id : s.node->outputs)
+      out_ptrs.push_back(id == ir::kNoValue ? nullptr : &slots[static_cast<size_t>(id)]);
+  }
+  in_begin.push_back(static_cast<uint32_t>(in_ptrs.size()));
+  out_begin.push_back(static_cast<uint32_t>(out_ptrs.size()));
+}
+
+RunState::~RunState() { aligned_free_bytes(arena); }
+
+void RunState::reserve_arena(size_t bytes) {
+  if (bytes <= arena_bytes) return;
+  aligned_free_bytes(arena);
+  arena = static_cast<uint8_t*>(aligned_alloc_bytes(bytes));
+  arena_bytes = bytes;
+}
+
+namespace {
+
+class PlannedAllocator final : public kernels::OutputAllocator {
+ public:
+  PlannedAllocator(RunState& state, const std::vector<int8_t>& plannable) : st_(state), plannable_(plannable) {}
+
+  Status allocate(ir::ValueId id, DType dtype, const Shape& shape, Tensor* out) override {
+    const size_t bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
+    if (id >= 0 && dtype != DType::kString && plannable_[static_cast<size_t>(id)]) {
+      const auto v = static_cast<size_t>(id);
+      if (st_.plan && st_.plan->offsets[v] >= 0 && bytes <= st_.plan->sizes[v]) {
+        out->reset_view(dtype, shape, st_.arena + st_.plan->offsets[v]);
+        return Status::ok();
+      }
+      if (st_.observed[v] == 0) st_.missed.push_back(id);
+      st_.observed[v] = std::max(st_.observed[v], std::max<size_t>(bytes, 1));
+    }
+    *out = Tensor::allocate(dtype, shape);
+    return Status::ok();
+  }
+
+ private:
+  RunState& st_;
+  const std::vector<int8_t>& plannable_;
+};
+
+class SubgraphRunnerImpl final : public kernels::SubgraphRunner {
+ public:
+  SubgraphRunnerImpl(const Program& program, RunState& state, ThreadPool* pool)
+      : program_(program), state_(state), pool_(pool) {}
+
+  Result<std::vector<Value>> run(const ir::Graph& graph, std::span<const Value> inputs) override {
+    const Program* sub = program_.subprogram(&graph);
+    if (!sub) return internal_error("subgraph '", graph.name, "' was not prepared");
+    if (inputs.size() != graph.inputs.size()) {
+      return invalid_argument("subgraph '", graph.name, "' takes ", graph.inputs.size(), " inputs, got ",
+                              inputs.size());
+    }
+    std::vector<const Value*> outer;
+    outer.reserve(sub->outer_bindings().size());
+    for (ir::ValueId id : sub->outer_bindings()) outer.push_back(&state_.slots[static_cast<size_t>(id)]);
+    return sub->run(inputs, outer, pool_);
+  }
+
+ private:
+  const Program& program_;
+  RunState& state_;
+  ThreadPool* pool_;
+};
+
+// Outputs handed to the caller must own memory nobody else writes: arena
+// views and tensors shared with constants or inputs are copied.
+Value detach(Value v) {
+  if (v.is_tensor()) {
+    const Tensor& t = v.tensor();
+    if (!t.owns_memory() || t.holder().use_count() > 1) return Value(t.clone());
+    return v;
+  }
+  if (v.is_sequence()) {
+    for (Tensor& t : v.sequence_items())
+      if (!t.owns_memory() || t.holder().use_count() > 1) t = t.clone();
+  }
+  return v;
+}
+
+}  // namespace
+
+Result<std::vector<Value>> Program::run(std::span<const Value> inputs, std::span<const Value* const> outer,
+                                        ThreadPool* pool) const {
+  const ir::Graph& g = *graph_;
+  if (inputs.size() != g.inputs.size())
+    return invalid_argument("expected ", g.inputs.size(), " inputs, got ", inputs.size());
+
+  // Take a run state and the plan for this input-shape signature.
+  const std::string sig = signature(inputs);
+  std::unique_ptr<RunState> st;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!idle_states_.empty()) {
+      st = std::move(idle_states_.back());
+      idle_states_.pop_back();
+    }
+    auto it = plans_.find(sig);
+    if (it == plans_.end()) {
+      if (plans_.size() >= 64) plans_.clear();  // bound the cache for ever-changing shapes
+      it = plans_.emplace(sig, PlanEntry{}).first;
+    }
+    if (!st) st = std::make_unique<RunState>(*this);
+    st->plan = it->second.plan;
+  }
+  if (st->plan) st->reserve_arena(st->plan->arena_bytes);
+
+  for (size_t i = 0; i < inputs.size(); ++i) st->slots[static_cast<size_t>(g.inputs[i])] = inputs[i];
+  for (size_t i = 0; i < outer.size() && i < g.outer_refs.size(); ++i)
+    st->slots[static_cast<size_t>(g.outer_refs[i])] = *outer[i];
+
+  PlannedAllocator alloc(*st, plannable_);
+  SubgraphRunnerImpl subgraphs(*this, *st, pool);
+  Status status;
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Step& step = steps_[s];
+    const uint32_t ib = st->in_begin[s], ob = st->out_begin[s];
+    kernels::KernelContext ctx(*step.node, st->in_ptrs.data() + ib, st->in_begin[s + 1] - ib,
+                               st->out_ptrs.data() + ob, st->out_begin[s + 1] - ob, &alloc, pool, &subgraphs);
+    status = step.kernel->compute(ctx);
+    if (!status.is_ok()) {
+      status = std::move(status).with_context("node " + step.node->label());
+      break;
+    }
+    for (ir::ValueId id : step.release) st->slots[static_cast<size_t>(id)].reset();
+  }
+
+  std::vector<Value> outputs;
+  if (status.is_ok()) {
+    outputs.reserve(g.outputs.size());
+    for (ir::ValueId id : g.outputs) outputs.push_back(detach(std::move(st->slots[static_cast<size_t>(id)])));
+  }
+  // Leave the state clean for the next run: drop everything but constants.
+  for (size_t s = 0; s < steps_.size(); ++s)
+    for (ir::ValueId id : steps_[s].node->outputs)
+      if (id != ir::kNoValue && !constants_.count(id)) st->slots[static_cast<size_t>(id)].reset();
+  for (ir::ValueId id : g.inputs) st->slots[static_cast<size_t>(id)].reset();
+  for (ir::ValueId id : g.outer_refs) st->slots[static_cast<size_t>(id)].reset();
+
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!st->missed.empty()) {
+      // Values that missed the plan (unknown or larger shapes): plan again with
+      // what was observed. A few tries; data-dependent shapes then stay on the heap.
+      PlanEntry& e = plans_[sig];
+      if (e.replans < 4) {
+        if (e.sizes.empty()) e.sizes.assign(g.values.size(), 0);
+        for (ir::ValueId id : st->missed) {
+          auto v = static_cast<size_t>(id);
+          e.sizes[v] = std::max(e.sizes[v], st->observed[v]);
+        }
+        e.plan = std::make_shared<const MemoryPlan>(plan_memory(e.sizes, lifetimes_));
+        ++e.replans;
+      }
+    }
+    for (ir::ValueId id : st->missed) st->observed[static_cast<size_t>(id)] = 0;
+    st->missed.clear();
+    st->plan.reset();
+    idle_states_.push_back(std::move(st));
+  }
+  if (!status.is_ok()) return status;
+  return outputs;
+}
+
+}  // namespace kiln::runtime

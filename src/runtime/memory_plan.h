@@ -1,0 +1,28 @@
+// Static memory planning: given each value's byte size and the interval of
+// steps during which it is live, choose offsets in one arena so that values
+// whose lifetimes overlap never share bytes (greedy by size, as TFLite's
+// GreedyMemoryPlanner; within a few percent of optimal on CNNs).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace kiln::runtime {
+
+struct Lifetime {
+  int32_t first = -1;  // step that produces the value (-1: not planned)
+  int32_t last = -1;   // last step that reads it (inclusive)
+};
+
+struct MemoryPlan {
+  size_t arena_bytes = 0;
+  std::vector<int64_t> offsets;  // per value; -1 = not in the arena
+  std::vector<size_t> sizes;     // bytes reserved per value
+};
+
+/// Offsets are multiples of `alignment`. Values with size 0 or first < 0 get -1.
+MemoryPlan plan_memory(const std::vector<size_t>& sizes, const std::vector<Lifetime>& lifetimes,
+                       size_t alignment = 64);
+
+}  // namespace kiln::runtime

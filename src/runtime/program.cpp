@@ -1,0 +1,267 @@
+#include "runtime/program.h"
+
+#include <algorithm>
+
+#include "runtime/run_state.h"
+
+namespace kiln::runtime {
+
+namespace {
+
+// Allocates folded outputs on the heap.
+class HeapAllocator final : public kernels::OutputAllocator {
+ public:
+  Status allocate(ir::ValueId, DType dtype, const Shape& shape, Tensor* out) override {
+    *out = Tensor::allocate(dtype, shape);
+    return Status::ok();
+  }
+};
+
+bool has_graph_attribute(const ir::Node& n) {
+  for (const ir::Attribute& a : n.attributes)
+    if (a.type == ir::AttrType::kGraph || a.type == ir::AttrType::kGraphs) return true;
+  return false;
+}
+
+ir::ValueType type_of_tensor(const Tensor& t) {
+  std::vector<ir::Dim> dims;
+  for (int64_t d : t.shape()) dims.push_back(ir::Dim{d, {}});
+  return ir::ValueType::tensor(t.dtype(), std::move(dims));
+}
+
+// Shape and Size only read their input's shape: with a static input type they
+// fold even when the input's values are unknown.
+bool reads_only_shape(const ir::Node& n) {
+  return n.domain.empty() && (n.op_type == "Shape" || n.op_type == "Size");
+}
+
+}  // namespace
+
+Program::~Program() = default;
+
+Result<std::unique_ptr<Program>> Program::build(std::shared_ptr<ir::Graph> graph, const ProgramOptions& options) {
+  std::unique_ptr<Program> p(new Program());
+  p->graph_ = std::move(graph);
+  for (auto& [id, t] : p->graph_->initializers) p->constants_.emplace(id, t);
+  KILN_RETURN_IF_ERROR(p->fold_and_make_kernels(options));
+  p->compute_lifetimes();
+
+  // Subgraph programs, with their outer refs bound to this graph's values.
+  for (const Step& step : p->steps_) {
+    for (const ir::Attribute& a : step.node->attributes) {
+      std::vector<std::shared_ptr<ir::Graph>> graphs;
+      if (a.type == ir::AttrType::kGraph && a.g) graphs.push_back(a.g);
+      if (a.type == ir::AttrType::kGraphs) graphs = a.graphs;
+      for (const auto& g : graphs) {
+        std::vector<ir::ValueId> bindings;
+        for (ir::ValueId ref : g->outer_refs) {
+          ir::ValueId outer = p->graph_->find_value(g->value_name(ref));
+          if (outer == ir::kNoValue) {
+            return invalid_argument("node ", step.node->label(), ": subgraph '", a.name, "' reads '",
+                                    g->value_name(ref), "', which the enclosing graph does not define");
+          }
+          bindings.push_back(outer);
+        }
+        KILN_ASSIGN_OR_RETURN(auto sub, build(g, options));
+        sub->outer_bindings_ = std::move(bindings);
+        p->subprograms_.emplace(g.get(), std::move(sub));
+      }
+    }
+  }
+
+  // The static plan, when every input has a static shape.
+  const ir::Graph& g = *p->graph_;
+  bool all_static = true;
+  std::vector<Value> probe;
+  for (ir::ValueId id : g.inputs) {
+    const ir::ValueType& t = g.value(id).type;
+    if (!t.is_static()) {
+      all_static = false;
+      break;
+    }
+    probe.emplace_back(Tensor::borrow(t.dtype, t.static_shape(), nullptr));
+  }
+  if (all_static) {
+    std::vector<size_t> sizes(g.values.size(), 0);
+    for (size_t v = 0; v < g.values.size(); ++v) {
+      const ir::ValueType& t = g.values[v].type;
+      if (p->plannable_[v] && t.is_static() && t.dtype != DType::kString)
+        sizes[v] = static_cast<size_t>(t.static_shape().numel()) * dtype_size(t.dtype);
+    }
+    PlanEntry e;
+    e.plan = std::make_shared<const MemoryPlan>(plan_memory(sizes, p->lifetimes_));
+    e.sizes = std::move(sizes);
+    p->plans_.emplace(p->signature(probe), std::move(e));
+  }
+  return p;
+}
+
+Status Program::fold_and_make_kernels(const ProgramOptions& options) {
+  const kernels::KernelRegistry& registry = options.registry ? *options.registry : kernels::portable_registry();
+  ir::Graph& g = *graph_;
+  HeapAllocator heap;
+  std::vector<kernels::InputInfo> infos;
+  std::vector<DType> dtypes;
+  std::vector<Value> fold_inputs;
+  for (const ir::Node& node : g.nodes) {
+    infos.assign(node.inputs.size(), {});
+    dtypes.assign(node.inputs.size(), DType::kUndefined);
+    bool all_constant = true;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      ir::ValueId id = node.inputs[i];
+      if (id == ir::kNoValue) continue;
+      infos[i].type = &g.value(id).type;
+      auto c = constants_.find(id);
+      if (c != constants_.end()) {
+        infos[i].constant = &c->second;
+        dtypes[i] = c->second.dtype();
+      } else {
+        dtypes[i] = g.value(id).type.dtype;
+        all_constant = false;
+      }
+    }
+    std::string why;
+    const kernels::KernelDef* def = registry.find(node.domain, node.op_type, node.opset, dtypes, &why);
+    if (!def) return unimplemented("node ", node.label(), ": ", why);
+    kernels::KernelInit init{node, g, infos, node.opset};
+    auto made = def->factory(init);
+    if (!made.ok()) return std::move(made).status().with_context("node " + node.label());
+    std::unique_ptr<kernels::Kernel> kernel = std::move(made).value();
+
+    bool shape_only = reads_only_shape(node) && node.has_input(0) && g.value(node.inputs[0]).type.is_static();
+    bool foldable = options.fold_constants && (all_constant || shape_only) &&
+                    !(def->flags & kernels::kNondeterministic) && !has_graph_attribute(node);
+    if (foldable) {
+      fold_inputs.clear();
+      std::vector<const Value*> in_ptrs;
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        ir::ValueId id = node.inputs[i];
+        if (id == ir::kNoValue) {
+          fold_inputs.emplace_back();
+        } else if (infos[i].constant) {
+          fold_inputs.emplace_back(*infos[i].constant);
+        } else {  // shape-only input: a data-less view of the right shape
+          const ir::ValueType& t = g.value(id).type;
+          fold_inputs.emplace_back(Tensor::borrow(t.dtype, t.static_shape(), nullptr));
+        }
+      }
+      for (size_t i = 0; i < fold_inputs.size(); ++i)
+        in_ptrs.push_back(node.inputs[i] == ir::kNoValue ? nullptr : &fold_inputs[i]);
+      std::vector<Value> outs(node.outputs.size());
+      std::vector<Value*> out_ptrs;
+      for (size_t i = 0; i < outs.size(); ++i)
+        out_ptrs.push_back(node.outputs[i] == ir::kNoValue ? nullptr : &outs[i]);
+      kernels::KernelContext ctx(node, in_ptrs.data(), in_ptrs.size(), out_ptrs.data(), out_ptrs.size(), &heap,
+                                 nullptr, nullptr);
+      Status st = kernel->compute(ctx);
+      if (!st.is_ok()) return std::move(st).with_context("node " + node.label());
+      size_t bytes = 0;
+      bool all_tensors = true;
+      for (size_t i = 0; i < outs.size(); ++i) {
+        if (node.outputs[i] == ir::kNoValue) continue;
+        if (!outs[i].is_tensor()) all_tensors = false;
+        else bytes += outs[i].tensor().nbytes();
+      }
+      if (all_tensors && bytes <= options.max_folded_bytes) {
+        for (size_t i = 0; i < outs.size(); ++i) {
+          ir::ValueId id = node.outputs[i];
+          if (id == ir::kNoValue) continue;
+          Tensor t = outs[i].tensor();
+          if (!t.owns_memory()) t = t.clone();  // an alias of a constant input
+          g.value(id).type = type_of_tensor(t);
+          constants_[id] = std::move(t);
+        }
+        continue;
+      }
+    }
+    Step step;
+    step.node = &node;
+    step.kernel = std::move(kernel);
+    step.flags = def->flags;
+    steps_.push_back(std::move(step));
+  }
+  return Status::ok();
+}
+
+void Program::compute_lifetimes() {
+  const ir::Graph& g = *graph_;
+  const size_t nv = g.values.size();
+  const auto end = static_cast<int32_t>(steps_.size());
+  lifetimes_.assign(nv, Lifetime{});
+  plannable_.assign(nv, 0);
+  std::vector<int32_t> last(nv, -1);
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const ir::Node& n = *steps_[s].node;
+    for (ir::ValueId id : n.inputs)
+      if (id != ir::kNoValue) last[static_cast<size_t>(id)] = static_cast<int32_t>(s);
+    // Values read by subgraphs count as read by the node that runs them.
+    for (const ir::Attribute& a : n.attributes) {
+      std::vector<const ir::Graph*> subs;
+      if (a.type == ir::AttrType::kGraph && a.g) subs.push_back(a.g.get());
+      if (a.type == ir::AttrType::kGraphs)
+        for (const auto& sg : a.graphs) subs.push_back(sg.get());
+      for (const ir::Graph* sg : subs)
+        for (ir::ValueId ref : sg->outer_refs) {
+          ir::ValueId outer = g.find_value(sg->value_name(ref));
+          if (outer != ir::kNoValue) last[static_cast<size_t>(outer)] = static_cast<int32_t>(s);
+        }
+    }
+    for (ir::ValueId id : n.outputs) {
+      if (id == ir::kNoValue) continue;
+      lifetimes_[static_cast<size_t>(id)].first = static_cast<int32_t>(s);
+      plannable_[static_cast<size_t>(id)] = 1;
+      if (last[static_cast<size_t>(id)] < static_cast<int32_t>(s)) last[static_cast<size_t>(id)] = static_cast<int32_t>(s);
+    }
+  }
+  for (ir::ValueId id : g.outputs) {
+    last[static_cast<size_t>(id)] = end;  // never released; handed to the caller
+    plannable_[static_cast<size_t>(id)] = 0;
+  }
+  // An output that may alias its input 0 keeps that input's memory alive.
+  for (size_t s = steps_.size(); s-- > 0;) {
+    const Step& step = steps_[s];
+    if (!(step.flags & kernels::kAliasesInput0) || !step.node->has_input(0) || !step.node->has_output(0)) continue;
+    auto in = static_cast<size_t>(step.node->inputs[0]);
+    auto out = static_cast<size_t>(step.node->outputs[0]);
+    last[in] = std::max(last[in], last[out]);
+  }
+  for (size_t v = 0; v < nv; ++v) {
+    lifetimes_[v].last = last[v];
+    if (lifetimes_[v].first < 0) plannable_[v] = 0;
+    if (constants_.count(static_cast<ir::ValueId>(v))) plannable_[v] = 0;
+  }
+  // Release each non-constant value after its last reader.
+  for (size_t v = 0; v < nv; ++v) {
+    if (constants_.count(static_cast<ir::ValueId>(v)) || last[v] < 0 || last[v] >= end) continue;
+    steps_[static_cast<size_t>(last[v])].release.push_back(static_cast<ir::ValueId>(v));
+  }
+  for (size_t v = 0; v < nv; ++v) {
+    if (!plannable_[v]) lifetimes_[v] = Lifetime{};
+  }
+}
+
+std::string Program::signature(std::span<const Value> inputs) const {
+  std::string s;
+  for (const Value& v : inputs) {
+    if (v.is_tensor()) {
+      for (int64_t d : v.tensor().shape()) {
+        s += std::to_string(d);
+        s += ',';
+      }
+    } else {
+      s += v.is_sequence() ? "seq" + std::to_string(v.sequence_items().size()) : "none";
+    }
+    s += ';';
+  }
+  return s;
+}
+
+size_t Program::static_arena_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t m = 0;
+  for (const auto& [sig, e] : plans_)
+    if (e.plan) m = std::max(m, e.plan->arena_bytes);
+  return m;
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,92 @@
+// Program: a graph made ready to run. At build it picks a kernel for every
+// node, folds constant nodes, computes value lifetimes and the static memory
+// plan, and builds programs for subgraphs. run() executes it; it is const and
+// may be called from several threads at once.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "ir/graph.h"
+#include "kernels/registry.h"
+#include "runtime/memory_plan.h"
+
+namespace kiln::runtime {
+
+struct ProgramOptions {
+  const kernels::KernelRegistry* registry = nullptr;  // null: the portable registry
+  bool fold_constants = true;
+  /// Largest output (bytes) a folded node may produce; bigger stays a node.
+  size_t max_folded_bytes = size_t{64} << 20;
+};
+
+struct Step {
+  const ir::Node* node = nullptr;
+  std::unique_ptr<kernels::Kernel> kernel;
+  uint32_t flags = 0;
+  std::vector<ir::ValueId> release;  // values last used by this step
+};
+
+class RunState;
+
+class Program {
+ public:
+  /// Builds a program over `graph`, which the program takes ownership of.
+  static Result<std::unique_ptr<Program>> build(std::shared_ptr<ir::Graph> graph, const ProgramOptions& options);
+  ~Program();
+
+  const ir::Graph& graph() const { return *graph_; }
+  size_t num_steps() const { return steps_.size(); }
+  const std::vector<Step>& steps() const { return steps_; }
+
+  /// Runs with `inputs` in graph-input order (already validated by the
+  /// caller). `outer` supplies outer-scope values for subgraphs (indexed by
+  /// this graph's outer_refs order); empty for a main graph.
+  Result<std::vector<Value>> run(std::span<const Value> inputs, std::span<const Value* const> outer,
+                                 ThreadPool* pool) const;
+
+  /// The program of a subgraph attribute of one of this graph's nodes.
+  const Program* subprogram(const ir::Graph* g) const {
+    auto it = subprograms_.find(g);
+    return it == subprograms_.end() ? nullptr : it->second.get();
+  }
+  /// For each outer ref of `sub`'s graph, this graph's value id of it.
+  const std::vector<ir::ValueId>& outer_bindings() const { return outer_bindings_; }
+
+  /// Arena bytes of the static plan (0 if there is none yet).
+  size_t static_arena_bytes() const;
+
+ private:
+  friend class RunState;
+  friend class Executor;
+  Program() = default;
+  Status fold_and_make_kernels(const ProgramOptions& options);
+  void compute_lifetimes();
+  std::shared_ptr<const MemoryPlan> plan_for(const std::vector<size_t>& sizes) const;
+  std::string signature(std::span<const Value> inputs) const;
+
+  std::shared_ptr<ir::Graph> graph_;
+  std::vector<Step> steps_;
+  std::unordered_map<ir::ValueId, Tensor> constants_;  // initializers + folded values
+  std::vector<Lifetime> lifetimes_;
+  std::vector<int8_t> plannable_;  // per value: may live in the arena
+  std::unordered_map<const ir::Graph*, std::unique_ptr<Program>> subprograms_;
+  std::vector<ir::ValueId> outer_bindings_;  // set by the parent for subprograms
+
+  // Plans per input-shape signature; the static one is made at build.
+  struct PlanEntry {
+    std::shared_ptr<const MemoryPlan> plan;
+    std::vector<size_t> sizes;  // bytes observed or inferred per value
+    int replans = 0;
+  };
+  mutable std::mutex mu_;
+  mutable std::unordered_map<std::string, PlanEntry> plans_;
+  mutable std::vector<std::unique_ptr<RunState>> idle_states_;
+};
+
+}  // namespace kiln::runtime

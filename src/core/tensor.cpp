@@ -37,7 +37,9 @@ Tensor Tensor::allocate(DType dtype, Shape shape) {
   if (dtype == DType::kString) {
     auto* items = static_cast<std::string*>(aligned_alloc_bytes(n * sizeof(std::string)));
     for (size_t i = 0; i < n; ++i) new (items + i) std::string();
-    auto arr = std::make_shared<StringArray>(StringArray{items, n});
+    // Not make_shared(StringArray{...}): that copies a temporary whose destructor
+    // would free the strings a second time.
+    std::shared_ptr<StringArray> arr(new StringArray{items, n});
     t.data_ = items;
     t.holder_ = std::move(arr);
     return t;

@@ -1,0 +1,508 @@
+// The SGEMM engine (see gemm.h): packing, blocking, microkernels, dispatch.
+//
+// Loop structure (BLIS, "Anatomy of High-Performance Matrix Multiplication",
+// Goto & van de Geijn):
+//
+//   for jc in n step NC:            B block (KC x NC) lives in L2/L3
+//     for pc in k step KC:          pack B[pc:pc+KC, jc:jc+NC] into NR-wide panels
+//       for ic in m step MC:        pack A[ic:ic+MC, pc:pc+KC] into MR-tall panels (L2)
+//         for jr in NC step NR:     one B panel (KC x NR) stays in L1
+//           for ir in MC step MR:   microkernel: MR x NR of C in registers
+//
+// Parallelism splits C into a grid of tiles (rows in multiples of MR, columns
+// in multiples of NR); each task runs the loops above on its tile with its
+// own thread-local packing buffers.
+#include "kernels/portable/gemm.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kiln/tensor.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define KILN_GEMM_X86 1
+#include <immintrin.h>
+#endif
+
+namespace kiln::kernels {
+
+namespace {
+
+// What the microkernel does with its MR x NR accumulator tile. The bias
+// pointers are already offset to the tile's first row / column.
+struct TileStore {
+  float alpha = 1.f;
+  float beta = 0.f;
+  bool first = true;  // first K block: apply beta and the biases
+  bool last = true;   // last K block: apply the clamp
+  bool clamp = false;
+  float lo = 0.f, hi = 0.f;
+  const float* row_bias = nullptr;
+  const float* col_bias = nullptr;
+};
+
+// The epilogue for one tile whose accumulators were spilled to `acc` (row
+// stride `acc_ld`); used by the portable kernel and for partial edge tiles.
+inline void store_tile_scalar(const float* acc, int64_t acc_ld, float* c, int64_t ldc, int64_t mv, int64_t nv,
+                              const TileStore& st) {
+  for (int64_t i = 0; i < mv; ++i) {
+    float* crow = c + i * ldc;
+    const float* arow = acc + i * acc_ld;
+    for (int64_t j = 0; j < nv; ++j) {
+      float v = st.alpha * arow[j];
+      if (st.first) {
+        if (st.beta != 0.f) v += st.beta * crow[j];
+        if (st.row_bias) v += st.row_bias[i];
+        if (st.col_bias) v += st.col_bias[j];
+      } else {
+        v += crow[j];
+      }
+      if (st.last && st.clamp) v = std::min(std::max(v, st.lo), st.hi);
+      crow[j] = v;
+    }
+  }
+}
+
+using MicroKernelFn = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mv,
+                               int64_t nv, const TileStore& st);
+
+struct MicroKernel {
+  const char* name;
+  int64_t mr, nr;  // register tile
+  int64_t mc, kc, nc;  // cache blocks (mc % mr == 0, nc % nr == 0)
+  MicroKernelFn fn;
+  bool (*supported)();
+};
+
+// ---------------------------------------------------------------------------
+// Portable microkernel: plain loops over a small accumulator array that the
+// compiler keeps in vector registers of the baseline ISA.
+constexpr int64_t kPortableMr = 4;
+constexpr int64_t kPortableNr = 8;
+
+void ukernel_portable(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mv, int64_t nv,
+                      const TileStore& st) {
+  float acc[kPortableMr][kPortableNr] = {};
+  for (int64_t p = 0; p < kc; ++p) {
+    for (int64_t i = 0; i < kPortableMr; ++i) {
+      const float av = a[i];
+      for (int64_t j = 0; j < kPortableNr; ++j) acc[i][j] += av * b[j];
+    }
+    a += kPortableMr;
+    b += kPortableNr;
+  }
+  store_tile_scalar(&acc[0][0], kPortableNr, c, ldc, mv, nv, st);
+}
+
+bool always_supported() { return true; }
+
+#if KILN_GEMM_X86
+// ---------------------------------------------------------------------------
+// AVX2 + FMA: 6 x 16 tile, 12 ymm accumulators, 2 for B, 1 for broadcasts.
+constexpr int64_t kAvx2Mr = 6;
+constexpr int64_t kAvx2Nr = 16;
+
+__attribute__((target("avx2,fma"))) void ukernel_avx2(int64_t kc, const float* a, const float* b, float* c,
+                                                      int64_t ldc, int64_t mv, int64_t nv, const TileStore& st) {
+  __m256 acc[kAvx2Mr][2];
+#pragma GCC unroll 6
+  for (int64_t i = 0; i < kAvx2Mr; ++i) {
+    acc[i][0] = _mm256_setzero_ps();
+    acc[i][1] = _mm256_setzero_ps();
+    if (i < mv) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m256 b0 = _mm256_loadu_ps(b);
+    const __m256 b1 = _mm256_loadu_ps(b + 8);
+#pragma GCC unroll 6
+    for (int64_t i = 0; i < kAvx2Mr; ++i) {
+      const __m256 av = _mm256_broadcast_ss(a + i);
+      acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
+      acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
+    }
+    a += kAvx2Mr;
+    b += kAvx2Nr;
+  }
+  if (mv != kAvx2Mr || nv != kAvx2Nr) {
+    alignas(32) float tmp[kAvx2Mr * kAvx2Nr];
+    for (int64_t i = 0; i < kAvx2Mr; ++i) {
+      _mm256_store_ps(tmp + i * kAvx2Nr, acc[i][0]);
+      _mm256_store_ps(tmp + i * kAvx2Nr + 8, acc[i][1]);
+    }
+    store_tile_scalar(tmp, kAvx2Nr, c, ldc, mv, nv, st);
+    return;
+  }
+  const __m256 alpha = _mm256_set1_ps(st.alpha);
+  const __m256 beta = _mm256_set1_ps(st.beta);
+  const __m256 lo = _mm256_set1_ps(st.lo);
+  const __m256 hi = _mm256_set1_ps(st.hi);
+#pragma GCC unroll 6
+  for (int64_t i = 0; i < kAvx2Mr; ++i) {
+    float* crow = c + i * ldc;
+#pragma GCC unroll 2
+    for (int64_t h = 0; h < 2; ++h) {
+      __m256 v = acc[i][h];
+      if (st.alpha != 1.f) v = _mm256_mul_ps(v, alpha);
+      if (st.first) {
+        if (st.beta != 0.f) v = _mm256_fmadd_ps(beta, _mm256_loadu_ps(crow + h * 8), v);
+        if (st.row_bias) v = _mm256_add_ps(v, _mm256_set1_ps(st.row_bias[i]));
+        if (st.col_bias) v = _mm256_add_ps(v, _mm256_loadu_ps(st.col_bias + h * 8));
+      } else {
+        v = _mm256_add_ps(v, _mm256_loadu_ps(crow + h * 8));
+      }
+      if (st.last && st.clamp) v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+      _mm256_storeu_ps(crow + h * 8, v);
+    }
+  }
+}
+
+bool avx2_supported() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+
+// ---------------------------------------------------------------------------
+// AVX-512F: 12 x 32 tile, 24 zmm accumulators; broadcasts fold into the FMA.
+// GCC 12's avx512fintrin.h initializes _mm512_undefined_ps() from itself,
+// which -Wmaybe-uninitialized reports inside min/max; the value is unused.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+constexpr int64_t kAvx512Mr = 12;
+constexpr int64_t kAvx512Nr = 32;
+
+__attribute__((target("avx512f"))) void ukernel_avx512(int64_t kc, const float* a, const float* b, float* c,
+                                                       int64_t ldc, int64_t mv, int64_t nv, const TileStore& st) {
+  __m512 acc[kAvx512Mr][2];
+#pragma GCC unroll 12
+  for (int64_t i = 0; i < kAvx512Mr; ++i) {
+    acc[i][0] = _mm512_setzero_ps();
+    acc[i][1] = _mm512_setzero_ps();
+    if (i < mv) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m512 b0 = _mm512_loadu_ps(b);
+    const __m512 b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 12
+    for (int64_t i = 0; i < kAvx512Mr; ++i) {
+      const __m512 av = _mm512_set1_ps(a[i]);
+      acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
+    }
+    a += kAvx512Mr;
+    b += kAvx512Nr;
+  }
+  if (mv != kAvx512Mr || nv != kAvx512Nr) {
+    alignas(64) float tmp[kAvx512Mr * kAvx512Nr];
+    for (int64_t i = 0; i < kAvx512Mr; ++i) {
+      _mm512_store_ps(tmp + i * kAvx512Nr, acc[i][0]);
+      _mm512_store_ps(tmp + i * kAvx512Nr + 16, acc[i][1]);
+    }
+    store_tile_scalar(tmp, kAvx512Nr, c, ldc, mv, nv, st);
+    return;
+  }
+  const __m512 alpha = _mm512_set1_ps(st.alpha);
+  const __m512 beta = _mm512_set1_ps(st.beta);
+  const __m512 lo = _mm512_set1_ps(st.lo);
+  const __m512 hi = _mm512_set1_ps(st.hi);
+#pragma GCC unroll 12
+  for (int64_t i = 0; i < kAvx512Mr; ++i) {
+    float* crow = c + i * ldc;
+#pragma GCC unroll 2
+    for (int64_t h = 0; h < 2; ++h) {
+      __m512 v = acc[i][h];
+      if (st.alpha != 1.f) v = _mm512_mul_ps(v, alpha);
+      if (st.first) {
+        if (st.beta != 0.f) v = _mm512_fmadd_ps(beta, _mm512_loadu_ps(crow + h * 16), v);
+        if (st.row_bias) v = _mm512_add_ps(v, _mm512_set1_ps(st.row_bias[i]));
+        if (st.col_bias) v = _mm512_add_ps(v, _mm512_loadu_ps(st.col_bias + h * 16));
+      } else {
+        v = _mm512_add_ps(v, _mm512_loadu_ps(crow + h * 16));
+      }
+      if (st.last && st.clamp) v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+      _mm512_storeu_ps(crow + h * 16, v);
+    }
+  }
+}
+
+#pragma GCC diagnostic pop
+
+bool avx512_supported() { return __builtin_cpu_supports("avx512f"); }
+#endif  // KILN_GEMM_X86
+
+// The table, best first. Blocking: an MR x KC sliver of A and a KC x NR
+// sliver of B fit in L1 (48 KiB on the reference machine), an MC x KC block
+// of A in L2; NC bounds the packed B block.
+const MicroKernel kKernels[] = {
+#if KILN_GEMM_X86
+    {"avx512f", kAvx512Mr, kAvx512Nr, 144, 256, 2048, ukernel_avx512, avx512_supported},
+    {"avx2+fma", kAvx2Mr, kAvx2Nr, 144, 256, 2048, ukernel_avx2, avx2_supported},
+#endif
+    {"portable", kPortableMr, kPortableNr, 128, 256, 2048, ukernel_portable, always_supported},
+};
+constexpr int kNumKernels = static_cast<int>(sizeof(kKernels) / sizeof(kKernels[0]));
+
+int detect_kernel() {
+  for (int i = 0; i < kNumKernels; ++i)
+    if (kKernels[i].supported()) return i;
+  return kNumKernels - 1;
+}
+
+int& active_kernel() {
+  static int k = detect_kernel();
+  return k;
+}
+
+// ---------------------------------------------------------------------------
+// Packing.
+
+// Packs rows [i0, i0 + mc) and columns [p0, p0 + kc) of op(A) into MR-row
+// panels: out[(i / mr) * kc * mr + p * mr + i % mr], zero-padding the rows
+// of the last panel.
+void pack_a_block(const float* a, int64_t lda, bool trans, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+                  int64_t mr, float* out) {
+  for (int64_t ir = 0; ir < mc; ir += mr) {
+    const int64_t rows = std::min(mr, mc - ir);
+    float* panel = out + ir * kc;
+    if (!trans) {
+      // A[i, p] at a[i * lda + p]: gather one element of each row per p.
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* src = a + (i0 + ir + r) * lda + p0;
+        for (int64_t p = 0; p < kc; ++p) panel[p * mr + r] = src[p];
+      }
+    } else {
+      // A[i, p] at a[p * lda + i]: each p is a contiguous run of rows.
+      for (int64_t p = 0; p < kc; ++p) {
+        const float* src = a + (p0 + p) * lda + i0 + ir;
+        for (int64_t r = 0; r < rows; ++r) panel[p * mr + r] = src[r];
+      }
+    }
+    if (rows < mr)
+      for (int64_t p = 0; p < kc; ++p)
+        for (int64_t r = rows; r < mr; ++r) panel[p * mr + r] = 0.f;
+  }
+}
+
+// Packs rows [p0, p0 + kc) and columns [j0, j0 + nc) of op(B) into NR-column
+// panels (the BPanelSource layout).
+void pack_b_block(const float* b, int64_t ldb, bool trans, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+                  int64_t nr, float* out) {
+  for (int64_t jr = 0; jr < nc; jr += nr) {
+    const int64_t cols = std::min(nr, nc - jr);
+    float* panel = out + jr * kc;
+    if (!trans) {
+      for (int64_t p = 0; p < kc; ++p) {
+        const float* src = b + (p0 + p) * ldb + j0 + jr;
+        float* dst = panel + p * nr;
+        for (int64_t j = 0; j < cols; ++j) dst[j] = src[j];
+        for (int64_t j = cols; j < nr; ++j) dst[j] = 0.f;
+      }
+    } else {
+      for (int64_t j = 0; j < cols; ++j) {
+        const float* src = b + (j0 + jr + j) * ldb + p0;
+        for (int64_t p = 0; p < kc; ++p) panel[p * nr + j] = src[p];
+      }
+      for (int64_t p = 0; p < kc; ++p)
+        for (int64_t j = cols; j < nr; ++j) panel[p * nr + j] = 0.f;
+    }
+  }
+}
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// A thread-local, 64-byte aligned scratch buffer that only grows.
+class Scratch {
+ public:
+  ~Scratch() { aligned_free_bytes(data_); }
+  float* get(int64_t n) {
+    if (n > size_) {
+      aligned_free_bytes(data_);
+      data_ = static_cast<float*>(aligned_alloc_bytes(static_cast<size_t>(n) * sizeof(float)));
+      size_ = n;
+    }
+    return data_;
+  }
+
+ private:
+  float* data_ = nullptr;
+  int64_t size_ = 0;
+};
+
+struct GemmProblem {
+  int64_t m, n, k;
+  float alpha, beta;
+  GemmOperand a, b;
+  float* c;
+  int64_t ldc;
+  const GemmEpilogue* ep;
+  const MicroKernel* uk;
+  bool clamp;
+};
+
+// Runs the blocked loops on the C tile rows [i0, i1) x columns [j0, j1).
+// i0 is a multiple of MR and j0 of NR (so pre-packed panels line up).
+void run_tile(const GemmProblem& g, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  thread_local Scratch a_scratch, b_scratch;
+  const MicroKernel& uk = *g.uk;
+  const int64_t mr = uk.mr, nr = uk.nr;
+  const int64_t m_pad = round_up(g.m, mr), n_pad = round_up(g.n, nr);
+  float* a_buf = g.a.packed ? nullptr : a_scratch.get(round_up(std::min(uk.mc, i1 - i0), mr) * uk.kc);
+  float* b_buf = g.b.packed ? nullptr : b_scratch.get(round_up(std::min(uk.nc, j1 - j0), nr) * uk.kc);
+  TileStore st;
+  st.alpha = g.alpha;
+  st.beta = g.beta;
+  st.clamp = g.clamp;
+  st.lo = g.ep->clamp_min;
+  st.hi = g.ep->clamp_max;
+
+  for (int64_t jc = j0; jc < j1; jc += uk.nc) {
+    const int64_t nc = std::min(uk.nc, j1 - jc);
+    for (int64_t pc = 0; pc < g.k; pc += uk.kc) {
+      const int64_t kc = std::min(uk.kc, g.k - pc);
+      st.first = pc == 0;
+      st.last = pc + kc == g.k;
+      const float* bp;
+      if (g.b.packed) {
+        bp = g.b.packed->data() + pc * n_pad + jc * kc;
+      } else if (g.b.source) {
+        g.b.source->pack(pc, kc, jc, nc, nr, b_buf);
+        bp = b_buf;
+      } else {
+        pack_b_block(g.b.data, g.b.ld, g.b.trans, pc, kc, jc, nc, nr, b_buf);
+        bp = b_buf;
+      }
+      for (int64_t ic = i0; ic < i1; ic += uk.mc) {
+        const int64_t mc = std::min(uk.mc, i1 - ic);
+        const float* ap;
+        if (g.a.packed) {
+          ap = g.a.packed->data() + pc * m_pad + ic * kc;
+        } else {
+          pack_a_block(g.a.data, g.a.ld, g.a.trans, ic, mc, pc, kc, mr, a_buf);
+          ap = a_buf;
+        }
+        for (int64_t jr = 0; jr < nc; jr += nr) {
+          const int64_t nv = std::min(nr, nc - jr);
+          st.col_bias = g.ep->col_bias ? g.ep->col_bias + jc + jr : nullptr;
+          for (int64_t ir = 0; ir < mc; ir += mr) {
+            const int64_t mv = std::min(mr, mc - ir);
+            st.row_bias = g.ep->row_bias ? g.ep->row_bias + ic + ir : nullptr;
+            uk.fn(kc, ap + ir * kc, bp + jr * kc, g.c + (ic + ir) * g.ldc + jc + jr, g.ldc, mv, nv, st);
+          }
+        }
+      }
+    }
+  }
+}
+
+// k == 0: C = beta * C + biases, clamped.
+void run_empty_k(const GemmProblem& g) {
+  for (int64_t i = 0; i < g.m; ++i) {
+    float* crow = g.c + i * g.ldc;
+    for (int64_t j = 0; j < g.n; ++j) {
+      float v = g.beta != 0.f ? g.beta * crow[j] : 0.f;
+      if (g.ep->row_bias) v += g.ep->row_bias[i];
+      if (g.ep->col_bias) v += g.ep->col_bias[j];
+      if (g.clamp) v = std::min(std::max(v, g.ep->clamp_min), g.ep->clamp_max);
+      crow[j] = v;
+    }
+  }
+}
+
+}  // namespace
+
+void PackedMatrix::Free::operator()(float* p) const { aligned_free_bytes(p); }
+
+PackedMatrix PackedMatrix::pack_a(bool trans, int64_t m, int64_t k, const float* a, int64_t lda) {
+  const int kernel = active_kernel();
+  const MicroKernel& uk = kKernels[kernel];
+  const int64_t m_pad = round_up(m, uk.mr);
+  PackedMatrix pm;
+  pm.is_a_ = true;
+  pm.kernel_ = kernel;
+  pm.rows_ = m;
+  pm.cols_ = k;
+  const int64_t total = std::max<int64_t>(1, m_pad * k);
+  pm.data_.reset(static_cast<float*>(aligned_alloc_bytes(static_cast<size_t>(total) * sizeof(float))));
+  // Block pc holds m_pad x kc values; its panel for rows [ic, ic+mr) starts at ic * kc.
+  for (int64_t pc = 0; pc < k; pc += uk.kc) {
+    const int64_t kc = std::min(uk.kc, k - pc);
+    pack_a_block(a, lda, trans, 0, m, pc, kc, uk.mr, pm.data_.get() + pc * m_pad);
+  }
+  return pm;
+}
+
+PackedMatrix PackedMatrix::pack_b(bool trans, int64_t k, int64_t n, const float* b, int64_t ldb) {
+  const int kernel = active_kernel();
+  const MicroKernel& uk = kKernels[kernel];
+  const int64_t n_pad = round_up(n, uk.nr);
+  PackedMatrix pm;
+  pm.is_a_ = false;
+  pm.kernel_ = kernel;
+  pm.rows_ = k;
+  pm.cols_ = n;
+  const int64_t total = std::max<int64_t>(1, n_pad * k);
+  pm.data_.reset(static_cast<float*>(aligned_alloc_bytes(static_cast<size_t>(total) * sizeof(float))));
+  for (int64_t pc = 0; pc < k; pc += uk.kc) {
+    const int64_t kc = std::min(uk.kc, k - pc);
+    pack_b_block(b, ldb, trans, pc, kc, 0, n, uk.nr, pm.data_.get() + pc * n_pad);
+  }
+  return pm;
+}
+
+void sgemm_ex(int64_t m, int64_t n, int64_t k, float alpha, const GemmOperand& a, const GemmOperand& b,
+              float beta, float* c, int64_t ldc, ThreadPool* pool, const GemmEpilogue& epilogue) {
+  if (m <= 0 || n <= 0) return;
+  // A pre-packed operand fixes the microkernel (it matches the panel layout).
+  int kernel = active_kernel();
+  if (a.packed) kernel = a.packed->kernel();
+  else if (b.packed) kernel = b.packed->kernel();
+  GemmProblem g{m, n, k, alpha, beta, a, b, c, ldc, &epilogue, &kKernels[kernel],
+                epilogue.clamp_min > -std::numeric_limits<float>::infinity() ||
+                    epilogue.clamp_max < std::numeric_limits<float>::infinity()};
+  if (k <= 0) {
+    run_empty_k(g);
+    return;
+  }
+  const MicroKernel& uk = *g.uk;
+  const int64_t threads = pool ? pool->num_threads() : 1;
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  if (threads <= 1 || flops < 2e6) {
+    run_tile(g, 0, m, 0, n);
+    return;
+  }
+  // A grid of about 4 tiles per thread (balances a busy machine), tiles no
+  // thinner than a few microkernel tiles so packing stays amortized.
+  const int64_t want = threads * 4;
+  const int64_t max_tn = std::max<int64_t>(1, n / std::max<int64_t>(4 * uk.nr, 64));
+  const int64_t max_tm = std::max<int64_t>(1, m / (4 * uk.mr));
+  int64_t tn = std::min(want, max_tn);
+  int64_t tm = std::min(std::max<int64_t>(1, want / tn), max_tm);
+  if (tn * tm < threads) tn = std::min(max_tn, (threads + tm - 1) / tm);
+  const int64_t tile_n = round_up((n + tn - 1) / tn, uk.nr);
+  const int64_t tile_m = round_up((m + tm - 1) / tm, uk.mr);
+  tn = (n + tile_n - 1) / tile_n;
+  tm = (m + tile_m - 1) / tile_m;
+  parallel_for(pool, tn * tm, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t i0 = (t / tn) * tile_m, j0 = (t % tn) * tile_n;
+      run_tile(g, i0, std::min(m, i0 + tile_m), j0, std::min(n, j0 + tile_n));
+    }
+  });
+}
+
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool,
+           const GemmEpilogue& epilogue) {
+  sgemm_ex(m, n, k, alpha, GemmOperand::raw(a, lda, trans_a), GemmOperand::raw(b, ldb, trans_b), beta, c, ldc,
+           pool, epilogue);
+}
+
+const char* sgemm_kernel_name() { return kKernels[active_kernel()].name; }
+
+bool sgemm_force_kernel(const char* name) {
+  for (int i = 0; i < kNumKernels; ++i) {
+    if (std::strcmp(kKernels[i].name, name) == 0 && kKernels[i].supported()) {
+      active_kernel() = i;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace kiln::kernels

@@ -1,0 +1,319 @@
+// MatMul (numpy semantics: 1-D operands, broadcast batch dims) and Gemm
+// (transA/transB, alpha, beta, C broadcast to [M, N]), every opset. float32
+// runs on the SGEMM engine (gemm.h), float16/bfloat16 are staged through
+// float32, double and the integer types use gemm_generic. A constant B
+// (weights) is packed once when the kernel is made.
+#include "kernels/portable/matmul.h"
+
+#include <algorithm>
+
+#include "kernels/portable/cv_common.h"
+#include "kernels/registry.h"
+#include "kernels/util.h"
+
+namespace kiln::kernels {
+
+Result<MatMulPlan> plan_matmul(const Shape& a_in, const Shape& b_in, const ir::Node& node) {
+  if (a_in.rank() == 0 || b_in.rank() == 0) {
+    return invalid_argument(node.label(), ": inputs must have rank >= 1, got ", a_in.to_string(), " and ",
+                            b_in.to_string());
+  }
+  Shape a = a_in, b = b_in;
+  const bool a_vec = a.rank() == 1, b_vec = b.rank() == 1;
+  if (a_vec) a = Shape{1, a_in[0]};
+  if (b_vec) b = Shape{b_in[0], 1};
+  MatMulPlan p;
+  p.m = a[a.rank() - 2];
+  p.k = a[a.rank() - 1];
+  p.n = b[b.rank() - 1];
+  if (b[b.rank() - 2] != p.k) {
+    return invalid_argument(node.label(), ": input 0 (A) ", a_in.to_string(), " and input 1 (B) ", b_in.to_string(),
+                            " do not match: A has K = ", p.k, ", B has K = ", b[b.rank() - 2]);
+  }
+  Shape a_batch, b_batch;
+  for (size_t i = 0; i + 2 < a.rank(); ++i) a_batch.push_back(a[i]);
+  for (size_t i = 0; i + 2 < b.rank(); ++i) b_batch.push_back(b[i]);
+  auto batch = broadcast_shapes(a_batch, b_batch);
+  if (!batch.ok()) {
+    return invalid_argument(node.label(), ": the batch dims of input 0 (A) ", a_in.to_string(), " and input 1 (B) ",
+                            b_in.to_string(), " do not broadcast");
+  }
+  const Shape& out_batch = *batch;
+  p.batches = out_batch.numel();
+  p.out_shape = out_batch;
+  if (!a_vec) p.out_shape.push_back(p.m);
+  if (!b_vec) p.out_shape.push_back(p.n);
+
+  const std::vector<int64_t> sa = broadcast_strides(a_batch, out_batch);
+  const std::vector<int64_t> sb = broadcast_strides(b_batch, out_batch);
+  p.a_offset.resize(static_cast<size_t>(p.batches));
+  p.b_offset.resize(static_cast<size_t>(p.batches));
+  std::vector<int64_t> idx(out_batch.rank(), 0);
+  for (int64_t t = 0; t < p.batches; ++t) {
+    int64_t oa = 0, ob = 0;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      oa += idx[d] * sa[d];
+      ob += idx[d] * sb[d];
+    }
+    p.a_offset[static_cast<size_t>(t)] = oa * p.m * p.k;
+    p.b_offset[static_cast<size_t>(t)] = ob * p.k * p.n;
+    for (size_t d = idx.size(); d-- > 0;) {
+      if (++idx[d] < out_batch[d]) break;
+      idx[d] = 0;
+    }
+  }
+  p.fold_a_batches = b_batch.numel() == 1 && a_batch.numel() == p.batches;
+  return p;
+}
+
+void matmul_f32(const MatMulPlan& plan, const float* a, const float* b, const PackedMatrix* packed_b, float* out,
+                ThreadPool* pool, const GemmEpilogue& epilogue) {
+  const int64_t m = plan.m, n = plan.n, k = plan.k;
+  if (plan.batches == 0 || m == 0 || n == 0) return;
+  const GemmOperand bop = packed_b ? GemmOperand::prepacked(*packed_b) : GemmOperand::raw(b, n);
+  if (plan.fold_a_batches) {
+    // One tall GEMM: the weights of a Linear layer applied to every token.
+    sgemm_ex(plan.batches * m, n, k, 1.f, GemmOperand::raw(a, k), bop, 0.f, out, n, pool, epilogue);
+    return;
+  }
+  const double flops = 2.0 * static_cast<double>(m * n) * static_cast<double>(k);
+  auto one = [&](int64_t t, ThreadPool* p) {
+    const size_t ti = static_cast<size_t>(t);
+    const GemmOperand bt = packed_b ? bop : GemmOperand::raw(b + plan.b_offset[ti], n);
+    sgemm_ex(m, n, k, 1.f, GemmOperand::raw(a + plan.a_offset[ti], k), bt, 0.f, out + t * m * n, n, p, epilogue);
+  };
+  if (flops >= 4e6 || plan.batches == 1) {
+    for (int64_t t = 0; t < plan.batches; ++t) one(t, pool);
+  } else {
+    // Many small products (attention heads): one per task.
+    parallel_for(pool, plan.batches, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) one(t, nullptr);
+    });
+  }
+}
+
+namespace {
+
+constexpr DTypeSet kMatMulTypes =
+    dtype_set(DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt32, DType::kInt64,
+              DType::kUInt32, DType::kUInt64);
+
+Status check_same_dtype(const KernelContext& ctx, size_t i, const char* name) {
+  if (ctx.input(i).dtype() != ctx.input(0).dtype()) {
+    return invalid_argument(ctx.node().label(), ": ", input_label(i, name), " has dtype ",
+                            dtype_name(ctx.input(i).dtype()), ", expected ", dtype_name(ctx.input(0).dtype()),
+                            " like input 0 (A)");
+  }
+  return Status::ok();
+}
+
+Status check_inputs(const KernelContext& ctx, size_t required) {
+  for (size_t i = 0; i < required; ++i) {
+    if (!ctx.has_input(i) || !ctx.input_value(i)->is_tensor())
+      return invalid_argument(ctx.node().label(), ": input ", i, " is missing");
+  }
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------- MatMul
+
+class MatMulKernel final : public Kernel {
+ public:
+  Status init(const KernelInit& init) {
+    const Tensor* b = init.constant_input(1);
+    if (b && b->dtype() == DType::kFloat32 && b->rank() == 2 && b->numel() > 0)
+      packed_b_ = PackedMatrix::pack_b(false, b->dim(0), b->dim(1), b->data<float>(), b->dim(1));
+    return Status::ok();
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 2));
+    KILN_RETURN_IF_ERROR(check_same_dtype(ctx, 1, "B"));
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    KILN_ASSIGN_OR_RETURN(MatMulPlan plan, plan_matmul(a.shape(), b.shape(), ctx.node()));
+    KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, a.dtype(), plan.out_shape));
+    if (y->numel() == 0) return Status::ok();
+    if (plan.k == 0) {  // sum over nothing
+      std::fill_n(static_cast<unsigned char*>(y->raw_data()), y->nbytes(), 0);
+      return Status::ok();
+    }
+    switch (a.dtype()) {
+      case DType::kFloat32: {
+        const bool use_packed = !packed_b_.empty() && b.rank() == 2 && packed_b_.rows() == b.dim(0) &&
+                                packed_b_.cols() == b.dim(1);
+        matmul_f32(plan, a.data<float>(), b.data<float>(), use_packed ? &packed_b_ : nullptr, y->data<float>(),
+                   ctx.pool());
+        return Status::ok();
+      }
+      case DType::kFloat16:
+      case DType::kBFloat16: {
+        std::vector<float> af = to_float_vector(a), bf = to_float_vector(b), yf(static_cast<size_t>(y->numel()));
+        matmul_f32(plan, af.data(), bf.data(), nullptr, yf.data(), ctx.pool());
+        from_float_vector(yf.data(), y);
+        return Status::ok();
+      }
+      default: break;
+    }
+    Status st;
+    visit_dtype(a.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+        const T* ad = a.data<T>();
+        const T* bd = b.data<T>();
+        T* yd = y->data<T>();
+        parallel_for(ctx.pool(), plan.batches, 1, [&](int64_t t0, int64_t t1) {
+          for (int64_t t = t0; t < t1; ++t) {
+            const size_t ti = static_cast<size_t>(t);
+            gemm_generic<T>(false, false, plan.m, plan.n, plan.k, ad + plan.a_offset[ti], plan.k,
+                            bd + plan.b_offset[ti], plan.n, yd + t * plan.m * plan.n, plan.n, false);
+          }
+        });
+      } else {
+        st = unimplemented(ctx.node().label(), ": dtype ", dtype_name(a.dtype()), " is not supported");
+      }
+    });
+    return st;
+  }
+
+ private:
+  PackedMatrix packed_b_;
+};
+
+// ---------------------------------------------------------------- Gemm
+
+class GemmKernel final : public Kernel {
+ public:
+  Status init(const KernelInit& init) {
+    trans_a_ = init.node.attr_int("transA", 0) != 0;
+    trans_b_ = init.node.attr_int("transB", 0) != 0;
+    alpha_ = init.node.attr_float("alpha", 1.f);
+    beta_ = init.node.attr_float("beta", 1.f);
+    c_required_ = init.opset < 11;
+    const Tensor* b = init.constant_input(1);
+    if (b && b->dtype() == DType::kFloat32 && b->rank() == 2 && b->numel() > 0) {
+      const int64_t k = trans_b_ ? b->dim(1) : b->dim(0), n = trans_b_ ? b->dim(0) : b->dim(1);
+      packed_b_ = PackedMatrix::pack_b(trans_b_, k, n, b->data<float>(), b->dim(1));
+    }
+    return Status::ok();
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 2));
+    KILN_RETURN_IF_ERROR(check_same_dtype(ctx, 1, "B"));
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    const ir::Node& node = ctx.node();
+    if (a.rank() != 2) return invalid_argument(node.label(), ": input 0 (A) has shape ", a.shape().to_string(), ", expected rank 2");
+    if (b.rank() != 2) return invalid_argument(node.label(), ": input 1 (B) has shape ", b.shape().to_string(), ", expected rank 2");
+    const int64_t m = trans_a_ ? a.dim(1) : a.dim(0), k = trans_a_ ? a.dim(0) : a.dim(1);
+    const int64_t kb = trans_b_ ? b.dim(1) : b.dim(0), n = trans_b_ ? b.dim(0) : b.dim(1);
+    if (k != kb) {
+      return invalid_argument(node.label(), ": input 0 (A) ", a.shape().to_string(), (trans_a_ ? " (transposed)" : ""),
+                              " and input 1 (B) ", b.shape().to_string(), (trans_b_ ? " (transposed)" : ""),
+                              " do not match: K = ", k, " vs ", kb);
+    }
+    const bool has_c = ctx.has_input(2);
+    if (!has_c && c_required_) return invalid_argument(node.label(), ": input 2 (C) is required before opset 11");
+    const Shape out_shape{m, n};
+    const Tensor* c = has_c ? &ctx.input(2) : nullptr;
+    if (c) {
+      KILN_RETURN_IF_ERROR(check_same_dtype(ctx, 2, "C"));
+      auto bs = broadcast_shapes(c->shape(), out_shape);
+      if (c->rank() > 2 || !bs.ok() || *bs != out_shape) {
+        return invalid_argument(node.label(), ": input 2 (C) has shape ", c->shape().to_string(),
+                                ", expected one that broadcasts to ", out_shape.to_string());
+      }
+    }
+    KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, a.dtype(), out_shape));
+    if (y->numel() == 0) return Status::ok();
+    switch (a.dtype()) {
+      case DType::kFloat32:
+        return gemm_f32(ctx, a.data<float>(), b.data<float>(), c, c ? c->data<float>() : nullptr, m, n, k,
+                        y->data<float>(), /*b_may_be_packed=*/true);
+      case DType::kFloat16:
+      case DType::kBFloat16: {
+        std::vector<float> af = to_float_vector(a), bf = to_float_vector(b), cf;
+        if (c) cf = to_float_vector(*c);
+        std::vector<float> yf(static_cast<size_t>(y->numel()));
+        KILN_RETURN_IF_ERROR(gemm_f32(ctx, af.data(), bf.data(), c, c ? cf.data() : nullptr, m, n, k, yf.data(),
+                                      /*b_may_be_packed=*/false));
+        from_float_vector(yf.data(), y);
+        return Status::ok();
+      }
+      default: break;
+    }
+    Status st;
+    visit_dtype(a.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+        T* yd = y->data<T>();
+        gemm_generic<T>(trans_a_, trans_b_, m, n, k, a.data<T>(), a.dim(1), b.data<T>(), b.dim(1), yd, n, false);
+        const bool unit = alpha_ == 1.f && beta_ == 1.f;
+        std::vector<int64_t> cs = c ? broadcast_strides(c->shape(), out_shape) : std::vector<int64_t>{0, 0};
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            T& v = yd[i * n + j];
+            const T cv = c ? c->data<T>()[i * cs[0] + j * cs[1]] : T(0);
+            if (unit) {
+              v = static_cast<T>(v + cv);
+            } else {
+              v = static_cast<T>(static_cast<double>(alpha_) * static_cast<double>(v) +
+                                 static_cast<double>(beta_) * static_cast<double>(cv));
+            }
+          }
+        }
+      } else {
+        st = unimplemented(node.label(), ": dtype ", dtype_name(a.dtype()), " is not supported");
+      }
+    });
+    return st;
+  }
+
+ private:
+  // Y = alpha * op(A) op(B) + beta * C with C folded into the GEMM: a row
+  // vector C becomes the column bias, a column vector the row bias, a full
+  // matrix is copied into Y and scaled by beta in the GEMM.
+  Status gemm_f32(KernelContext& ctx, const float* a, const float* b, const Tensor* c, const float* cd, int64_t m,
+                  int64_t n, int64_t k, float* y, bool b_may_be_packed) const {
+    const Tensor& bt = ctx.input(1);
+    const int64_t lda = ctx.input(0).dim(1), ldb = bt.dim(1);
+    GemmOperand bop = GemmOperand::raw(b, ldb, trans_b_);
+    if (b_may_be_packed && !packed_b_.empty() && packed_b_.rows() == k && packed_b_.cols() == n)
+      bop = GemmOperand::prepacked(packed_b_);
+    GemmEpilogue ep;
+    std::vector<float> bias;
+    float beta = 0.f;
+    if (c && beta_ != 0.f) {
+      const Shape out_shape{m, n};
+      const std::vector<int64_t> cs = broadcast_strides(c->shape(), out_shape);
+      if (cs[0] == 0) {  // one row, broadcast down
+        bias.resize(static_cast<size_t>(n));
+        for (int64_t j = 0; j < n; ++j) bias[static_cast<size_t>(j)] = beta_ * cd[j * cs[1]];
+        ep.col_bias = bias.data();
+      } else if (cs[1] == 0) {  // one column, broadcast across
+        bias.resize(static_cast<size_t>(m));
+        for (int64_t i = 0; i < m; ++i) bias[static_cast<size_t>(i)] = beta_ * cd[i * cs[0]];
+        ep.row_bias = bias.data();
+      } else {
+        std::copy_n(cd, m * n, y);
+        beta = beta_;
+      }
+    }
+    sgemm_ex(m, n, k, alpha_, GemmOperand::raw(a, lda, trans_a_), bop, beta, y, n, ctx.pool(), ep);
+    return Status::ok();
+  }
+
+  bool trans_a_ = false, trans_b_ = false, c_required_ = false;
+  float alpha_ = 1.f, beta_ = 1.f;
+  PackedMatrix packed_b_;
+};
+
+}  // namespace
+
+void register_matmul_ops(KernelRegistry& r) {
+  r.add(KernelDef{"", "MatMul", 1, 1000, kMatMulTypes, 0, make_kernel<MatMulKernel>, 0});
+  r.add(KernelDef{"", "Gemm", 1, 1000, kMatMulTypes, 0, make_kernel<GemmKernel>, 0});
+}
+
+}  // namespace kiln::kernels

@@ -1,0 +1,211 @@
+// MatMul and Gemm kernels against a naive double-precision reference.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "kernels/testing/kernel_runner.h"
+#include "kernels/util.h"
+
+namespace kiln {
+namespace {
+
+using testing::attr;
+using testing::run_op;
+using testing::run_op1;
+
+Tensor random_tensor(const Shape& s, std::mt19937& rng) {
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  Tensor t = Tensor::allocate(DType::kFloat32, s);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+// numpy.matmul in double.
+std::vector<double> naive_matmul(const Tensor& a, const Tensor& b, Shape* out_shape) {
+  Shape as = a.shape(), bs = b.shape();
+  const bool av = as.rank() == 1, bv = bs.rank() == 1;
+  if (av) as = Shape{1, as[0]};
+  if (bv) bs = Shape{bs[0], 1};
+  const int64_t m = as[as.rank() - 2], k = as[as.rank() - 1], n = bs[bs.rank() - 1];
+  Shape ab, bb;
+  for (size_t i = 0; i + 2 < as.rank(); ++i) ab.push_back(as[i]);
+  for (size_t i = 0; i + 2 < bs.rank(); ++i) bb.push_back(bs[i]);
+  Shape ob = *kernels::broadcast_shapes(ab, bb);
+  auto sa = kernels::broadcast_strides(ab, ob), sb = kernels::broadcast_strides(bb, ob);
+  *out_shape = ob;
+  if (!av) out_shape->push_back(m);
+  if (!bv) out_shape->push_back(n);
+  std::vector<double> out(static_cast<size_t>(ob.numel() * m * n));
+  for (int64_t t = 0; t < ob.numel(); ++t) {
+    int64_t rem = t, oa = 0, obb = 0;
+    for (size_t d = ob.rank(); d-- > 0;) {
+      oa += (rem % ob[d]) * sa[d];
+      obb += (rem % ob[d]) * sb[d];
+      rem /= ob[d];
+    }
+    const float* ap = a.data<float>() + oa * m * k;
+    const float* bp = b.data<float>() + obb * k * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t p = 0; p < k; ++p) s += static_cast<double>(ap[i * k + p]) * bp[p * n + j];
+        out[static_cast<size_t>((t * m + i) * n + j)] = s;
+      }
+  }
+  return out;
+}
+
+void expect_near_all(const Tensor& got, const std::vector<double>& want, double tol) {
+  ASSERT_EQ(got.numel(), static_cast<int64_t>(want.size()));
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got.data<float>()[i], want[i], tol) << "at " << i;
+}
+
+TEST(MatMulTest, MatchesNaiveWithBroadcastAndVectors) {
+  std::mt19937 rng(5);
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{3, 4}, {4, 5}},          {{7}, {7, 3}},           {{2, 7}, {7}},         {{9}, {9}},
+      {{2, 3, 5, 4}, {4, 6}},    {{5, 4}, {3, 4, 2}},     {{2, 1, 3, 4}, {5, 4, 2}}, {{4, 1, 8}, {1, 8, 3}},
+      {{3, 2, 33, 70}, {3, 2, 70, 19}}, {{130, 300}, {300, 40}}, {{1, 20}, {20, 1}},  {{6, 3, 5}, {5}},
+  };
+  for (const auto& [as, bs] : cases) {
+    for (bool constant : {false, true}) {
+      for (int threads : {1, 2}) {
+        Tensor a = random_tensor(as, rng), b = random_tensor(bs, rng);
+        testing::OpCall call;
+        call.op_type = "MatMul";
+        call.inputs = {a, b};
+        call.inputs_are_constant = constant;
+        call.threads = threads;
+        auto out = run_op(call);
+        ASSERT_TRUE(out.ok()) << out.status().to_string();
+        Shape want_shape;
+        std::vector<double> want = naive_matmul(a, b, &want_shape);
+        const Tensor& y = (*out)[0].tensor();
+        ASSERT_EQ(y.shape(), want_shape) << as.to_string() << " x " << bs.to_string();
+        expect_near_all(y, want, 1e-4);
+      }
+    }
+  }
+}
+
+TEST(MatMulTest, IntegerAndDoubleAndHalf) {
+  auto y = run_op1("MatMul", {Tensor::from_vector<int32_t>({1, 2, 3, 4, 5, 6}, {2, 3}),
+                              Tensor::from_vector<int32_t>({1, 0, 0, 1, 2, 2}, {3, 2})});
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  EXPECT_EQ(std::vector<int32_t>(y->data<int32_t>(), y->data<int32_t>() + 4), (std::vector<int32_t>{7, 8, 16, 17}));
+
+  auto yd = run_op1("MatMul", {Tensor::from_vector<double>({1.5, 2.0}, {1, 2}), Tensor::from_vector<double>({2.0, 4.0}, {2})});
+  ASSERT_TRUE(yd.ok());
+  EXPECT_EQ(yd->shape(), (Shape{1}));
+  EXPECT_DOUBLE_EQ(yd->data<double>()[0], 11.0);
+
+  auto yh = run_op1("MatMul", {Tensor::from_vector<Float16>({Float16(1.f), Float16(2.f)}, {1, 2}),
+                               Tensor::from_vector<Float16>({Float16(0.5f), Float16(0.25f)}, {2, 1})});
+  ASSERT_TRUE(yh.ok());
+  EXPECT_EQ(yh->dtype(), DType::kFloat16);
+  EXPECT_FLOAT_EQ(static_cast<float>(yh->data<Float16>()[0]), 1.f);
+}
+
+TEST(MatMulTest, EmptyKGivesZeros) {
+  auto y = run_op1("MatMul", {Tensor::allocate(DType::kFloat32, {2, 0}), Tensor::allocate(DType::kFloat32, {0, 3})});
+  ASSERT_TRUE(y.ok());
+  EXPECT_EQ(y->shape(), (Shape{2, 3}));
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(y->data<float>()[i], 0.f);
+}
+
+TEST(MatMulTest, RejectsMismatchedShapes) {
+  auto y = run_op1("MatMul", {Tensor::allocate(DType::kFloat32, {2, 3}), Tensor::allocate(DType::kFloat32, {4, 3})});
+  ASSERT_FALSE(y.ok());
+  EXPECT_NE(y.status().message().find("K = 3"), std::string::npos) << y.status().message();
+  EXPECT_NE(y.status().message().find("MatMul"), std::string::npos);
+  auto yb = run_op1("MatMul",
+                    {Tensor::allocate(DType::kFloat32, {2, 2, 3}), Tensor::allocate(DType::kFloat32, {3, 3, 4})});
+  EXPECT_FALSE(yb.ok());
+  auto ys = run_op1("MatMul", {Tensor::scalar(1.f), Tensor::allocate(DType::kFloat32, {1})});
+  EXPECT_FALSE(ys.ok());
+  auto yt = run_op1("MatMul", {Tensor::allocate(DType::kFloat32, {2, 3}), Tensor::allocate(DType::kFloat64, {3, 4})});
+  EXPECT_FALSE(yt.ok());
+}
+
+// Gemm reference: alpha * op(A) op(B) + beta * broadcast(C).
+std::vector<double> naive_gemm(const Tensor& a, const Tensor& b, const Tensor* c, bool ta, bool tb, float alpha,
+                               float beta) {
+  const int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1), n = tb ? b.dim(0) : b.dim(1);
+  std::vector<int64_t> cs = c ? kernels::broadcast_strides(c->shape(), Shape{m, n}) : std::vector<int64_t>{0, 0};
+  std::vector<double> out(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        const double av = ta ? a.data<float>()[p * m + i] : a.data<float>()[i * k + p];
+        const double bv = tb ? b.data<float>()[j * k + p] : b.data<float>()[p * n + j];
+        s += av * bv;
+      }
+      double v = alpha * s;
+      if (c) v += beta * static_cast<double>(c->data<float>()[i * cs[0] + j * cs[1]]);
+      out[static_cast<size_t>(i * n + j)] = v;
+    }
+  return out;
+}
+
+TEST(GemmOpTest, AllAttributesAndBiasForms) {
+  std::mt19937 rng(9);
+  const int64_t m = 13, n = 37, k = 21;
+  for (int variant = 0; variant < 16; ++variant) {
+    const bool ta = variant & 1, tb = variant & 2, constant = variant & 8;
+    const float alpha = (variant & 4) ? 0.5f : 1.f, beta = (variant & 4) ? 2.f : 1.f;
+    Tensor a = random_tensor(ta ? Shape{k, m} : Shape{m, k}, rng);
+    Tensor b = random_tensor(tb ? Shape{n, k} : Shape{k, n}, rng);
+    for (const Shape& cshape : {Shape{}, Shape{1}, Shape{n}, Shape{1, n}, Shape{m, 1}, Shape{m, n}}) {
+      Tensor c = random_tensor(cshape, rng);
+      testing::OpCall call;
+      call.op_type = "Gemm";
+      call.inputs = {a, b, c};
+      call.attrs = {attr("transA", int64_t{ta}), attr("transB", int64_t{tb}), attr("alpha", alpha), attr("beta", beta)};
+      call.inputs_are_constant = constant;
+      call.threads = variant % 3 == 0 ? 2 : 1;
+      auto out = run_op(call);
+      ASSERT_TRUE(out.ok()) << out.status().to_string();
+      const Tensor& y = (*out)[0].tensor();
+      ASSERT_EQ(y.shape(), (Shape{m, n}));
+      expect_near_all(y, naive_gemm(a, b, &c, ta, tb, alpha, beta), 1e-4);
+    }
+  }
+}
+
+TEST(GemmOpTest, OptionalCFromOpset11) {
+  std::mt19937 rng(2);
+  Tensor a = random_tensor({4, 3}, rng), b = random_tensor({3, 5}, rng);
+  auto y = run_op1("Gemm", {a, b}, {}, 13);
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  expect_near_all(*y, naive_gemm(a, b, nullptr, false, false, 1.f, 1.f), 1e-5);
+  auto old = run_op1("Gemm", {a, b}, {}, 9);
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.status().message().find("input 2 (C)"), std::string::npos);
+}
+
+TEST(GemmOpTest, IntegerGemm) {
+  auto y = run_op1("Gemm", {Tensor::from_vector<int64_t>({1, 2, 3, 4}, {2, 2}),
+                            Tensor::from_vector<int64_t>({5, 6, 7, 8}, {2, 2}), Tensor::from_vector<int64_t>({1, 2}, {2})},
+                   {attr("transB", int64_t{1})});
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  // A * B^T = [[17, 23], [39, 53]] + [1, 2]
+  EXPECT_EQ(std::vector<int64_t>(y->data<int64_t>(), y->data<int64_t>() + 4), (std::vector<int64_t>{18, 25, 40, 55}));
+}
+
+TEST(GemmOpTest, RejectsBadShapes) {
+  Tensor a = Tensor::allocate(DType::kFloat32, {2, 3});
+  auto y = run_op1("Gemm", {a, Tensor::allocate(DType::kFloat32, {4, 5})});
+  ASSERT_FALSE(y.ok());
+  EXPECT_NE(y.status().message().find("K = 3 vs 4"), std::string::npos) << y.status().message();
+  auto yc = run_op1("Gemm", {a, Tensor::allocate(DType::kFloat32, {3, 5}), Tensor::allocate(DType::kFloat32, {3, 5})});
+  ASSERT_FALSE(yc.ok());
+  EXPECT_NE(yc.status().message().find("input 2 (C)"), std::string::npos);
+  auto y3 = run_op1("Gemm", {Tensor::allocate(DType::kFloat32, {1, 2, 3}), Tensor::allocate(DType::kFloat32, {3, 5})});
+  ASSERT_FALSE(y3.ok());
+  EXPECT_NE(y3.status().message().find("rank 2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,211 @@
+#!/usr/bin/python3
+"""Exports the benchmark/test models in the ONNX backend-test layout.
+
+    /usr/bin/python3 bench/models/export.py [--out DIR] [--only NAME ...] [--opset N]
+
+For each model NAME it writes DIR/NAME/model.onnx and DIR/NAME/test_data_set_0/
+{input_0.pb, output_0.pb}, the expected output computed by torch (or numpy for
+op_chain_500), so that `kiln conformance DIR` checks Kiln against it.
+
+Models (random weights, fixed seeds, eval mode):
+  resnet18, mobilenet_v2, squeezenet1_1   torchvision architectures, input [1, 3, 224, 224]
+  bert_encoder                            4 layers, hidden 256, 4 heads, ffn 1024, seq 128,
+                                          plain Linear/matmul/softmax/LayerNorm/GELU(erf)
+  op_chain_500                            250 Add + 250 Mul on a [1, 64] tensor (onnx.helper)
+
+Needs torch and torchvision (Debian: python3-torch, python3-torchvision) except
+for op_chain_500, which needs only onnx and numpy.
+"""
+
+import argparse
+import math
+import os
+import sys
+import time
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, TensorProto
+
+SEED = 0
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEFAULT_OUT = os.path.join(REPO, "bench", "models", "out")
+
+
+def write_test_data(model_dir, inputs, outputs):
+    """inputs/outputs: lists of (name, numpy array)."""
+    data_dir = os.path.join(model_dir, "test_data_set_0")
+    os.makedirs(data_dir, exist_ok=True)
+    for kind, values in (("input", inputs), ("output", outputs)):
+        for i, (name, array) in enumerate(values):
+            tensor = numpy_helper.from_array(np.ascontiguousarray(array), name)
+            with open(os.path.join(data_dir, f"{kind}_{i}.pb"), "wb") as f:
+                f.write(tensor.SerializeToString())
+
+
+# ---------------------------------------------------------------------------
+# torch models
+
+
+def torch_modules():
+    import torch
+    from torch import nn
+
+    class SelfAttention(nn.Module):
+        def __init__(self, hidden, heads):
+            super().__init__()
+            self.heads = heads
+            self.head_dim = hidden // heads
+            self.query = nn.Linear(hidden, hidden)
+            self.key = nn.Linear(hidden, hidden)
+            self.value = nn.Linear(hidden, hidden)
+            self.out = nn.Linear(hidden, hidden)
+
+        def split(self, x):  # [B, S, H] -> [B, heads, S, head_dim]
+            b, s, _ = x.shape
+            return x.reshape(b, s, self.heads, self.head_dim).transpose(1, 2)
+
+        def forward(self, x):
+            b, s, h = x.shape
+            q, k, v = self.split(self.query(x)), self.split(self.key(x)), self.split(self.value(x))
+            scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_dim)
+            probs = torch.softmax(scores, dim=-1)
+            context = torch.matmul(probs, v).transpose(1, 2).reshape(b, s, h)
+            return self.out(context)
+
+    class EncoderLayer(nn.Module):
+        def __init__(self, hidden, heads, ffn):
+            super().__init__()
+            self.attention = SelfAttention(hidden, heads)
+            self.norm1 = nn.LayerNorm(hidden, eps=1e-12)
+            self.ffn_in = nn.Linear(hidden, ffn)
+            self.ffn_out = nn.Linear(ffn, hidden)
+            self.norm2 = nn.LayerNorm(hidden, eps=1e-12)
+
+        @staticmethod
+        def gelu(x):  # the erf form, as BERT defines it
+            return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
+
+        def forward(self, x):
+            x = self.norm1(x + self.attention(x))
+            return self.norm2(x + self.ffn_out(self.gelu(self.ffn_in(x))))
+
+    class Encoder(nn.Module):
+        def __init__(self, layers=4, hidden=256, heads=4, ffn=1024):
+            super().__init__()
+            self.layers = nn.ModuleList([EncoderLayer(hidden, heads, ffn) for _ in range(layers)])
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+
+    return Encoder
+
+
+def calibrate_batch_norm(model, batch):
+    """Sets BatchNorm running statistics from one random batch.
+
+    With freshly initialized statistics (mean 0, var 1) activations shrink or
+    grow layer after layer; mobilenet_v2's outputs end up near 1e-9, where any
+    atol accepts anything. Real statistics keep outputs O(1), so comparing
+    them with Kiln's means something.
+    """
+    import torch
+    from torch import nn
+
+    norms = [m for m in model.modules() if isinstance(m, nn.BatchNorm2d)]
+    if not norms:
+        return
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None  # cumulative average: one batch sets the statistics
+    model.train()
+    with torch.no_grad():
+        model(batch)
+
+
+def export_torch(name, model_dir, opset):
+    import torch
+    import torchvision
+
+    torch.manual_seed(SEED)
+    if name == "bert_encoder":
+        model = torch_modules()()
+        example = torch.randn(1, 128, 256)
+    else:
+        model = getattr(torchvision.models, name)(weights=None)
+        example = torch.randn(1, 3, 224, 224)
+        calibrate_batch_norm(model, torch.randn(8, 3, 224, 224))
+    model.eval()
+    with torch.no_grad():
+        expected = model(example)
+        path = os.path.join(model_dir, "model.onnx")
+        torch.onnx.export(model, (example,), path, opset_version=opset, input_names=["input"],
+                          output_names=["output"], do_constant_folding=True)
+    write_test_data(model_dir, [("input", example.numpy())], [("output", expected.numpy())])
+
+
+# ---------------------------------------------------------------------------
+# op_chain_500: many tiny nodes (per-node overhead)
+
+
+def export_op_chain(model_dir, opset, pairs=250, width=64):
+    rng = np.random.default_rng(SEED)
+    nodes, inits = [], []
+    x = rng.uniform(-1, 1, size=(1, width)).astype(np.float32)
+    value, current = x.copy(), "input"
+    for i in range(pairs):
+        a = rng.uniform(-0.01, 0.01, size=(1, width)).astype(np.float32)
+        m = rng.uniform(0.99, 1.01, size=(1, width)).astype(np.float32)
+        inits += [numpy_helper.from_array(a, f"add_{i}.b"), numpy_helper.from_array(m, f"mul_{i}.b")]
+        nodes.append(helper.make_node("Add", [current, f"add_{i}.b"], [f"add_{i}"], name=f"add_{i}"))
+        out = "output" if i == pairs - 1 else f"mul_{i}"
+        nodes.append(helper.make_node("Mul", [f"add_{i}", f"mul_{i}.b"], [out], name=f"mul_{i}"))
+        value = (value + a) * m  # float32 throughout, the same order as the graph
+        current = out
+    graph = helper.make_graph(
+        nodes, "op_chain_500",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, width])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, width])],
+        initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              producer_name="kiln bench/models/export.py")
+    model.ir_version = 8
+    onnx.save(model, os.path.join(model_dir, "model.onnx"))
+    write_test_data(model_dir, [("input", x)], [("output", value.astype(np.float32))])
+
+
+MODELS = ["resnet18", "mobilenet_v2", "squeezenet1_1", "bert_encoder", "op_chain_500"]
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=DEFAULT_OUT, help="output folder (default bench/models/out)")
+    parser.add_argument("--only", action="append", choices=MODELS, metavar="NAME",
+                        help="export only NAME (repeatable): " + ", ".join(MODELS))
+    parser.add_argument("--opset", type=int, default=13, help="ONNX opset, 13..17 (default 13)")
+    args = parser.parse_args(argv)
+    if not 13 <= args.opset <= 17:
+        parser.error(f"--opset must be in 13..17, got {args.opset}")
+
+    for name in args.only or MODELS:
+        model_dir = os.path.join(args.out, name)
+        os.makedirs(model_dir, exist_ok=True)
+        start = time.time()
+        if name == "op_chain_500":
+            export_op_chain(model_dir, args.opset)
+        else:
+            try:
+                export_torch(name, model_dir, args.opset)
+            except ImportError as e:
+                sys.exit(f"export.py: error: {name} needs torch and torchvision ({e}); "
+                         "install python3-torch python3-torchvision")
+        path = os.path.join(model_dir, "model.onnx")
+        onnx.checker.check_model(path)
+        size = os.path.getsize(path) / 1e6
+        print(f"{name}: {path} ({size:.1f} MB, {time.time() - start:.1f} s)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,17 @@
+// The kiln subcommands. Each takes the arguments after its name and returns
+// the process exit code; errors are printed as one "kiln: error: ..." line.
+#pragma once
+
+#include <span>
+#include <string>
+
+namespace kiln::cli {
+
+/// kiln run MODEL [--input-dir DIR | --input NAME=FILE ...] [--output-dir DIR] [--threads N] [--seed N]
+int run_command(std::span<const std::string> args);
+/// kiln conformance DIR... [--threads N] [--expected-pass FILE] [--filter SUBSTR] [--quiet] ...
+int conformance_command(std::span<const std::string> args);
+/// kiln demo-model OUT.onnx: writes the small CNN used by `make demo`.
+int demo_model_command(std::span<const std::string> args);
+
+}  // namespace kiln::cli

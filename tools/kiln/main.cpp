@@ -1,0 +1,47 @@
+// kiln: the command-line front end of the Kiln runtime.
+
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli_util.h"
+#include "commands.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: kiln COMMAND [args]
+
+commands:
+  run MODEL          run a model once (inputs from files or random) and print its outputs
+  conformance DIR... run ONNX backend tests and compare with their expected outputs
+  demo-model OUT     write the small demo CNN to OUT (an .onnx file)
+
+`kiln COMMAND --help` describes a command's flags.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace kiln::cli;
+  std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
+  if (args.empty()) {
+    std::cerr << kUsage;
+    return kExitUsage;
+  }
+  const std::string command = args.front();
+  const std::span<const std::string> rest(args.data() + 1, args.size() - 1);
+  if (command == "run") return run_command(rest);
+  if (command == "conformance") return conformance_command(rest);
+  if (command == "demo-model") return demo_model_command(rest);
+  if (command == "help" || command == "--help" || command == "-h") {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  if (command == "--version") {
+    std::cout << "kiln " KILN_VERSION "\n";
+    return kExitOk;
+  }
+  return fail("unknown command '" + command + "' (commands: run, conformance, demo-model; see kiln --help)",
+              kExitUsage);
+}

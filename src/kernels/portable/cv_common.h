@@ -5,6 +5,7 @@
 // path is float32.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -50,6 +51,91 @@ struct WindowGeometry {
 Result<WindowGeometry> resolve_window(const WindowAttrs& attrs, std::span<const int64_t> in_spatial,
                                       std::span<const int64_t> kernel, const ir::Node& node);
 
+/// Writes rows [p0, p0 + kc) and columns [j0, j0 + nc) of the im2col matrix
+/// of one image (or one group of it) in the panel layout of BPanelSource
+/// (gemm.h): row p is (channel p / kernel_size, kernel offset p %
+/// kernel_size), column j is output position j (both row-major), so
+/// out[(j / nr) * kc * nr + p * nr + j % nr]. With nr >= nc it is a plain
+/// row-major kc x nc matrix with leading dimension nr. `x` points at the
+/// first channel, channels are g.in_size() apart; `pad` fills positions
+/// outside the input and the columns past nc of the last panel.
+template <class T>
+void im2col_panels(const WindowGeometry& g, const T* x, int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr,
+                   T pad, T* out) {
+  const size_t r = g.rank();
+  const size_t last = r - 1;
+  const int64_t ksize = g.kernel_size(), in_size = g.in_size();
+  const int64_t out_last = g.out[last], in_last = g.in[last], s_last = g.stride[last];
+  int64_t kd[8], od[8];  // kernel and output coordinates; rank <= 8 is checked by the kernels
+  for (int64_t pp = 0; pp < kc; ++pp) {
+    const int64_t p = p0 + pp;
+    const T* xc = x + (p / ksize) * in_size;
+    for (int64_t rem = p % ksize, d = static_cast<int64_t>(r); d-- > 0;) {
+      kd[d] = rem % g.kernel[static_cast<size_t>(d)];
+      rem /= g.kernel[static_cast<size_t>(d)];
+    }
+    for (int64_t rem = j0, d = static_cast<int64_t>(r); d-- > 0;) {
+      od[d] = rem % g.out[static_cast<size_t>(d)];
+      rem /= g.out[static_cast<size_t>(d)];
+    }
+    T* panel = out + pp * nr;
+    int64_t lane = 0;
+    // Appends `len` values x[src + t * step] (or `pad` when src is null).
+    auto emit = [&](const T* src, int64_t step, int64_t len) {
+      while (len > 0) {
+        const int64_t chunk = std::min(len, nr - lane);
+        T* dst = panel + lane;
+        if (!src) {
+          for (int64_t t = 0; t < chunk; ++t) dst[t] = pad;
+        } else if (step == 1) {
+          for (int64_t t = 0; t < chunk; ++t) dst[t] = src[t];
+          src += chunk;
+        } else {
+          for (int64_t t = 0; t < chunk; ++t) dst[t] = src[t * step];
+          src += chunk * step;
+        }
+        lane += chunk;
+        len -= chunk;
+        if (lane == nr) {
+          lane = 0;
+          panel += kc * nr;
+        }
+      }
+    };
+    for (int64_t remaining = nc; remaining > 0;) {
+      const int64_t run = std::min(out_last - od[last], remaining);
+      bool inside = true;
+      int64_t base = 0;
+      for (size_t d = 0; d < last; ++d) {
+        const int64_t i = od[d] * g.stride[d] - g.pad_begin[d] + kd[d] * g.dilation[d];
+        if (i < 0 || i >= g.in[d]) inside = false;
+        base = base * g.in[d] + i;
+      }
+      if (!inside) {
+        emit(nullptr, 0, run);
+      } else {
+        // Input column of output column o: o * s - pad + k * dilation; split
+        // the run into [before the input | inside | after the input].
+        const int64_t first = od[last] * s_last - g.pad_begin[last] + kd[last] * g.dilation[last];
+        int64_t lo = first < 0 ? (-first + s_last - 1) / s_last : 0;  // first t inside
+        int64_t hi = first < in_last ? (in_last - 1 - first) / s_last + 1 : 0;  // one past the last t inside
+        lo = std::min(lo, run);
+        hi = std::max(lo, std::min(hi, run));
+        emit(nullptr, 0, lo);
+        emit(xc + base * in_last + first + lo * s_last, s_last, hi - lo);
+        emit(nullptr, 0, run - hi);
+      }
+      remaining -= run;
+      od[last] = 0;
+      for (size_t d = last; d-- > 0;) {
+        if (++od[d] < g.out[d]) break;
+        od[d] = 0;
+      }
+    }
+    if (lane != 0) emit(nullptr, 0, nr - lane);
+  }
+}
+
 /// Copies a float16/bfloat16/double/float32 tensor's values into float32.
 std::vector<float> to_float_vector(const Tensor& t);
 /// Writes float32 values into `out` (float16/bfloat16/double/float32),
@@ -60,3 +146,12 @@ void from_float_vector(const float* values, Tensor* out);
 std::string input_label(size_t index, const char* name);
 
 }  // namespace kiln::kernels
+
+/// Marks a hot loop function to be compiled for AVX-512F, AVX2 and the
+/// baseline ISA, picked at load time by the CPU (GCC function multiversioning);
+/// plain otherwise.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define KILN_CV_MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define KILN_CV_MULTIVERSION
+#endif

@@ -1,0 +1,237 @@
+// Conv (opset 1 and 11): 1-D/2-D/3-D, groups, strides, dilations, pads,
+// auto_pad. float32 has three paths:
+//   - depthwise (one input channel per group, 1-D/2-D): a direct loop over
+//     output rows, vectorized along the row;
+//   - pointwise (1x1 kernel, stride 1, no padding): Y = W x X, a GEMM straight
+//     on the NCHW input, no copy;
+//   - everything else: GEMM with an implicit im2col that writes the packed B
+//     panels directly (gemm.h BPanelSource), so the column matrix is never
+//     materialized and its scratch stays one cache block.
+// Constant weights are packed for the GEMM once, at load; the bias is a
+// fused per-row epilogue. float16/bfloat16/double are staged through float32.
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/portable/cv_common.h"
+#include "kernels/portable/gemm.h"
+#include "kernels/registry.h"
+
+namespace kiln::kernels {
+
+namespace {
+
+struct ConvProblem {
+  int64_t n = 0, c = 0, m = 0, group = 1;
+  WindowGeometry g;
+  int64_t cg() const { return c / group; }
+  int64_t mg() const { return m / group; }
+  int64_t kg() const { return cg() * g.kernel_size(); }  // GEMM K per group
+  bool depthwise() const { return cg() == 1 && group > 1 && g.rank() <= 2; }
+  bool pointwise() const {
+    for (size_t d = 0; d < g.rank(); ++d)
+      if (g.kernel[d] != 1 || g.stride[d] != 1 || g.pad_begin[d] != 0 || g.pad_end[d] != 0) return false;
+    return true;
+  }
+};
+
+// The im2col matrix of one image and group, produced panel by panel.
+class Im2colSource final : public BPanelSource {
+ public:
+  Im2colSource(const WindowGeometry& g, const float* x) : g_(g), x_(x) {}
+  void pack(int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* out) const override {
+    im2col_panels<float>(g_, x_, p0, kc, j0, nc, nr, 0.f, out);
+  }
+
+ private:
+  const WindowGeometry& g_;
+  const float* x_;
+};
+
+// One output row of a depthwise 2-D conv: y[ow] += sum_kw w[kw] * x[ow*s + kw*d - pad].
+KILN_CV_MULTIVERSION
+void depthwise_row(float* y, int64_t ow_count, const float* xrow, int64_t in_w, const float* w, int64_t kw_count,
+                   int64_t stride, int64_t dilation, int64_t pad) {
+  for (int64_t kw = 0; kw < kw_count; ++kw) {
+    const float wv = w[kw];
+    const int64_t off = kw * dilation - pad;  // input column of output column 0
+    // Output columns whose input column lies in [0, in_w).
+    const int64_t lo = off < 0 ? (-off + stride - 1) / stride : 0;
+    const int64_t hi = std::min(ow_count, off < in_w ? (in_w - 1 - off) / stride + 1 : 0);
+    if (stride == 1) {
+      const float* xs = xrow + off;
+      for (int64_t ow = lo; ow < hi; ++ow) y[ow] += wv * xs[ow];
+    } else {
+      for (int64_t ow = lo; ow < hi; ++ow) y[ow] += wv * xrow[ow * stride + off];
+    }
+  }
+}
+
+void conv_depthwise_f32(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
+                        ThreadPool* pool) {
+  const WindowGeometry& g = p.g;
+  const bool one_d = g.rank() == 1;
+  const int64_t in_h = one_d ? 1 : g.in[0], in_w = g.in[one_d ? 0 : 1];
+  const int64_t out_h = one_d ? 1 : g.out[0], out_w = g.out[one_d ? 0 : 1];
+  const int64_t k_h = one_d ? 1 : g.kernel[0], k_w = g.kernel[one_d ? 0 : 1];
+  const int64_t s_h = one_d ? 1 : g.stride[0], s_w = g.stride[one_d ? 0 : 1];
+  const int64_t d_h = one_d ? 1 : g.dilation[0], d_w = g.dilation[one_d ? 0 : 1];
+  const int64_t p_h = one_d ? 0 : g.pad_begin[0], p_w = g.pad_begin[one_d ? 0 : 1];
+  const int64_t mult = p.mg();  // output channels per input channel
+  const int64_t planes = p.n * p.m;
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_h * out_w * k_h * k_w));
+  parallel_for(pool, planes, grain, [&](int64_t b, int64_t e) {
+    for (int64_t plane = b; plane < e; ++plane) {
+      const int64_t img = plane / p.m, oc = plane % p.m, ic = oc / mult;
+      const float* xp = x + (img * p.c + ic) * in_h * in_w;
+      const float* wp = w + oc * k_h * k_w;
+      float* yp = y + plane * out_h * out_w;
+      const float b0 = bias ? bias[oc] : 0.f;
+      for (int64_t oh = 0; oh < out_h; ++oh) {
+        float* yrow = yp + oh * out_w;
+        std::fill_n(yrow, out_w, b0);
+        for (int64_t kh = 0; kh < k_h; ++kh) {
+          const int64_t ih = oh * s_h - p_h + kh * d_h;
+          if (ih < 0 || ih >= in_h) continue;
+          depthwise_row(yrow, out_w, xp + ih * in_w, in_w, wp + kh * k_w, k_w, s_w, d_w, p_w);
+        }
+      }
+    }
+  });
+}
+
+// Y = conv(X, W) + B for float32. `packed` holds W per group when W was
+// constant at load (else null: W is read directly).
+void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::vector<PackedMatrix>* packed,
+              const float* bias, float* y, ThreadPool* pool) {
+  if (p.depthwise()) {
+    conv_depthwise_f32(p, x, w, bias, y, pool);
+    return;
+  }
+  const int64_t mg = p.mg(), kg = p.kg(), cg = p.cg();
+  const int64_t in_size = p.g.in_size(), out_size = p.g.out_size();
+  const bool pointwise = p.pointwise();
+  auto one = [&](int64_t img, int64_t grp, ThreadPool* tp) {
+    const float* xg = x + (img * p.c + grp * cg) * in_size;
+    float* yg = y + (img * p.m + grp * mg) * out_size;
+    const GemmOperand a = packed ? GemmOperand::prepacked((*packed)[static_cast<size_t>(grp)])
+                                 : GemmOperand::raw(w + grp * mg * kg, kg);
+    GemmEpilogue ep;
+    ep.row_bias = bias ? bias + grp * mg : nullptr;
+    if (pointwise) {
+      sgemm_ex(mg, out_size, kg, 1.f, a, GemmOperand::raw(xg, in_size), 0.f, yg, out_size, tp, ep);
+    } else {
+      const Im2colSource src(p.g, xg);
+      sgemm_ex(mg, out_size, kg, 1.f, a, GemmOperand::from_source(src), 0.f, yg, out_size, tp, ep);
+    }
+  };
+  const int64_t jobs = p.n * p.group;
+  const double flops = 2.0 * static_cast<double>(mg) * static_cast<double>(out_size) * static_cast<double>(kg);
+  if (jobs > 1 && flops < 8e6) {
+    // Many small GEMMs (grouped convs, small images): one per task.
+    parallel_for(pool, jobs, 1, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) one(t / p.group, t % p.group, nullptr);
+    });
+  } else {
+    for (int64_t t = 0; t < jobs; ++t) one(t / p.group, t % p.group, pool);
+  }
+}
+
+class ConvKernel final : public Kernel {
+ public:
+  Status init(const KernelInit& init) {
+    KILN_ASSIGN_OR_RETURN(attrs_, WindowAttrs::parse(init.node));
+    group_ = init.node.attr_int("group", 1);
+    if (group_ < 1) return invalid_argument(init.node.label(), ": attribute group is ", group_, ", expected >= 1");
+    const Tensor* w = init.constant_input(1);
+    if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3 && w->dim(0) % group_ == 0 && w->numel() > 0 &&
+        !(w->dim(1) == 1 && group_ > 1)) {  // depthwise reads W directly
+      const int64_t mg = w->dim(0) / group_, kg = w->numel() / w->dim(0);
+      for (int64_t grp = 0; grp < group_; ++grp)
+        packed_.push_back(PackedMatrix::pack_a(false, mg, kg, w->data<float>() + grp * mg * kg, kg));
+      packed_shape_ = w->shape();
+    }
+    return Status::ok();
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    const ir::Node& node = ctx.node();
+    for (size_t i = 0; i < 2; ++i)
+      if (!ctx.has_input(i)) return invalid_argument(node.label(), ": ", input_label(i, i ? "W" : "X"), " is missing");
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    const Tensor* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+    if (x.rank() < 3 || x.rank() > 10) {
+      return invalid_argument(node.label(), ": input 0 (X) has shape ", x.shape().to_string(),
+                              ", expected [N, C, spatial...] with 1 to 8 spatial dims");
+    }
+    if (w.rank() != x.rank()) {
+      return invalid_argument(node.label(), ": input 1 (W) has shape ", w.shape().to_string(), ", expected rank ",
+                              x.rank(), " like input 0 (X) ", x.shape().to_string());
+    }
+    if (w.dtype() != x.dtype() || (b && b->dtype() != x.dtype())) {
+      return invalid_argument(node.label(), ": input 1 (W) and input 2 (B) must have the dtype of input 0 (X), ",
+                              dtype_name(x.dtype()));
+    }
+    ConvProblem p;
+    p.n = x.dim(0);
+    p.c = x.dim(1);
+    p.m = w.dim(0);
+    p.group = group_;
+    if (w.dim(1) * group_ != p.c) {
+      return invalid_argument(node.label(), ": input 1 (W) has shape ", w.shape().to_string(), ", expected W[1] * group (",
+                              group_, ") == C of input 0 (X) ", x.shape().to_string());
+    }
+    if (p.m % group_ != 0) {
+      return invalid_argument(node.label(), ": input 1 (W) has ", p.m, " output channels, not a multiple of group ",
+                              group_);
+    }
+    if (b && (b->rank() != 1 || b->dim(0) != p.m)) {
+      return invalid_argument(node.label(), ": input 2 (B) has shape ", b->shape().to_string(), ", expected [", p.m, "]");
+    }
+    const std::span<const int64_t> kernel = w.shape().dims().subspan(2);
+    if (!attrs_.kernel_shape.empty() &&
+        !std::equal(kernel.begin(), kernel.end(), attrs_.kernel_shape.begin(), attrs_.kernel_shape.end())) {
+      return invalid_argument(node.label(), ": attribute kernel_shape ", Shape(attrs_.kernel_shape).to_string(),
+                              " does not match input 1 (W) ", w.shape().to_string());
+    }
+    KILN_ASSIGN_OR_RETURN(p.g, resolve_window(attrs_, x.shape().dims().subspan(2), kernel, node));
+    Shape y_shape{p.n, p.m};
+    for (int64_t d : p.g.out) y_shape.push_back(d);
+    KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, x.dtype(), y_shape));
+    if (y->numel() == 0) return Status::ok();
+    switch (x.dtype()) {
+      case DType::kFloat32: {
+        const bool use_packed = !packed_.empty() && w.shape() == packed_shape_;
+        conv_f32(p, x.data<float>(), w.data<float>(), use_packed ? &packed_ : nullptr, b ? b->data<float>() : nullptr,
+                 y->data<float>(), ctx.pool());
+        return Status::ok();
+      }
+      case DType::kFloat16:
+      case DType::kBFloat16:
+      case DType::kFloat64: {
+        const std::vector<float> xf = to_float_vector(x), wf = to_float_vector(w);
+        const std::vector<float> bf = b ? to_float_vector(*b) : std::vector<float>();
+        std::vector<float> yf(static_cast<size_t>(y->numel()));
+        conv_f32(p, xf.data(), wf.data(), nullptr, b ? bf.data() : nullptr, yf.data(), ctx.pool());
+        from_float_vector(yf.data(), y);
+        return Status::ok();
+      }
+      default:
+        return unimplemented(node.label(), ": dtype ", dtype_name(x.dtype()), " is not supported");
+    }
+  }
+
+ private:
+  WindowAttrs attrs_;
+  int64_t group_ = 1;
+  std::vector<PackedMatrix> packed_;  // W per group, when W is a constant
+  Shape packed_shape_;
+};
+
+}  // namespace
+
+void register_conv_ops(KernelRegistry& r) {
+  r.add(KernelDef{"", "Conv", 1, 1000, kFloatDTypes, 0, make_kernel<ConvKernel>, 0});
+}
+
+}  // namespace kiln::kernels

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "kiln/profile.h"
 #include "kiln/result.h"
 #include "kiln/value.h"
 
@@ -62,7 +63,8 @@ class Session {
   /// Runs the model. Every model input must be given once, by name, with the
   /// declared dtype and a shape matching the declared known dims. Returns the
   /// outputs in outputs() order; they own their memory.
-  Result<std::vector<Value>> run(std::span<const NamedValue> inputs) const;
+  /// With `profile`, also records how long each node took.
+  Result<std::vector<Value>> run(std::span<const NamedValue> inputs, RunProfile* profile = nullptr) const;
   Result<std::vector<Value>> run(std::initializer_list<NamedValue> inputs) const {
     return run(std::span<const NamedValue>(inputs.begin(), inputs.size()));
   }

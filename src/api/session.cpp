@@ -106,7 +106,7 @@ const std::vector<IoInfo>& Session::inputs() const { return impl_->inputs; }
 const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
 size_t Session::num_nodes() const { return impl_->program->num_steps(); }
 
-Result<std::vector<Value>> Session::run(std::span<const NamedValue> inputs) const {
+Result<std::vector<Value>> Session::run(std::span<const NamedValue> inputs, RunProfile* profile) const {
   const auto& infos = impl_->inputs;
   std::vector<Value> ordered(infos.size());
   std::vector<int8_t> seen(infos.size(), 0);
@@ -128,7 +128,7 @@ Result<std::vector<Value>> Session::run(std::span<const NamedValue> inputs) cons
     if (!seen[i] && infos[i].kind != IoInfo::Kind::kOptional)
       return invalid_argument("missing input '", infos[i].name, "' (", infos[i].type_string, ")");
   }
-  return impl_->program->run(ordered, {}, impl_->pool.get());
+  return impl_->program->run(ordered, {}, impl_->pool.get(), profile);
 }
 
 }  // namespace kiln

@@ -1,6 +1,8 @@
 // Program::run: the executor's hot loop, its planned allocator and the
 // subgraph runner used by control-flow kernels.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 
 #include "runtime/program.h"
 #include "runtime/run_state.h"
@@ -99,10 +101,21 @@ Value detach(Value v) {
   return v;
 }
 
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+uint64_t thread_number() {
+  static std::atomic<uint64_t> next{1};
+  thread_local uint64_t id = next++;
+  return id;
+}
+
 }  // namespace
 
 Result<std::vector<Value>> Program::run(std::span<const Value> inputs, std::span<const Value* const> outer,
-                                        ThreadPool* pool) const {
+                                        ThreadPool* pool, RunProfile* profile) const {
   const ir::Graph& g = *graph_;
   if (inputs.size() != g.inputs.size())
     return invalid_argument("expected ", g.inputs.size(), " inputs, got ", inputs.size());
@@ -133,12 +146,24 @@ Result<std::vector<Value>> Program::run(std::span<const Value> inputs, std::span
   PlannedAllocator alloc(*st, plannable_);
   SubgraphRunnerImpl subgraphs(*this, *st, pool);
   Status status;
+  const int64_t run_start = profile ? now_ns() : 0;
+  if (profile) {
+    profile->events.clear();
+    profile->events.reserve(steps_.size());
+    profile->start_ns = run_start;
+  }
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Step& step = steps_[s];
     const uint32_t ib = st->in_begin[s], ob = st->out_begin[s];
     kernels::KernelContext ctx(*step.node, st->in_ptrs.data() + ib, st->in_begin[s + 1] - ib,
                                st->out_ptrs.data() + ob, st->out_begin[s + 1] - ob, &alloc, pool, &subgraphs);
+    const int64_t t0 = profile ? now_ns() : 0;
     status = step.kernel->compute(ctx);
+    if (profile) {
+      const ir::Node& n = *step.node;
+      profile->events.push_back(NodeEvent{n.name.empty() ? n.op_type : n.name, n.op_type, n.domain, t0 - run_start,
+                                          now_ns() - t0, thread_number()});
+    }
     if (!status.is_ok()) {
       status = std::move(status).with_context("node " + step.node->label());
       break;
@@ -179,6 +204,7 @@ Result<std::vector<Value>> Program::run(std::span<const Value> inputs, std::span
     st->plan.reset();
     idle_states_.push_back(std::move(st));
   }
+  if (profile) profile->total_ns = now_ns() - run_start;
   if (!status.is_ok()) return status;
   return outputs;
 }

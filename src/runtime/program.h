@@ -14,6 +14,7 @@
 #include "core/thread_pool.h"
 #include "ir/graph.h"
 #include "kernels/registry.h"
+#include "kiln/profile.h"
 #include "runtime/memory_plan.h"
 
 namespace kiln::runtime {
@@ -47,8 +48,10 @@ class Program {
   /// Runs with `inputs` in graph-input order (already validated by the
   /// caller). `outer` supplies outer-scope values for subgraphs (indexed by
   /// this graph's outer_refs order); empty for a main graph.
+  /// With `profile`, records one event per step (nested subgraph steps are
+  /// not recorded separately).
   Result<std::vector<Value>> run(std::span<const Value> inputs, std::span<const Value* const> outer,
-                                 ThreadPool* pool) const;
+                                 ThreadPool* pool, RunProfile* profile = nullptr) const;
 
   /// The program of a subgraph attribute of one of this graph's nodes.
   const Program* subprogram(const ir::Graph* g) const {

@@ -335,3 +335,27 @@ TEST(ProgramTest, UnknownOpIsAnErrorAtBuild) {
 
 }  // namespace
 }  // namespace kiln::runtime
+
+namespace kiln::runtime {
+namespace {
+
+TEST(ProgramTest, ProfileRecordsEveryStep) {
+  auto p = build(chain(5, {8}));
+  ASSERT_TRUE(p.ok());
+  Value x(arange(8));
+  RunProfile profile;
+  auto out = (*p)->run(std::span<const Value>(&x, 1), {}, nullptr, &profile);
+  ASSERT_TRUE(out.ok());
+  ASSERT_EQ(profile.events.size(), 5u);
+  int64_t prev_end = 0;
+  for (const NodeEvent& e : profile.events) {
+    EXPECT_EQ(e.op_type, "AddConst");
+    EXPECT_GE(e.start_ns, prev_end);
+    EXPECT_GE(e.duration_ns, 0);
+    prev_end = e.start_ns + e.duration_ns;
+  }
+  EXPECT_GE(profile.total_ns, prev_end);
+}
+
+}  // namespace
+}  // namespace kiln::runtime

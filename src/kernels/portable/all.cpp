@@ -9,7 +9,22 @@ void register_sequence_ops(KernelRegistry& r);
 void register_matmul_ops(KernelRegistry& r);
 void register_conv_ops(KernelRegistry& r);
 
+void register_shape_ops(KernelRegistry& r);
+void register_transform_ops(KernelRegistry& r);
+void register_slice_ops(KernelRegistry& r);
+void register_gather_scatter_ops(KernelRegistry& r);
+void register_reduce_ops(KernelRegistry& r);
+void register_softmax_ops(KernelRegistry& r);
+void register_sort_ops(KernelRegistry& r);
+
 void register_portable_kernels(KernelRegistry& r) {
+  register_shape_ops(r);
+  register_transform_ops(r);
+  register_slice_ops(r);
+  register_gather_scatter_ops(r);
+  register_reduce_ops(r);
+  register_softmax_ops(r);
+  register_sort_ops(r);
   register_control_flow_ops(r);
   register_sequence_ops(r);
   register_matmul_ops(r);

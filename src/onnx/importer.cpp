@@ -1,0 +1,205 @@
+#include "onnx/importer.h"
+
+#include <deque>
+#include <exception>
+#include <memory>
+#include <new>
+#include <unordered_set>
+
+#include "onnx/external_data.h"
+#include "onnx/function_inliner.h"
+#include "onnx/graph_converter.h"
+#include "onnx/model_parser.h"
+#include "onnx/shape_inference/implementation.h"
+
+namespace kiln::importer {
+
+namespace {
+
+using TypeIndex = std::unordered_map<std::string, const onnx::TypeProto*>;
+
+// Initializers up to this many elements keep their data in the copy that
+// shape inference sees (data propagation reads small shape constants); larger
+// ones are copied without data, so inference never doubles a model's size.
+constexpr int64_t kInferenceDataLimit = 1024;
+
+bool is_small(const onnx::TensorProto& t) {
+  int64_t n = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0 || d > kInferenceDataLimit) return false;
+    n *= d;
+    if (n > kInferenceDataLimit) return false;
+  }
+  return true;
+}
+
+std::unique_ptr<onnx::ModelProto> copy_for_inference(onnx::ModelProto& m) {
+  auto copy = std::make_unique<onnx::ModelProto>();
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> saved;
+  saved.Swap(m.mutable_graph()->mutable_initializer());
+  copy->CopyFrom(m);
+  saved.Swap(m.mutable_graph()->mutable_initializer());
+  auto* inits = copy->mutable_graph()->mutable_initializer();
+  for (const auto& t : m.graph().initializer()) {
+    onnx::TensorProto* c = inits->Add();
+    if (is_small(t)) {
+      c->CopyFrom(t);
+    } else {
+      c->set_name(t.name());
+      c->set_data_type(t.data_type());
+      *c->mutable_dims() = t.dims();
+    }
+  }
+  return copy;
+}
+
+// ONNX shape inference on a copy of `m`; null when it throws, which leaves
+// the model's own declarations as the only types.
+std::unique_ptr<onnx::ModelProto> infer_types(onnx::ModelProto& m) {
+  try {
+    auto copy = copy_for_inference(m);
+    const onnx::ShapeInferenceOptions opts(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
+    onnx::shape_inference::InferShapes(*copy, onnx::OpSchemaRegistry::Instance(), opts);
+    return copy;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+// Types of every named value of every graph of `m`, for building
+// context-dependent function bodies.
+void index_types(const onnx::GraphProto& g, std::deque<onnx::TypeProto>* storage, TypeIndex* out) {
+  for (const auto& t : g.initializer()) {
+    onnx::TypeProto tp;
+    auto* tt = tp.mutable_tensor_type();
+    tt->set_elem_type(t.data_type());
+    for (int64_t d : t.dims()) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    storage->push_back(std::move(tp));
+    (*out)[t.name()] = &storage->back();
+  }
+  for (const auto& vi : g.value_info())
+    if (vi.has_type()) (*out)[vi.name()] = &vi.type();
+  for (const auto& vi : g.input())
+    if (vi.has_type()) (*out)[vi.name()] = &vi.type();
+  for (const auto& vi : g.output())
+    if (vi.has_type()) (*out)[vi.name()] = &vi.type();
+  for (const auto& n : g.node()) {
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) index_types(a.g(), storage, out);
+      for (const auto& sub : a.graphs()) index_types(sub, storage, out);
+    }
+  }
+}
+
+Result<OpsetMap> model_opsets(onnx::ModelProto& m) {
+  OpsetMap opsets;
+  for (const auto& p : m.opset_import()) {
+    if (p.version() < 1 || p.version() > INT32_MAX)
+      return invalid_argument("opset_import of domain '", p.domain().empty() ? "ai.onnx" : p.domain(),
+                              "' has invalid version ", p.version());
+    opsets[normalize_domain(p.domain())] = static_cast<int>(p.version());
+  }
+  // Before IR version 3 models had no opset_import and meant ai.onnx v1.
+  if (opsets.empty() && m.ir_version() < 3) {
+    opsets[""] = 1;
+    auto* p = m.add_opset_import();
+    p->set_domain("");
+    p->set_version(1);
+  }
+  return opsets;
+}
+
+Result<ir::Model> import_proto(onnx::ModelProto& m, const ImportOptions& options) {
+  if (!m.has_ir_version() || m.ir_version() == 0)
+    return invalid_argument("the model has no ir_version (an ONNX model must declare its IR version)");
+  if (m.ir_version() < kMinIrVersion || m.ir_version() > kMaxIrVersion)
+    return unimplemented("the model has IR version ", m.ir_version(), "; Kiln supports IR versions ", kMinIrVersion,
+                         " to ", kMaxIrVersion);
+  if (!m.has_graph()) return invalid_argument("the model has no graph");
+  KILN_ASSIGN_OR_RETURN(OpsetMap opsets, model_opsets(m));
+
+  std::unordered_set<std::string> function_keys;
+  for (const auto& f : m.functions()) {
+    if (f.name().empty()) return invalid_argument("a model-local function has no name");
+    if (!function_keys.insert(function_key(f.domain(), f.name(), function_overload(f))).second)
+      return invalid_argument("model-local function '", f.domain(), ".", f.name(), "' is defined twice");
+  }
+
+  std::unique_ptr<onnx::ModelProto> typed;
+  NodeOpsets node_opsets;
+  if (options.inline_functions) {
+    std::unique_ptr<onnx::ModelProto> pre;
+    if (options.has_kernel && options.infer_shapes) pre = infer_types(m);
+    std::deque<onnx::TypeProto> storage;
+    TypeIndex types;
+    if (options.has_kernel) index_types(pre ? pre->graph() : m.graph(), &storage, &types);
+    FunctionInliner inliner(&m, opsets, &types);
+    inliner.set_has_kernel(options.has_kernel);
+    KILN_RETURN_IF_ERROR(inliner.run());
+    node_opsets = inliner.node_opsets();
+    if (inliner.num_inlined() == 0) typed = std::move(pre);
+  }
+  if (options.infer_shapes && !typed) typed = infer_types(m);
+
+  ExternalData external(options.base_dir);
+  ConvertContext ctx;
+  ctx.model_opsets = &opsets;
+  ctx.node_opsets = &node_opsets;
+  ctx.external = &external;
+  ctx.release_tensor_data = true;
+
+  ir::Model model;
+  model.ir_version = m.ir_version();
+  model.producer = m.producer_name();
+  if (!m.producer_version().empty()) model.producer += " " + m.producer_version();
+  model.doc = m.doc_string();
+  for (const auto& kv : m.metadata_props()) model.metadata[kv.key()] = kv.value();
+  KILN_RETURN_IF_ERROR(convert_main_graph(m.mutable_graph(), typed ? &typed->graph() : nullptr, ctx, &model.graph));
+  for (const auto& f : m.functions()) {
+    ir::Function fn;
+    KILN_RETURN_IF_ERROR(convert_function(f, ctx, &fn));
+    model.functions.push_back(std::move(fn));
+  }
+  return model;
+}
+
+// libonnx and protobuf throw; nothing may escape the importer.
+template <class F>
+Result<ir::Model> guarded(F&& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return make_status(StatusCode::kOutOfRange, "out of memory while importing the model");
+  } catch (const std::exception& e) {
+    return internal_error("importing the model failed: ", e.what());
+  } catch (...) {
+    return internal_error("importing the model failed with an unknown exception");
+  }
+}
+
+}  // namespace
+
+Result<ir::Model> import_model_file(const std::string& path, const ImportOptions& options) {
+  return guarded([&]() -> Result<ir::Model> {
+    onnx::ModelProto m;
+    KILN_RETURN_IF_ERROR(parse_model_file(path, &m));
+    ImportOptions opts = options;
+    if (opts.base_dir.empty()) {
+      const size_t slash = path.find_last_of('/');
+      opts.base_dir = slash == std::string::npos ? std::string() : path.substr(0, slash == 0 ? 1 : slash);
+    }
+    auto r = import_proto(m, opts);
+    if (!r.ok()) return std::move(r).status().with_context("model '" + path + "'");
+    return r;
+  });
+}
+
+Result<ir::Model> import_model_bytes(std::span<const uint8_t> bytes, const ImportOptions& options) {
+  return guarded([&]() -> Result<ir::Model> {
+    onnx::ModelProto m;
+    KILN_RETURN_IF_ERROR(parse_model_proto(bytes, "the model", &m));
+    return import_proto(m, options);
+  });
+}
+
+}  // namespace kiln::importer

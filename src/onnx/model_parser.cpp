@@ -1,0 +1,158 @@
+#include "onnx/model_parser.h"
+
+#include <google/protobuf/io/coded_stream.h>
+
+#include <climits>
+
+#include "onnx/external_data.h"
+
+namespace kiln::importer {
+
+namespace {
+
+enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
+
+struct FieldSpec {
+  uint32_t number;
+  const char* name;
+  uint32_t wire;
+};
+
+// The top-level fields of ModelProto (onnx.proto, IR version 10).
+constexpr FieldSpec kModelFields[] = {
+    {1, "ir_version", kVarint},        {2, "producer_name", kLengthDelimited},
+    {3, "producer_version", kLengthDelimited}, {4, "domain", kLengthDelimited},
+    {5, "model_version", kVarint},     {6, "doc_string", kLengthDelimited},
+    {7, "graph", kLengthDelimited},    {8, "opset_import", kLengthDelimited},
+    {14, "metadata_props", kLengthDelimited}, {20, "training_info", kLengthDelimited},
+    {25, "functions", kLengthDelimited},
+};
+// Unknown fields up to this number are tolerated as additions of newer
+// ONNX versions; beyond it the bytes are taken for something else.
+constexpr uint32_t kMaxPlausibleField = 32;
+
+const FieldSpec* find_field(uint32_t number) {
+  for (const FieldSpec& f : kModelFields)
+    if (f.number == number) return &f;
+  return nullptr;
+}
+
+// Reads a varint at p; returns bytes consumed, 0 when the input ends inside
+// it, -1 when it is longer than 10 bytes.
+int read_varint(const uint8_t* p, const uint8_t* end, uint64_t* out) {
+  uint64_t v = 0;
+  for (int i = 0; i < 10; ++i) {
+    if (p + i >= end) return 0;
+    v |= static_cast<uint64_t>(p[i] & 0x7f) << (7 * i);
+    if ((p[i] & 0x80) == 0) {
+      *out = v;
+      return i + 1;
+    }
+  }
+  return -1;
+}
+
+std::string field_label(uint32_t number) {
+  const FieldSpec* f = find_field(number);
+  return f ? "field '" + std::string(f->name) + "' (" + std::to_string(number) + ")"
+           : "field " + std::to_string(number);
+}
+
+// Walks the top-level fields of a ModelProto encoding without parsing the
+// nested messages, to tell a truncated file from one that is not a model.
+Status scan_model_fields(std::span<const uint8_t> bytes, const std::string& what) {
+  const uint8_t* const begin = bytes.data();
+  const uint8_t* const end = begin + bytes.size();
+  const uint8_t* p = begin;
+  const std::string not_model = what + " is not an ONNX model: ";
+  while (p < end) {
+    const size_t at = static_cast<size_t>(p - begin);
+    uint64_t tag = 0;
+    int n = read_varint(p, end, &tag);
+    if (n == 0) return invalid_argument(what, " is truncated: it ends inside a field tag at byte ", at);
+    if (n < 0) return invalid_argument(not_model, "invalid protobuf field tag at byte ", at);
+    p += n;
+    const uint64_t number = tag >> 3;
+    const auto wire = static_cast<uint32_t>(tag & 7);
+    if (number == 0 || number > (uint64_t{1} << 29))
+      return invalid_argument(not_model, "invalid protobuf field number ", number, " at byte ", at);
+    const FieldSpec* spec = find_field(static_cast<uint32_t>(number));
+    if (!spec && number > kMaxPlausibleField)
+      return invalid_argument(not_model, "unexpected field ", number, " at byte ", at);
+    if (spec && spec->wire != wire)
+      return invalid_argument(not_model, field_label(static_cast<uint32_t>(number)), " at byte ", at,
+                              " has protobuf wire type ", wire, " instead of ", spec->wire);
+    const size_t left = static_cast<size_t>(end - p);
+    switch (wire) {
+      case kVarint: {
+        uint64_t v = 0;
+        n = read_varint(p, end, &v);
+        if (n == 0)
+          return invalid_argument(what, " is truncated: it ends inside ", field_label(static_cast<uint32_t>(number)),
+                                  " at byte ", at);
+        if (n < 0) return invalid_argument(not_model, "invalid varint at byte ", at);
+        p += n;
+        break;
+      }
+      case kFixed64:
+      case kFixed32: {
+        const size_t size = wire == kFixed64 ? 8 : 4;
+        if (left < size)
+          return invalid_argument(what, " is truncated: it ends inside ", field_label(static_cast<uint32_t>(number)),
+                                  " at byte ", at);
+        p += size;
+        break;
+      }
+      case kLengthDelimited: {
+        uint64_t len = 0;
+        n = read_varint(p, end, &len);
+        if (n == 0)
+          return invalid_argument(what, " is truncated: it ends inside ", field_label(static_cast<uint32_t>(number)),
+                                  " at byte ", at);
+        if (n < 0) return invalid_argument(not_model, "invalid length at byte ", at);
+        p += n;
+        if (len > static_cast<uint64_t>(end - p))
+          return invalid_argument(what, " is truncated: ", field_label(static_cast<uint32_t>(number)), " at byte ",
+                                  at, " needs ", len, " bytes but only ", end - p, " remain");
+        p += len;
+        break;
+      }
+      default:
+        return invalid_argument(not_model, "invalid protobuf wire type ", wire, " at byte ", at);
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+bool parse_message(std::span<const uint8_t> bytes, google::protobuf::MessageLite* out) {
+  if (bytes.size() > static_cast<size_t>(INT_MAX)) return false;
+  google::protobuf::io::CodedInputStream in(bytes.data(), static_cast<int>(bytes.size()));
+  // The default limit is 64 MB in older protobuf releases; models need 2 GiB.
+  in.SetTotalBytesLimit(INT_MAX);
+  return out->ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
+}
+
+Status parse_model_proto(std::span<const uint8_t> bytes, const std::string& what, onnx::ModelProto* out) {
+  if (bytes.empty()) return invalid_argument(what, " is empty (0 bytes)");
+  if (bytes.size() > static_cast<size_t>(INT_MAX))
+    return invalid_argument(what, " is ", bytes.size(),
+                            " bytes; protobuf cannot parse more than 2 GiB, so models this large must keep "
+                            "their weights in external data files");
+  KILN_RETURN_IF_ERROR(scan_model_fields(bytes, what));
+  if (!parse_message(bytes, out))
+    return invalid_argument(what,
+                            " is not a valid ONNX model: its top-level fields are intact but a nested message "
+                            "(graph, node, tensor or function) is corrupt or truncated");
+  return Status::ok();
+}
+
+Status parse_model_file(const std::string& path, onnx::ModelProto* out) {
+  auto file = MappedFile::open(path);
+  if (!file.ok()) return make_status(file.status().code(), "model file ", file.status().message());
+  const std::string what = "model file '" + path + "'";
+  return parse_model_proto(std::span<const uint8_t>((*file)->data(), (*file)->size()), what, out);
+}
+
+}  // namespace kiln::importer

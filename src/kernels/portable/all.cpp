@@ -16,6 +16,7 @@ void register_gather_scatter_ops(KernelRegistry& r);
 void register_reduce_ops(KernelRegistry& r);
 void register_softmax_ops(KernelRegistry& r);
 void register_sort_ops(KernelRegistry& r);
+void register_elementwise_ops(KernelRegistry& r);
 
 void register_portable_kernels(KernelRegistry& r) {
   register_shape_ops(r);
@@ -25,6 +26,7 @@ void register_portable_kernels(KernelRegistry& r) {
   register_reduce_ops(r);
   register_softmax_ops(r);
   register_sort_ops(r);
+  register_elementwise_ops(r);
   register_control_flow_ops(r);
   register_sequence_ops(r);
   register_matmul_ops(r);

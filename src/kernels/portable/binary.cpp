@@ -1,0 +1,448 @@
+// Binary arithmetic with numpy broadcasting: Add, Sub, Mul, Div, Pow, Mod,
+// BitShift, PRelu. Opsets before 7 broadcast through the `broadcast` and
+// `axis` attributes instead (LegacyBroadcast).
+//
+// Integer arithmetic wraps (two's complement), as ONNX Runtime does. Integer
+// division or modulo by zero is reported as an error instead of trapping.
+#include <cmath>
+#include <limits>
+
+#include "kernels/portable/elementwise.h"
+#include "kernels/portable/elementwise_simd.h"
+#include "kernels/registry.h"
+
+namespace kiln::kernels {
+namespace {
+
+using namespace ew;
+
+// ---- Add, Sub, Mul, Div ----------------------------------------------------
+
+struct AddOp {
+  static constexpr simd::Arith kSimd = simd::Arith::kAdd;
+  static constexpr bool kDivides = false;
+  template <class C>
+  C operator()(C a, C b) const {
+    if constexpr (kIsInt<C>) {
+      return static_cast<C>(static_cast<Wrap<C>>(a) + static_cast<Wrap<C>>(b));
+    } else {
+      return a + b;
+    }
+  }
+};
+
+struct SubOp {
+  static constexpr simd::Arith kSimd = simd::Arith::kSub;
+  static constexpr bool kDivides = false;
+  template <class C>
+  C operator()(C a, C b) const {
+    if constexpr (kIsInt<C>) {
+      return static_cast<C>(static_cast<Wrap<C>>(a) - static_cast<Wrap<C>>(b));
+    } else {
+      return a - b;
+    }
+  }
+};
+
+struct MulOp {
+  static constexpr simd::Arith kSimd = simd::Arith::kMul;
+  static constexpr bool kDivides = false;
+  template <class C>
+  C operator()(C a, C b) const {
+    if constexpr (kIsInt<C>) {
+      return static_cast<C>(static_cast<Wrap<C>>(a) * static_cast<Wrap<C>>(b));
+    } else {
+      return a * b;
+    }
+  }
+};
+
+struct DivOp {
+  static constexpr simd::Arith kSimd = simd::Arith::kDiv;
+  static constexpr bool kDivides = true;
+  // Integer division truncates toward zero (C semantics, as the ONNX tests
+  // expect). Zero divisors are rejected before the loop; -1 is special-cased
+  // because INT_MIN / -1 traps.
+  template <class C>
+  C operator()(C a, C b) const {
+    if constexpr (kIsInt<C>) {
+      if (b == 0) return C{0};
+      if constexpr (std::is_signed_v<C>) {
+        if (b == -1) return static_cast<C>(Wrap<C>{0} - static_cast<Wrap<C>>(a));
+      }
+      return static_cast<C>(a / b);
+    } else {
+      return a / b;
+    }
+  }
+};
+
+/// Returns an error if the integer tensor `b` (input `index`) holds a zero.
+template <class T>
+Status check_no_zero(const KernelContext& ctx, const Tensor& b, size_t index) {
+  const T* p = b.data<T>();
+  const int64_t n = b.numel();
+  bool zero = false;
+  for (int64_t i = 0; i < n; ++i) zero |= p[i] == 0;
+  if (zero) return invalid_argument(ctx.node().label(), ": input ", index, " holds an integer zero divisor");
+  return Status::ok();
+}
+
+struct ArithF32Run {
+  simd::Arith op;
+  void operator()(const float* a, int64_t sa, const float* b, int64_t sb, float* o, int64_t n) const {
+    simd::arith_f32(op, a, sa, b, sb, o, n);
+  }
+};
+
+/// Applies legacy (opset < 7) broadcasting to input b: returns b itself or a
+/// view of it reshaped to A's rank in `storage`.
+Result<const Tensor*> legacy_b(const KernelContext& ctx, const LegacyBroadcast& legacy, const Tensor& a,
+                               const Tensor& b, Tensor* storage) {
+  if (!legacy.active || !legacy.broadcast) return &b;
+  KILN_ASSIGN_OR_RETURN(Shape s, legacy.b_shape(ctx, a.shape(), b.shape()));
+  if (s == b.shape()) return &b;
+  *storage = b.reshaped(s);
+  return static_cast<const Tensor*>(storage);
+}
+
+template <class Op>
+class ArithKernel final : public Kernel {
+ public:
+  Status init(const KernelInit& init) {
+    legacy_.init(init);
+    return Status::ok();
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    KILN_ASSIGN_OR_RETURN(const Tensor* a, tensor_input(ctx, 0));
+    KILN_ASSIGN_OR_RETURN(const Tensor* b, tensor_input(ctx, 1));
+    KILN_RETURN_IF_ERROR(check_same_dtype(ctx, *a, 0, *b, 1));
+    Tensor b_view;
+    KILN_ASSIGN_OR_RETURN(b, legacy_b(ctx, legacy_, *a, *b, &b_view));
+    const DType dt = a->dtype();
+    return visit_dtype(dt, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      if constexpr (std::is_same_v<T, float>) {
+        return binary_apply_run<float, float, float>(ctx, *a, *b, dt, kGrainCheap, ArithF32Run{Op::kSimd});
+      } else if constexpr (kIsNumeric<T>) {
+        if constexpr (Op::kDivides && kIsInt<T>) KILN_RETURN_IF_ERROR(check_no_zero<T>(ctx, *b, 1));
+        return binary_apply<T, T, T>(ctx, *a, *b, dt, kGrainCheap, Op{});
+      } else {
+        return unsupported_dtype(ctx, 0, dt);
+      }
+    });
+  }
+
+ private:
+  LegacyBroadcast legacy_;
+};
+
+// ---- Pow -------------------------------------------------------------------
+
+template <class I, class E>
+I int_pow(I base, E exp) {
+  if constexpr (std::is_signed_v<E>) {
+    if (exp < 0) {
+      if (base == 1) return I{1};
+      if constexpr (std::is_signed_v<I>) {
+        if (base == -1) return (exp & 1) ? I{-1} : I{1};
+      }
+      return I{0};  // |base| > 1: the real result is in (-1, 1), truncated
+    }
+  }
+  Wrap<I> result = 1, b = static_cast<Wrap<I>>(base);
+  auto e = static_cast<std::make_unsigned_t<E>>(exp);
+  while (e != 0) {
+    if (e & 1u) result = static_cast<Wrap<I>>(result * b);
+    b = static_cast<Wrap<I>>(b * b);
+    e >>= 1;
+  }
+  return static_cast<I>(result);
+}
+
+// Pow of compute types: the result has the base's type. Integer bases with
+// integer exponents multiply exactly (wrapping); anything with a float goes
+// through pow() and converts back.
+struct PowOp {
+  template <class CT, class CE>
+  CT operator()(CT a, CE b) const {
+    if constexpr (kIsInt<CT> && kIsInt<CE>) {
+      return int_pow(a, b);
+    } else if constexpr (std::is_same_v<CT, float> && std::is_same_v<CE, float>) {
+      return std::pow(a, b);
+    } else {
+      const double r = std::pow(static_cast<double>(a), static_cast<double>(b));
+      if constexpr (kIsInt<CT>) {
+        return float_to_int<CT>(r);
+      } else {
+        return static_cast<CT>(r);
+      }
+    }
+  }
+};
+
+/// Fast paths for a float32 base with one scalar float exponent.
+struct PowScalarF32Run {
+  float e;
+  void operator()(const float* a, int64_t sa, const float* b, int64_t sb, float* o, int64_t n) const {
+    (void)b;
+    (void)sb;
+    if (sa == 0) {
+      const float v = std::pow(a[0], e);
+      for (int64_t i = 0; i < n; ++i) o[i] = v;
+    } else if (e == 2.0f) {
+      simd::square_f32(a, o, n);
+    } else if (e == 1.0f) {
+      for (int64_t i = 0; i < n; ++i) o[i] = a[i];
+    } else if (e == 0.5f) {
+      // pow(x, 0.5) differs from sqrt(x) only at -0 (+0) and -inf (+inf).
+      simd::sqrt_f32(a, o, n);
+      for (int64_t i = 0; i < n; ++i) {
+        if (a[i] == 0.0f || a[i] == -std::numeric_limits<float>::infinity()) o[i] = std::pow(a[i], 0.5f);
+      }
+    } else if (e == 3.0f) {
+      for (int64_t i = 0; i < n; ++i) {
+        const double x = a[i];
+        o[i] = static_cast<float>(x * x * x);
+      }
+    } else {
+      for (int64_t i = 0; i < n; ++i) o[i] = std::pow(a[i], e);
+    }
+  }
+};
+
+class PowKernel final : public Kernel {
+ public:
+  Status init(const KernelInit& init) {
+    legacy_.init(init);
+    return Status::ok();
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    KILN_ASSIGN_OR_RETURN(const Tensor* a, tensor_input(ctx, 0));
+    KILN_ASSIGN_OR_RETURN(const Tensor* b, tensor_input(ctx, 1));
+    Tensor b_view;
+    KILN_ASSIGN_OR_RETURN(b, legacy_b(ctx, legacy_, *a, *b, &b_view));
+    const DType dt = a->dtype();
+    return visit_dtype(dt, [&](auto base_tag) -> Status {
+      using T = decltype(base_tag);
+      if constexpr (kIsNumeric<T>) {
+        return visit_dtype(b->dtype(), [&](auto exp_tag) -> Status {
+          using E = decltype(exp_tag);
+          if constexpr (kIsNumeric<E>) {
+            if constexpr (std::is_same_v<T, float> && std::is_same_v<E, float>) {
+              if (b->numel() == 1 && b->rank() <= a->rank()) {
+                return binary_apply_run<float, float, float>(ctx, *a, *b, dt, kGrainMedium,
+                                                             PowScalarF32Run{b->data<float>()[0]});
+              }
+            }
+            return binary_apply<T, E, T>(ctx, *a, *b, dt, kGrainHeavy, PowOp{});
+          } else {
+            return unsupported_dtype(ctx, 1, b->dtype());
+          }
+        });
+      } else {
+        return unsupported_dtype(ctx, 0, dt);
+      }
+    });
+  }
+
+ private:
+  LegacyBroadcast legacy_;
+};
+
+// ---- Mod -------------------------------------------------------------------
+
+// fmod=0: integer remainder with the divisor's sign (Python's %).
+struct ModIntOp {
+  template <class C>
+  C operator()(C a, C b) const {
+    if (b == 0) return C{0};
+    if constexpr (std::is_signed_v<C>) {
+      if (b == -1) return C{0};
+      C r = static_cast<C>(a % b);
+      if (r != 0 && ((r < 0) != (b < 0))) r = static_cast<C>(r + b);
+      return r;
+    } else {
+      return static_cast<C>(a % b);
+    }
+  }
+};
+
+// fmod=1: the remainder with the dividend's sign (C's fmod and %).
+struct FmodOp {
+  template <class C>
+  C operator()(C a, C b) const {
+    if constexpr (kIsInt<C>) {
+      if (b == 0) return C{0};
+      if constexpr (std::is_signed_v<C>) {
+        if (b == -1) return C{0};
+      }
+      return static_cast<C>(a % b);
+    } else {
+      return std::fmod(a, b);
+    }
+  }
+};
+
+class ModKernel final : public Kernel {
+ public:
+  Status init(const KernelInit& init) {
+    const int64_t f = init.node.attr_int("fmod", 0);
+    if (f != 0 && f != 1) return invalid_argument(init.node.label(), ": attribute fmod is ", f, ", expected 0 or 1");
+    fmod_ = f == 1;
+    const DType dt = init.input_dtype(0);
+    if (!fmod_ && dtype_is_float(dt)) {
+      return invalid_argument(init.node.label(), ": fmod=0 is not defined for ", dtype_name(dt),
+                              " inputs; floating-point Mod requires fmod=1");
+    }
+    return Status::ok();
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    KILN_ASSIGN_OR_RETURN(const Tensor* a, tensor_input(ctx, 0));
+    KILN_ASSIGN_OR_RETURN(const Tensor* b, tensor_input(ctx, 1));
+    KILN_RETURN_IF_ERROR(check_same_dtype(ctx, *a, 0, *b, 1));
+    const DType dt = a->dtype();
+    return visit_dtype(dt, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      if constexpr (kIsInt<T>) {
+        KILN_RETURN_IF_ERROR(check_no_zero<T>(ctx, *b, 1));
+        if (fmod_) return binary_apply<T, T, T>(ctx, *a, *b, dt, kGrainMedium, FmodOp{});
+        return binary_apply<T, T, T>(ctx, *a, *b, dt, kGrainMedium, ModIntOp{});
+      } else if constexpr (kIsFloat<T>) {
+        if (!fmod_) {
+          return invalid_argument(ctx.node().label(), ": fmod=0 is not defined for ", dtype_name(dt),
+                                  " inputs; floating-point Mod requires fmod=1");
+        }
+        return binary_apply<T, T, T>(ctx, *a, *b, dt, kGrainHeavy, FmodOp{});
+      } else {
+        return unsupported_dtype(ctx, 0, dt);
+      }
+    });
+  }
+
+ private:
+  bool fmod_ = false;
+};
+
+// ---- BitShift --------------------------------------------------------------
+
+template <bool kLeft>
+struct ShiftOp {
+  template <class C>
+  C operator()(C a, C b) const {
+    // Shifting by the bit width or more is undefined in C++; the bits all
+    // shift out, so the result is 0.
+    if (b >= static_cast<C>(sizeof(C) * 8)) return C{0};
+    if constexpr (kLeft) {
+      return static_cast<C>(static_cast<Wrap<C>>(a) << b);
+    } else {
+      return static_cast<C>(a >> b);
+    }
+  }
+};
+
+class BitShiftKernel final : public Kernel {
+ public:
+  Status init(const KernelInit& init) {
+    const std::string dir = init.node.attr_string("direction", "");
+    if (dir == "LEFT") {
+      left_ = true;
+    } else if (dir == "RIGHT") {
+      left_ = false;
+    } else {
+      return invalid_argument(init.node.label(), ": attribute direction is '", dir, "', expected LEFT or RIGHT");
+    }
+    return Status::ok();
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    KILN_ASSIGN_OR_RETURN(const Tensor* a, tensor_input(ctx, 0));
+    KILN_ASSIGN_OR_RETURN(const Tensor* b, tensor_input(ctx, 1));
+    KILN_RETURN_IF_ERROR(check_same_dtype(ctx, *a, 0, *b, 1));
+    const DType dt = a->dtype();
+    return visit_dtype(dt, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      if constexpr (kIsInt<T> && std::is_unsigned_v<T>) {
+        if (left_) return binary_apply<T, T, T>(ctx, *a, *b, dt, kGrainCheap, ShiftOp<true>{});
+        return binary_apply<T, T, T>(ctx, *a, *b, dt, kGrainCheap, ShiftOp<false>{});
+      } else {
+        return unsupported_dtype(ctx, 0, dt);
+      }
+    });
+  }
+
+ private:
+  bool left_ = true;
+};
+
+// ---- PRelu -----------------------------------------------------------------
+
+struct PReluOp {
+  template <class C>
+  C operator()(C x, C slope) const {
+    if constexpr (kIsInt<C>) {
+      return x < 0 ? static_cast<C>(static_cast<Wrap<C>>(x) * static_cast<Wrap<C>>(slope)) : x;
+    } else {
+      return x < 0 ? x * slope : x;
+    }
+  }
+};
+
+class PReluKernel final : public Kernel {
+ public:
+  Status init(const KernelInit& init) {
+    legacy_ = init.opset < 7;
+    return Status::ok();
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    KILN_ASSIGN_OR_RETURN(const Tensor* x, tensor_input(ctx, 0));
+    KILN_ASSIGN_OR_RETURN(const Tensor* slope, tensor_input(ctx, 1));
+    KILN_RETURN_IF_ERROR(check_same_dtype(ctx, *x, 0, *slope, 1));
+    Tensor view;
+    // Before opset 7 a 1-D slope of X.shape[1] values is per channel (as
+    // PyTorch exported it): read it as [C, 1, ..., 1].
+    if (legacy_ && slope->rank() == 1 && x->rank() >= 2 && slope->dim(0) == x->dim(1) && slope->dim(0) != 1) {
+      Shape s;
+      s.resize(x->rank() - 1, 1);
+      s[0] = slope->dim(0);
+      view = slope->reshaped(s);
+      slope = &view;
+    }
+    Result<Shape> out = broadcast_shapes(x->shape(), slope->shape());
+    if (!out.ok() || *out != x->shape()) {
+      return invalid_argument(ctx.node().label(), ": input 1 (slope) has shape ", slope->shape().to_string(),
+                              ", which does not broadcast to input 0 of shape ", x->shape().to_string());
+    }
+    const DType dt = x->dtype();
+    return visit_dtype(dt, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      if constexpr (kIsNumeric<T>) {
+        return binary_apply<T, T, T>(ctx, *x, *slope, dt, kGrainCheap, PReluOp{});
+      } else {
+        return unsupported_dtype(ctx, 0, dt);
+      }
+    });
+  }
+
+ private:
+  bool legacy_ = false;
+};
+
+}  // namespace
+
+void register_binary_ops(KernelRegistry& r) {
+  r.add({"", "Add", 1, 1000, kNumericDTypes, 0, make_kernel<ArithKernel<AddOp>>});
+  r.add({"", "Sub", 1, 1000, kNumericDTypes, 0, make_kernel<ArithKernel<SubOp>>});
+  r.add({"", "Mul", 1, 1000, kNumericDTypes, 0, make_kernel<ArithKernel<MulOp>>});
+  r.add({"", "Div", 1, 1000, kNumericDTypes, 0, make_kernel<ArithKernel<DivOp>>});
+  r.add({"", "Pow", 1, 1000, kNumericDTypes, 0, make_kernel<PowKernel>});
+  r.add({"", "Mod", 10, 1000, kNumericDTypes, 0, make_kernel<ModKernel>});
+  r.add({"", "BitShift", 11, 1000, kUnsignedIntDTypes, 0, make_kernel<BitShiftKernel>});
+  r.add({"", "PRelu", 1, 1000, kNumericDTypes, 0, make_kernel<PReluKernel>});
+}
+
+}  // namespace kiln::kernels

@@ -1,0 +1,238 @@
+// float32 hot loops, one clone per x86-64 level (target_clones picks one at
+// load through an ifunc). The loops are plain scalar C++ without branches in
+// the body, which GCC vectorizes for each target.
+//
+// Approximations (coefficients fitted near-minimax in extended precision):
+// - exp: Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, degree-6
+//   polynomial (Cephes expf), scale by 2^n in two steps so subnormal
+//   results and overflow to inf come out right. ~1 ulp.
+// - tanh: |x| < 0.625: x + x^3 P(x^2) (rel. error 4e-9); else
+//   1 - 2 / (exp(2|x|) + 1), sign restored. |x| > 9.1 gives +-1.
+// - erf: |x| < 0.9: x P(x^2) (rel. error 1.2e-8); else 1 - exp(Q(|x|))
+//   with Q ~ log(erfc) on [0.9, 3.95] (abs. error 9e-9); beyond, +-1.
+#include "kernels/portable/elementwise_simd.h"
+
+#include <bit>
+#include <cmath>
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define KILN_SIMD_X86 1
+#include <immintrin.h>
+// FMA contraction, and selects the vectorizer may if-convert (no FP traps),
+// for every function below (helpers
+// included, so they still inline into the clones).
+#pragma GCC optimize("fp-contract=fast", "no-trapping-math")
+#define KILN_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define KILN_SIMD_CLONES
+#endif
+
+namespace kiln::kernels::simd {
+namespace {
+
+[[gnu::always_inline]] inline float round_nearest(float t) {
+  // Adding and subtracting 1.5 * 2^23 rounds |t| < 2^22 to an integer in
+  // the current (nearest-even) mode; vectorizes without SSE4.1 roundps.
+  constexpr float kMagic = 12582912.0f;
+  return (t + kMagic) - kMagic;
+}
+
+[[gnu::always_inline]] inline float pow2i(int32_t e) { return __builtin_bit_cast(float, static_cast<int32_t>((e + 127) << 23)); }
+
+// e^x for every float x. NaN flows through the arithmetic (clamps compare
+// false on NaN); only the integer exponent is sanitized.
+[[gnu::always_inline]] inline float exp_full(float x) {
+  float xc = x < -104.0f ? -104.0f : x;
+  xc = xc > 89.0f ? 89.0f : xc;
+  const float n = round_nearest(xc * 1.44269504088896341f);
+  float r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const int32_t ni = static_cast<int32_t>(n == n ? n : 0.0f);
+  const int32_t n1 = ni >> 1;  // two factors, each a normal power of two
+  return p * pow2i(n1) * pow2i(ni - n1);
+}
+
+[[gnu::always_inline]] inline float tanh_one(float x) {
+  const float ax = __builtin_fabsf(x);
+  // Small: odd polynomial.
+  const float x2 = x * x;
+  float p = -0.005704786585632287f;
+  p = p * x2 + 0.020638919338448233f;
+  p = p * x2 + -0.053739667294395194f;
+  p = p * x2 + 0.1333144167115317f;
+  p = p * x2 + -0.33333281924270397f;
+  const float small = x + x * x2 * p;
+  // Large: through exp (NaN stays NaN through it).
+  const float ac = ax > 9.1f ? 9.1f : ax;
+  const float e = exp_full(2.0f * ac);
+  const float big = __builtin_copysignf(1.0f - 2.0f / (e + 1.0f), x);
+  return ax < 0.625f ? small : big;
+}
+
+[[gnu::always_inline]] inline float erf_one(float x) {
+  const float ax = __builtin_fabsf(x);
+  const float x2 = x * x;
+  float p = -0.0006111135176192564f;
+  p = p * x2 + 0.005016201001891901f;
+  p = p * x2 + -0.02678194059061864f;
+  p = p * x2 + 0.11282229578005037f;
+  p = p * x2 + -0.37612532415596434f;
+  p = p * x2 + 1.1283791553164912f;
+  const float small = x * p;
+  const float t = (ax > 3.95f ? 3.95f : ax) - 2.4f;
+  float q = -7.434292736974157e-09f;
+  q = q * t + 1.6268420632847835e-06f;
+  q = q * t + -1.4551076880531255e-05f;
+  q = q * t + 8.710640496079058e-05f;
+  q = q * t + -0.0004695733878586905f;
+  q = q * t + 0.002387395546697313f;
+  q = q * t + -0.011768107579037512f;
+  q = q * t + -0.9405018875939168f;
+  q = q * t + -5.164236601275465f;
+  q = q * t + -7.280975063968276f;
+  // Past 3.95 erfc(x) < half an ulp of 1: the result is exactly +-1.
+  const float big = __builtin_copysignf(ax > 3.95f ? 1.0f : 1.0f - exp_full(q), x);
+  return ax < 0.9f ? small : big;
+}
+
+KILN_SIMD_CLONES void add_vv(const float* a, const float* b, float* o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = a[i] + b[i];
+}
+KILN_SIMD_CLONES void add_vs(const float* a, float b, float* o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = a[i] + b;
+}
+KILN_SIMD_CLONES void sub_vv(const float* a, const float* b, float* o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = a[i] - b[i];
+}
+KILN_SIMD_CLONES void sub_vs(const float* a, float b, float* o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = a[i] - b;
+}
+KILN_SIMD_CLONES void sub_sv(float a, const float* b, float* o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = a - b[i];
+}
+KILN_SIMD_CLONES void mul_vv(const float* a, const float* b, float* o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = a[i] * b[i];
+}
+KILN_SIMD_CLONES void mul_vs(const float* a, float b, float* o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = a[i] * b;
+}
+KILN_SIMD_CLONES void div_vv(const float* a, const float* b, float* o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = a[i] / b[i];
+}
+KILN_SIMD_CLONES void div_vs(const float* a, float b, float* o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = a[i] / b;
+}
+KILN_SIMD_CLONES void div_sv(float a, const float* b, float* o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = a / b[i];
+}
+
+}  // namespace
+
+void arith_f32(Arith op, const float* a, int64_t sa, const float* b, int64_t sb, float* o, int64_t n) {
+  if (sa == 0 && sb == 0) {
+    float v = 0;
+    switch (op) {
+      case Arith::kAdd: v = a[0] + b[0]; break;
+      case Arith::kSub: v = a[0] - b[0]; break;
+      case Arith::kMul: v = a[0] * b[0]; break;
+      case Arith::kDiv: v = a[0] / b[0]; break;
+    }
+    for (int64_t i = 0; i < n; ++i) o[i] = v;
+    return;
+  }
+  const int mode = sa && sb ? 0 : (sa ? 1 : 2);  // vv, vs, sv
+  switch (op) {
+    case Arith::kAdd:
+      if (mode == 0) return add_vv(a, b, o, n);
+      return mode == 1 ? add_vs(a, b[0], o, n) : add_vs(b, a[0], o, n);
+    case Arith::kSub:
+      if (mode == 0) return sub_vv(a, b, o, n);
+      return mode == 1 ? sub_vs(a, b[0], o, n) : sub_sv(a[0], b, o, n);
+    case Arith::kMul:
+      if (mode == 0) return mul_vv(a, b, o, n);
+      return mode == 1 ? mul_vs(a, b[0], o, n) : mul_vs(b, a[0], o, n);
+    case Arith::kDiv:
+      if (mode == 0) return div_vv(a, b, o, n);
+      return mode == 1 ? div_vs(a, b[0], o, n) : div_sv(a[0], b, o, n);
+  }
+}
+
+KILN_SIMD_CLONES void relu_f32(const float* x, float* y, int64_t n) {
+  // x < 0 ? 0 : x keeps NaN (max(x, 0) would too, but spelled this way the
+  // compiler needs no NaN-order guarantee to vectorize it).
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+}
+
+KILN_SIMD_CLONES void leaky_relu_f32(const float* x, float* y, int64_t n, float alpha) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.0f ? x[i] * alpha : x[i];
+}
+
+KILN_SIMD_CLONES void clip_f32(const float* x, float* y, int64_t n, float lo, float hi) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i] < lo ? lo : x[i];
+    y[i] = v > hi ? hi : v;
+  }
+}
+
+// sqrt: GCC keeps the errno path of sqrtf in loops (and ignores
+// no-math-errno per function), so the vector loops are spelled with
+// intrinsics and picked once by CPU feature (AVX: the divider, not the
+// vector width, bounds sqrt throughput).
+#if defined(KILN_SIMD_X86)
+namespace {
+__attribute__((target("avx"))) void sqrt_avx(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_sqrt_ps(_mm256_loadu_ps(x + i)));
+  for (; i < n; ++i) y[i] = __builtin_sqrtf(x[i]);
+}
+void sqrt_sse(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) _mm_storeu_ps(y + i, _mm_sqrt_ps(_mm_loadu_ps(x + i)));
+  for (; i < n; ++i) y[i] = __builtin_sqrtf(x[i]);
+}
+using SqrtFn = void (*)(const float*, float*, int64_t);
+SqrtFn pick_sqrt() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx")) return sqrt_avx;
+  return sqrt_sse;
+}
+}  // namespace
+
+void sqrt_f32(const float* x, float* y, int64_t n) {
+  static const SqrtFn fn = pick_sqrt();
+  fn(x, y, n);
+}
+#else
+void sqrt_f32(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = __builtin_sqrtf(x[i]);
+}
+#endif
+
+KILN_SIMD_CLONES void square_f32(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i];
+}
+
+KILN_SIMD_CLONES void exp_f32(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = exp_full(x[i]);
+}
+
+KILN_SIMD_CLONES void sigmoid_f32(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + exp_full(-x[i]));
+}
+
+KILN_SIMD_CLONES void tanh_f32(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = tanh_one(x[i]);
+}
+
+KILN_SIMD_CLONES void erf_f32(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = erf_one(x[i]);
+}
+
+}  // namespace kiln::kernels::simd

@@ -1,0 +1,30 @@
+// float32 hot loops of the element-wise kernels, compiled for several x86-64
+// levels (AVX-512, AVX2+FMA, baseline) and picked at load time by the CPU.
+//
+// All loops read n contiguous floats and write n contiguous floats; output
+// may equal an input (in-place). The transcendental ones use polynomial
+// approximations (see elementwise_simd.cpp) accurate to a few ulp over the
+// whole float range, with IEEE behaviour for NaN, +-inf and +-0.
+#pragma once
+
+#include <cstdint>
+
+namespace kiln::kernels::simd {
+
+enum class Arith : uint8_t { kAdd, kSub, kMul, kDiv };
+
+/// o[i] = a[i*sa] (op) b[i*sb] for i < n; sa and sb are 0 (scalar) or 1.
+void arith_f32(Arith op, const float* a, int64_t sa, const float* b, int64_t sb, float* o, int64_t n);
+
+void relu_f32(const float* x, float* y, int64_t n);
+void leaky_relu_f32(const float* x, float* y, int64_t n, float alpha);
+/// y = min(max(x, lo), hi); NaN stays NaN.
+void clip_f32(const float* x, float* y, int64_t n, float lo, float hi);
+void sqrt_f32(const float* x, float* y, int64_t n);
+void square_f32(const float* x, float* y, int64_t n);
+void exp_f32(const float* x, float* y, int64_t n);
+void sigmoid_f32(const float* x, float* y, int64_t n);
+void tanh_f32(const float* x, float* y, int64_t n);
+void erf_f32(const float* x, float* y, int64_t n);
+
+}  // namespace kiln::kernels::simd

@@ -17,6 +17,7 @@ void register_reduce_ops(KernelRegistry& r);
 void register_softmax_ops(KernelRegistry& r);
 void register_sort_ops(KernelRegistry& r);
 void register_elementwise_ops(KernelRegistry& r);
+void register_conv_transpose_ops(KernelRegistry& r);
 
 void register_portable_kernels(KernelRegistry& r) {
   register_shape_ops(r);
@@ -31,6 +32,7 @@ void register_portable_kernels(KernelRegistry& r) {
   register_sequence_ops(r);
   register_matmul_ops(r);
   register_conv_ops(r);
+  register_conv_transpose_ops(r);
 }
 
 }  // namespace kiln::kernels

@@ -8,6 +8,7 @@ void register_control_flow_ops(KernelRegistry& r);
 void register_sequence_ops(KernelRegistry& r);
 void register_matmul_ops(KernelRegistry& r);
 void register_conv_ops(KernelRegistry& r);
+void register_conv_transpose_ops(KernelRegistry& r);
 
 void register_shape_ops(KernelRegistry& r);
 void register_transform_ops(KernelRegistry& r);
@@ -17,9 +18,11 @@ void register_reduce_ops(KernelRegistry& r);
 void register_softmax_ops(KernelRegistry& r);
 void register_sort_ops(KernelRegistry& r);
 void register_elementwise_ops(KernelRegistry& r);
-void register_conv_transpose_ops(KernelRegistry& r);
+
+void register_resize_ops(KernelRegistry& r);
 
 void register_portable_kernels(KernelRegistry& r) {
+  register_resize_ops(r);
   register_shape_ops(r);
   register_transform_ops(r);
   register_slice_ops(r);

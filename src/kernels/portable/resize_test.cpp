@@ -1,0 +1,161 @@
+// Resize/Upsample kernel tests. Expected values are from the ONNX backend
+// test data (onnx/backend/test/data/node/test_resize_*) or computed by hand.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kernels/testing/kernel_runner.h"
+
+namespace kiln {
+namespace {
+
+using testing::attr;
+using testing::run_op;
+using testing::run_op1;
+
+std::vector<float> iota16() {
+  std::vector<float> v(16);
+  for (int i = 0; i < 16; ++i) v[static_cast<size_t>(i)] = static_cast<float>(i + 1);
+  return v;
+}
+
+void expect_near(const Tensor& t, const Shape& shape, const std::vector<float>& want, float tol = 1e-4f) {
+  ASSERT_EQ(t.shape(), shape);
+  ASSERT_EQ(t.dtype(), DType::kFloat32);
+  ASSERT_EQ(static_cast<size_t>(t.numel()), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(t.data<float>()[i], want[i], tol) << "at " << i;
+}
+
+Value scales(std::vector<float> s) { return Tensor::from_vector(s); }
+Value sizes(std::vector<int64_t> s) { return Tensor::from_vector(s); }
+
+TEST(ResizeTest, UpsampleScalesNearest) {
+  Tensor x = Tensor::from_vector<float>({1, 2, 3, 4}, Shape{1, 1, 2, 2});
+  auto y = run_op1("Resize", {x, Value::none(), scales({1, 1, 2, 3})}, {attr("mode", "nearest")}, 13);
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  expect_near(*y, Shape{1, 1, 4, 6}, {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4});
+}
+
+TEST(ResizeTest, UpsampleScalesLinearHalfPixel) {
+  Tensor x = Tensor::from_vector<float>({1, 2, 3, 4}, Shape{1, 1, 2, 2});
+  auto y = run_op1("Resize", {x, Value::none(), scales({1, 1, 2, 2})}, {attr("mode", "linear")}, 13);
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  expect_near(*y, Shape{1, 1, 4, 4},
+              {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4});
+}
+
+TEST(ResizeTest, DownsampleLinearAlignCornersUsesRealOutputLength) {
+  Tensor x = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8}, Shape{1, 1, 2, 4});
+  auto y = run_op1("Resize", {x, Value::none(), scales({1, 1, 0.6f, 0.6f})},
+                   {attr("mode", "linear"), attr("coordinate_transformation_mode", "align_corners")}, 13);
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  expect_near(*y, Shape{1, 1, 1, 2}, {1, 3.142857f});
+}
+
+TEST(ResizeTest, DownsampleCubic) {
+  Tensor x = Tensor::from_vector<float>(iota16(), Shape{1, 1, 4, 4});
+  auto y = run_op1("Resize", {x, Value::none(), scales({1, 1, 0.8f, 0.8f})}, {attr("mode", "cubic")}, 13);
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  expect_near(*y, Shape{1, 1, 3, 3},
+              {1.47119140625f, 2.78125f, 4.08251953125f, 6.71142578125f, 8.021484375f, 9.32275390625f,
+               11.91650390625f, 13.2265625f, 14.52783203125f});
+}
+
+TEST(ResizeTest, CubicExcludeOutsideRenormalizes) {
+  Tensor x = Tensor::from_vector<float>(iota16(), Shape{1, 1, 4, 4});
+  auto y = run_op1("Resize", {x, Value::none(), scales({1, 1, 0.8f, 0.8f})},
+                   {attr("mode", "cubic"), attr("cubic_coeff_a", -0.5f), attr("exclude_outside", 1)}, 13);
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  expect_near(*y, Shape{1, 1, 3, 3},
+              {1.3681267f, 2.6695013f, 4.0133367f, 6.573625f, 7.875f, 9.218835f, 11.948966f, 13.250341f,
+               14.594176f});
+}
+
+TEST(ResizeTest, NearestCeilHalfPixelWithSizes) {
+  Tensor x = Tensor::from_vector<float>(iota16(), Shape{1, 1, 4, 4});
+  auto y = run_op1("Resize", {x, Value::none(), Value::none(), sizes({1, 1, 8, 8})},
+                   {attr("mode", "nearest"), attr("nearest_mode", "ceil")}, 13);
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  ASSERT_EQ(y->shape(), (Shape{1, 1, 8, 8}));
+  const float row0[] = {1, 2, 2, 3, 3, 4, 4, 4};
+  const float row7[] = {13, 14, 14, 15, 15, 16, 16, 16};
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(y->data<float>()[i], row0[i]);
+    EXPECT_EQ(y->data<float>()[56 + i], row7[i]);
+  }
+}
+
+TEST(ResizeTest, TfCropAndResizeExtrapolates) {
+  Tensor x = Tensor::from_vector<float>(iota16(), Shape{1, 1, 4, 4});
+  Tensor roi = Tensor::from_vector<float>({0, 0, 0.4f, 0.6f, 1, 1, 1.2f, 1.7f});
+  auto y = run_op1("Resize", {x, roi, Value::none(), sizes({1, 1, 3, 3})},
+                   {attr("mode", "linear"), attr("coordinate_transformation_mode", "tf_crop_and_resize"),
+                    attr("extrapolation_value", 10.f)},
+                   13);
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  expect_near(*y, Shape{1, 1, 3, 3}, {7.6f, 10, 10, 12.4f, 10, 10, 10, 10, 10});
+}
+
+TEST(ResizeTest, TfHalfPixelForNnOpset11) {
+  Tensor x = Tensor::from_vector<float>(iota16(), Shape{1, 1, 4, 4});
+  Tensor empty = Tensor::allocate(DType::kFloat32, Shape{0});
+  auto y = run_op1("Resize", {x, empty, empty, sizes({1, 1, 3, 2})},
+                   {attr("mode", "nearest"), attr("coordinate_transformation_mode", "tf_half_pixel_for_nn")}, 11);
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  expect_near(*y, Shape{1, 1, 3, 2}, {6, 8, 10, 12, 14, 16});
+}
+
+TEST(ResizeTest, UpsampleOpset7AttributeAndOpset9Input) {
+  Tensor x = Tensor::from_vector<float>({1, 2, 3, 4}, Shape{1, 1, 2, 2});
+  auto a = run_op1("Upsample", {x}, {attr("mode", "nearest"), attr("scales", std::vector<float>{1, 1, 2, 3})}, 7);
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  auto b = run_op1("Upsample", {x, scales({1, 1, 2, 3})}, {attr("mode", "nearest")}, 9);
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  const std::vector<float> want = {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4};
+  expect_near(*a, Shape{1, 1, 4, 6}, want);
+  expect_near(*b, Shape{1, 1, 4, 6}, want);
+}
+
+TEST(ResizeTest, IntegerNearestIsExact) {
+  Tensor x = Tensor::from_vector<int64_t>({(int64_t{1} << 60) + 1, 7}, Shape{2});
+  auto y = run_op1("Resize", {x, Value::none(), scales({2})}, {attr("mode", "nearest")}, 13);
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  ASSERT_EQ(y->shape(), (Shape{4}));
+  EXPECT_EQ(y->data<int64_t>()[0], (int64_t{1} << 60) + 1);
+  EXPECT_EQ(y->data<int64_t>()[3], 7);
+}
+
+TEST(ResizeTest, ThreeDLinearMatchesSeparableHandComputation) {
+  // 2x2x2 -> 3x3x3 with align_corners: the center is the mean of all eight
+  // corners, the last element the last corner.
+  Tensor x = Tensor::from_vector<float>({0, 1, 2, 3, 4, 5, 6, 7}, Shape{2, 2, 2});
+  auto y = run_op1("Resize", {x, Value::none(), Value::none(), sizes({3, 3, 3})},
+                   {attr("mode", "linear"), attr("coordinate_transformation_mode", "align_corners")}, 13);
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  ASSERT_EQ(y->shape(), (Shape{3, 3, 3}));
+  EXPECT_NEAR(y->data<float>()[13], 3.5f, 1e-6f);
+  EXPECT_NEAR(y->data<float>()[26], 7.f, 1e-6f);
+}
+
+TEST(ResizeTest, RejectsBothScalesAndSizes) {
+  Tensor x = Tensor::from_vector<float>({1, 2, 3, 4}, Shape{1, 1, 2, 2});
+  auto y = run_op1("Resize", {x, Value::none(), scales({1, 1, 2, 2}), sizes({1, 1, 4, 4})}, {}, 13);
+  ASSERT_FALSE(y.ok());
+  EXPECT_NE(y.status().message().find("exactly one"), std::string::npos) << y.status().message();
+}
+
+TEST(ResizeTest, RejectsWrongScalesLengthAndBadMode) {
+  Tensor x = Tensor::from_vector<float>({1, 2, 3, 4}, Shape{1, 1, 2, 2});
+  auto a = run_op1("Resize", {x, Value::none(), scales({2, 2})}, {}, 13);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("scales has 2 values, expected 4"), std::string::npos) << a.status().message();
+  auto b = run_op1("Resize", {x, Value::none(), scales({1, 1, 2, 2})}, {attr("mode", "area")}, 13);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("mode 'area'"), std::string::npos) << b.status().message();
+  auto c = run_op1("Resize", {x, Value::none(), scales({1, 1, -2, 2})}, {}, 13);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("must be positive"), std::string::npos) << c.status().message();
+}
+
+}  // namespace
+}  // namespace kiln

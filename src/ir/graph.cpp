@@ -139,6 +139,33 @@ Status Graph::validate() const {
   return Status::ok();
 }
 
+namespace {
+
+// Values of `g` that a node reads: its inputs, and the outer references of
+// its subgraphs (If/Loop/Scan bodies read enclosing values by name), which
+// must be computed before the node runs just like its inputs.
+void node_reads(const Graph& g, const Node& n, std::vector<ValueId>* out) {
+  out->clear();
+  for (ValueId in : n.inputs)
+    if (in != kNoValue) out->push_back(in);
+  auto add_refs = [&](const Graph* sub) {
+    if (!sub) return;
+    for (ValueId ref : sub->outer_refs) {
+      const ValueId id = g.find_value(sub->value_name(ref));
+      if (id != kNoValue) out->push_back(id);
+    }
+  };
+  for (const Attribute& a : n.attributes) {
+    if (a.type == AttrType::kGraph) add_refs(a.g.get());
+    if (a.type == AttrType::kGraphs)
+      for (const auto& sub : a.graphs) add_refs(sub.get());
+  }
+  std::sort(out->begin(), out->end());
+  out->erase(std::unique(out->begin(), out->end()), out->end());
+}
+
+}  // namespace
+
 Status Graph::topological_sort() {
   const size_t nv = values.size();
   std::vector<int32_t> producer(nv, -1);
@@ -150,12 +177,15 @@ Status Graph::topological_sort() {
   for (const auto& [id, t] : initializers) available[static_cast<size_t>(id)] = 1;
   for (ValueId id : outer_refs) available[static_cast<size_t>(id)] = 1;
 
-  // Kahn's algorithm, keeping the file's order among ready nodes (stable).
+  // Kahn's algorithm, always taking the ready node that comes first in the
+  // file (a min-heap), so an order that is already valid is kept as it is.
   std::vector<int32_t> missing(nodes.size(), 0);
   std::vector<std::vector<int32_t>> consumers(nv);
+  std::vector<ValueId> reads;
   for (size_t n = 0; n < nodes.size(); ++n) {
-    for (ValueId in : nodes[n].inputs) {
-      if (in == kNoValue || available[static_cast<size_t>(in)]) continue;
+    node_reads(*this, nodes[n], &reads);
+    for (ValueId in : reads) {
+      if (available[static_cast<size_t>(in)]) continue;
       if (producer[static_cast<size_t>(in)] < 0) {
         return invalid_argument("node ", nodes[n].label(), " reads '", value_name(in),
                                 "', which no node, input or initializer defines");
@@ -164,24 +194,26 @@ Status Graph::topological_sort() {
       consumers[static_cast<size_t>(in)].push_back(static_cast<int32_t>(n));
     }
   }
-  std::vector<int32_t> ready;
-  for (size_t n = nodes.size(); n-- > 0;)
+  std::vector<int32_t> ready;  // a min-heap of node indices
+  for (size_t n = 0; n < nodes.size(); ++n)
     if (missing[n] == 0) ready.push_back(static_cast<int32_t>(n));
+  std::make_heap(ready.begin(), ready.end(), std::greater<>());
   std::vector<Node> sorted;
   sorted.reserve(nodes.size());
-  // `ready` is a stack holding lower indices on top.
   while (!ready.empty()) {
-    int32_t n = ready.back();
+    std::pop_heap(ready.begin(), ready.end(), std::greater<>());
+    const int32_t n = ready.back();
     ready.pop_back();
-    std::vector<int32_t> now_ready;
     for (ValueId o : nodes[static_cast<size_t>(n)].outputs) {
       if (o == kNoValue) continue;
-      for (int32_t c : consumers[static_cast<size_t>(o)])
-        if (--missing[static_cast<size_t>(c)] == 0) now_ready.push_back(c);
+      for (int32_t c : consumers[static_cast<size_t>(o)]) {
+        if (--missing[static_cast<size_t>(c)] == 0) {
+          ready.push_back(c);
+          std::push_heap(ready.begin(), ready.end(), std::greater<>());
+        }
+      }
     }
     sorted.push_back(std::move(nodes[static_cast<size_t>(n)]));
-    std::sort(now_ready.begin(), now_ready.end(), std::greater<>());
-    for (int32_t c : now_ready) ready.push_back(c);
   }
   if (sorted.size() != nodes.size()) {
     for (size_t n = 0; n < nodes.size(); ++n)

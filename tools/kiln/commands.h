@@ -11,6 +11,8 @@ namespace kiln::cli {
 int run_command(std::span<const std::string> args);
 /// kiln conformance DIR... [--threads N] [--expected-pass FILE] [--filter SUBSTR] [--quiet] ...
 int conformance_command(std::span<const std::string> args);
+/// kiln bench MODEL [--runs N] [--warmup N] [--threads N] [--profile] [--trace FILE] [--json] ...
+int bench_command(std::span<const std::string> args);
 /// kiln demo-model OUT.onnx: writes the small CNN used by `make demo`.
 int demo_model_command(std::span<const std::string> args);
 

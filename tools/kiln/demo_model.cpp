@@ -1,5 +1,5 @@
 // kiln demo-model: writes a tiny image classifier (a 28x28 grayscale CNN with
-// fixed pseudo-random weights, ~25 KB) so that `make demo` needs neither torch
+// fixed pseudo-random weights, under 7 KB) so that `make demo` needs neither torch
 // nor a download. The ONNX protobuf is written field by field (wire_format.h).
 //
 //   image float32[N, 1, 28, 28]
@@ -17,6 +17,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "demo_model.h"
 #include "wire_format.h"
 
 namespace kiln::cli {
@@ -123,7 +124,7 @@ Writer node(const std::string& op, const std::vector<std::string>& inputs, const
   return n;
 }
 
-std::string build_demo_model() {
+std::string build_model() {
   Rng rng;
   Writer graph;
   graph.bytes_field(2, "tiny_cnn");
@@ -167,6 +168,8 @@ std::string build_demo_model() {
 
 }  // namespace
 
+std::string demo_model_bytes() { return build_model(); }
+
 int demo_model_command(std::span<const std::string> argv) {
   static constexpr FlagSpec kFlags[] = {{"--help", false, false}};
   Result<Args> parsed = Args::parse(argv, kFlags, "demo-model");
@@ -182,7 +185,7 @@ int demo_model_command(std::span<const std::string> argv) {
     fs::create_directories(out.parent_path(), ec);
     if (ec) return fail("cannot create folder '" + out.parent_path().string() + "': " + ec.message());
   }
-  const std::string bytes = build_demo_model();
+  const std::string bytes = demo_model_bytes();
   std::ofstream f(out, std::ios::binary | std::ios::trunc);
   if (!f) return fail("cannot create '" + out.string() + "'");
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

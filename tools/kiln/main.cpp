@@ -15,6 +15,7 @@ constexpr const char* kUsage = R"(usage: kiln COMMAND [args]
 commands:
   run MODEL          run a model once (inputs from files or random) and print its outputs
   conformance DIR... run ONNX backend tests and compare with their expected outputs
+  bench MODEL        time a model: latency quantiles, load time, peak RSS, --profile, --trace
   demo-model OUT     write the small demo CNN to OUT (an .onnx file)
 
 `kiln COMMAND --help` describes a command's flags.
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   const std::span<const std::string> rest(args.data() + 1, args.size() - 1);
   if (command == "run") return run_command(rest);
   if (command == "conformance") return conformance_command(rest);
+  if (command == "bench") return bench_command(rest);
   if (command == "demo-model") return demo_model_command(rest);
   if (command == "help" || command == "--help" || command == "-h") {
     std::cout << kUsage;
@@ -42,6 +44,6 @@ int main(int argc, char** argv) {
     std::cout << "kiln " KILN_VERSION "\n";
     return kExitOk;
   }
-  return fail("unknown command '" + command + "' (commands: run, conformance, demo-model; see kiln --help)",
+  return fail("unknown command '" + command + "' (commands: run, conformance, bench, demo-model; see kiln --help)",
               kExitUsage);
 }

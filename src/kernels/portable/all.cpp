@@ -21,7 +21,10 @@ void register_elementwise_ops(KernelRegistry& r);
 
 void register_resize_ops(KernelRegistry& r);
 
+void register_rnn_ops(KernelRegistry& r);
+
 void register_portable_kernels(KernelRegistry& r) {
+  register_rnn_ops(r);
   register_resize_ops(r);
   register_shape_ops(r);
   register_transform_ops(r);

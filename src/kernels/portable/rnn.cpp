@@ -1,0 +1,437 @@
+// Recurrent ops: RNN, GRU and LSTM (opset 7 and 14: layout), forward,
+// reverse and bidirectional, with sequence_lens, initial_h/initial_c,
+// activations with activation_alpha/beta, clip, GRU linear_before_reset and
+// LSTM peepholes and input_forget.
+//
+// Per direction, X * W^T (+ both biases) for every time step is one SGEMM up
+// front; each step then adds H_{t-1} * R^T (a second SGEMM over the batch)
+// and applies the gate equations of the ONNX spec. Everything is computed in
+// float32; float16 and double inputs are converted on the way in and out.
+// Batch entries whose sequence_lens is shorter than the step stop updating:
+// their Y rows are zero and Y_h/Y_c keep their last state.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "kernels/portable/cv_common.h"
+#include "kernels/portable/gemm.h"
+#include "kernels/registry.h"
+#include "kernels/util.h"
+
+namespace kiln::kernels {
+
+namespace {
+
+enum class CellKind { kRnn, kGru, kLstm };
+
+struct Activation {
+  enum class Fn {
+    kRelu, kTanh, kSigmoid, kAffine, kLeakyRelu, kThresholdedRelu, kScaledTanh, kHardSigmoid, kElu, kSoftsign,
+    kSoftplus,
+  };
+  Fn fn = Fn::kTanh;
+  float alpha = 0.f;
+  float beta = 0.f;
+
+  float operator()(float x) const {
+    switch (fn) {
+      case Fn::kRelu: return x > 0 ? x : 0.f;
+      case Fn::kTanh: return std::tanh(x);
+      case Fn::kSigmoid: return x >= 0 ? 1.f / (1.f + std::exp(-x)) : std::exp(x) / (1.f + std::exp(x));
+      case Fn::kAffine: return alpha * x + beta;
+      case Fn::kLeakyRelu: return x >= 0 ? x : alpha * x;
+      case Fn::kThresholdedRelu: return x > alpha ? x : 0.f;
+      case Fn::kScaledTanh: return alpha * std::tanh(beta * x);
+      case Fn::kHardSigmoid: return std::min(std::max(alpha * x + beta, 0.f), 1.f);
+      case Fn::kElu: return x >= 0 ? x : alpha * (std::exp(x) - 1.f);
+      case Fn::kSoftsign: return x / (1.f + std::fabs(x));
+      case Fn::kSoftplus: return x > 20.f ? x : std::log1p(std::exp(x));
+    }
+    return x;
+  }
+};
+
+// Parses one activation name; alpha/beta come from the attribute lists in
+// order of use, or the function's usual default when the lists run out.
+Result<Activation> parse_activation(const std::string& name, const std::vector<float>& alphas, size_t* ai,
+                                    const std::vector<float>& betas, size_t* bi, const ir::Node& node) {
+  std::string n = name;
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  Activation a;
+  float default_alpha = 0.f, default_beta = 0.f;
+  bool uses_alpha = false, uses_beta = false;
+  using Fn = Activation::Fn;
+  if (n == "relu") a.fn = Fn::kRelu;
+  else if (n == "tanh") a.fn = Fn::kTanh;
+  else if (n == "sigmoid") a.fn = Fn::kSigmoid;
+  else if (n == "affine") { a.fn = Fn::kAffine; uses_alpha = uses_beta = true; default_alpha = 1.f; }
+  else if (n == "leakyrelu") { a.fn = Fn::kLeakyRelu; uses_alpha = true; default_alpha = 0.01f; }
+  else if (n == "thresholdedrelu") { a.fn = Fn::kThresholdedRelu; uses_alpha = true; default_alpha = 1.f; }
+  else if (n == "scaledtanh") { a.fn = Fn::kScaledTanh; uses_alpha = uses_beta = true; default_alpha = default_beta = 1.f; }
+  else if (n == "hardsigmoid") { a.fn = Fn::kHardSigmoid; uses_alpha = uses_beta = true; default_alpha = 0.2f; default_beta = 0.5f; }
+  else if (n == "elu") { a.fn = Fn::kElu; uses_alpha = true; default_alpha = 1.f; }
+  else if (n == "softsign") a.fn = Fn::kSoftsign;
+  else if (n == "softplus") a.fn = Fn::kSoftplus;
+  else return invalid_argument(node.label(), ": attribute activations has unknown function '", name, "'");
+  if (uses_alpha) a.alpha = *ai < alphas.size() ? alphas[(*ai)++] : default_alpha;
+  if (uses_beta) a.beta = *bi < betas.size() ? betas[(*bi)++] : default_beta;
+  return a;
+}
+
+int num_gates(CellKind k) { return k == CellKind::kRnn ? 1 : k == CellKind::kGru ? 3 : 4; }
+int num_activations(CellKind k) { return k == CellKind::kRnn ? 1 : k == CellKind::kGru ? 2 : 3; }
+
+// The inputs of one direction as float32 views.
+struct DirectionParams {
+  const float* w = nullptr;   // [G*H, I]
+  const float* r = nullptr;   // [G*H, H]
+  const float* wb = nullptr;  // [G*H] or null
+  const float* rb = nullptr;  // [G*H] or null
+  const float* p = nullptr;   // LSTM [3*H] or null
+  const Activation* act = nullptr;  // num_activations entries
+};
+
+class RecurrentKernel final : public Kernel {
+ public:
+  explicit RecurrentKernel(CellKind kind) : kind_(kind) {}
+
+  Status init(const KernelInit& init) {
+    const ir::Node& node = init.node;
+    hidden_ = node.attr_int("hidden_size", 0);
+    if (hidden_ <= 0) return invalid_argument(node.label(), ": attribute hidden_size must be given and positive");
+    const std::string dir = node.attr_string("direction", "forward");
+    if (dir == "forward") num_dir_ = 1;
+    else if (dir == "reverse") { num_dir_ = 1; reverse_only_ = true; }
+    else if (dir == "bidirectional") num_dir_ = 2;
+    else return invalid_argument(node.label(), ": attribute direction '", dir, "' is not forward, reverse or bidirectional");
+    layout_ = node.attr_int("layout", 0);
+    if (layout_ != 0 && layout_ != 1) return invalid_argument(node.label(), ": attribute layout must be 0 or 1");
+    if (node.has_attr("clip")) {
+      clip_ = node.attr_float("clip", 0.f);
+      if (!(clip_ > 0)) return invalid_argument(node.label(), ": attribute clip must be positive");
+    }
+    linear_before_reset_ = node.attr_int("linear_before_reset", 0) != 0;
+    input_forget_ = node.attr_int("input_forget", 0) != 0;
+
+    const std::vector<std::string> names = node.attr_strings("activations");
+    const std::vector<float> alphas = node.attr_floats("activation_alpha");
+    const std::vector<float> betas = node.attr_floats("activation_beta");
+    const size_t per_dir = static_cast<size_t>(num_activations(kind_));
+    std::vector<std::string> list = names;
+    if (list.empty()) {
+      static const char* const kRnnDefault[] = {"Tanh"};
+      static const char* const kGruDefault[] = {"Sigmoid", "Tanh"};
+      static const char* const kLstmDefault[] = {"Sigmoid", "Tanh", "Tanh"};
+      const char* const* d = kind_ == CellKind::kRnn ? kRnnDefault : kind_ == CellKind::kGru ? kGruDefault : kLstmDefault;
+      for (int k = 0; k < num_dir_; ++k)
+        for (size_t i = 0; i < per_dir; ++i) list.emplace_back(d[i]);
+    } else if (list.size() == per_dir && num_dir_ == 2) {
+      for (size_t i = 0; i < per_dir; ++i) list.push_back(list[i]);  // one list for both directions
+    }
+    if (list.size() != per_dir * static_cast<size_t>(num_dir_)) {
+      return invalid_argument(node.label(), ": attribute activations has ", names.size(), " functions, expected ",
+                              per_dir * static_cast<size_t>(num_dir_));
+    }
+    size_t ai = 0, bi = 0;
+    for (const std::string& n : list) {
+      KILN_ASSIGN_OR_RETURN(Activation a, parse_activation(n, alphas, &ai, betas, &bi, node));
+      acts_.push_back(a);
+    }
+    return Status::ok();
+  }
+
+  Status compute(KernelContext& ctx) const override;
+
+ private:
+  void run_direction(const DirectionParams& p, bool reverse, int64_t seq, int64_t batch, int64_t input_size,
+                     const float* x, const int64_t* lens, float* h, float* c, float* y, int64_t dir,
+                     ThreadPool* pool) const;
+
+  float clip(float v) const { return clip_ > 0 ? std::min(std::max(v, -clip_), clip_) : v; }
+
+  CellKind kind_;
+  int64_t hidden_ = 0;
+  int num_dir_ = 1;
+  bool reverse_only_ = false;
+  int64_t layout_ = 0;
+  float clip_ = 0.f;
+  bool linear_before_reset_ = false;
+  bool input_forget_ = false;
+  std::vector<Activation> acts_;
+};
+
+Status check_shape(const ir::Node& node, const Tensor& t, size_t index, const char* name,
+                   std::initializer_list<int64_t> want) {
+  Shape s(want);
+  if (t.shape() != s) {
+    return invalid_argument(node.label(), ": ", input_label(index, name), " has shape ", t.shape().to_string(),
+                            ", expected ", s.to_string());
+  }
+  return Status::ok();
+}
+
+Status RecurrentKernel::compute(KernelContext& ctx) const {
+  const ir::Node& node = ctx.node();
+  const int64_t g = num_gates(kind_), hs = hidden_, nd = num_dir_;
+  if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.has_input(2))
+    return invalid_argument(node.label(), ": inputs 0 (X), 1 (W) and 2 (R) are required");
+  const Tensor& xt = ctx.input(0);
+  const DType dt = xt.dtype();
+  if (!dtype_is_float(dt)) return invalid_argument(node.label(), ": input 0 (X) must be float, got ", dtype_name(dt));
+  if (xt.rank() != 3)
+    return invalid_argument(node.label(), ": input 0 (X) must have rank 3, got shape ", xt.shape().to_string());
+  const int64_t seq = layout_ == 0 ? xt.dim(0) : xt.dim(1);
+  const int64_t batch = layout_ == 0 ? xt.dim(1) : xt.dim(0);
+  const int64_t in_size = xt.dim(2);
+  KILN_RETURN_IF_ERROR(check_shape(node, ctx.input(1), 1, "W", {nd, g * hs, in_size}));
+  KILN_RETURN_IF_ERROR(check_shape(node, ctx.input(2), 2, "R", {nd, g * hs, hs}));
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    if (i != 4 && ctx.has_input(i) && ctx.input(i).dtype() != dt) {
+      return invalid_argument(node.label(), ": input ", i, " has dtype ", dtype_name(ctx.input(i).dtype()),
+                              ", expected ", dtype_name(dt), " like X");
+    }
+  }
+  const std::vector<float> x = to_float_vector(xt);
+  const std::vector<float> w = to_float_vector(ctx.input(1));
+  const std::vector<float> r = to_float_vector(ctx.input(2));
+  std::vector<float> b, p;
+  if (ctx.has_input(3)) {
+    KILN_RETURN_IF_ERROR(check_shape(node, ctx.input(3), 3, "B", {nd, 2 * g * hs}));
+    b = to_float_vector(ctx.input(3));
+  }
+  std::vector<int64_t> lens(static_cast<size_t>(batch), seq);
+  if (ctx.has_input(4)) {
+    const Tensor& sl = ctx.input(4);
+    if (sl.shape() != Shape{batch} || !dtype_is_integer(sl.dtype())) {
+      return invalid_argument(node.label(), ": input 4 (sequence_lens) must be int32[", batch, "], got ",
+                              dtype_name(sl.dtype()), sl.shape().to_string());
+    }
+    KILN_ASSIGN_OR_RETURN(lens, to_int64_vector(sl));
+    for (int64_t l : lens) {
+      if (l < 0 || l > seq)
+        return invalid_argument(node.label(), ": input 4 (sequence_lens) has ", l, ", outside [0, ", seq, "]");
+    }
+  }
+  // States are kept as [num_directions][batch][hidden] whatever the layout.
+  std::vector<float> h(static_cast<size_t>(nd * batch * hs), 0.f), c;
+  auto load_state = [&](size_t index, const char* name, std::vector<float>* dst) -> Status {
+    if (!ctx.has_input(index)) return Status::ok();
+    const Tensor& t = ctx.input(index);
+    if (layout_ == 0) {
+      KILN_RETURN_IF_ERROR(check_shape(node, t, index, name, {nd, batch, hs}));
+    } else {
+      KILN_RETURN_IF_ERROR(check_shape(node, t, index, name, {batch, nd, hs}));
+    }
+    const std::vector<float> v = to_float_vector(t);
+    for (int64_t d = 0; d < nd; ++d)
+      for (int64_t bb = 0; bb < batch; ++bb)
+        for (int64_t k = 0; k < hs; ++k) {
+          const int64_t src = layout_ == 0 ? (d * batch + bb) * hs + k : (bb * nd + d) * hs + k;
+          (*dst)[static_cast<size_t>((d * batch + bb) * hs + k)] = v[static_cast<size_t>(src)];
+        }
+    return Status::ok();
+  };
+  KILN_RETURN_IF_ERROR(load_state(5, "initial_h", &h));
+  if (kind_ == CellKind::kLstm) {
+    c.assign(h.size(), 0.f);
+    KILN_RETURN_IF_ERROR(load_state(6, "initial_c", &c));
+    if (ctx.has_input(7)) {
+      KILN_RETURN_IF_ERROR(check_shape(node, ctx.input(7), 7, "P", {nd, 3 * hs}));
+      p = to_float_vector(ctx.input(7));
+    }
+  }
+
+  // X as seq-major [seq][batch][input] for the step loop.
+  std::vector<float> xs;
+  const float* xseq = x.data();
+  if (layout_ == 1) {
+    xs.resize(x.size());
+    for (int64_t bb = 0; bb < batch; ++bb)
+      for (int64_t t = 0; t < seq; ++t)
+        std::memcpy(&xs[static_cast<size_t>((t * batch + bb) * in_size)], &x[static_cast<size_t>((bb * seq + t) * in_size)],
+                    static_cast<size_t>(in_size) * sizeof(float));
+    xseq = xs.data();
+  }
+  // Y as [seq][num_directions][batch][hidden].
+  std::vector<float> y(static_cast<size_t>(seq * nd * batch * hs), 0.f);
+  for (int64_t d = 0; d < nd; ++d) {
+    DirectionParams dp;
+    dp.w = w.data() + d * g * hs * in_size;
+    dp.r = r.data() + d * g * hs * hs;
+    if (!b.empty()) {
+      dp.wb = b.data() + d * 2 * g * hs;
+      dp.rb = dp.wb + g * hs;
+    }
+    if (!p.empty()) dp.p = p.data() + d * 3 * hs;
+    dp.act = acts_.data() + d * num_activations(kind_);
+    const bool reverse = d == 1 || reverse_only_;
+    run_direction(dp, reverse, seq, batch, in_size, xseq, lens.data(), h.data() + d * batch * hs,
+                  c.empty() ? nullptr : c.data() + d * batch * hs, y.data(), d, ctx.pool());
+  }
+
+  // Outputs in the requested layout.
+  if (ctx.wants_output(0)) {
+    const Shape ys = layout_ == 0 ? Shape{seq, nd, batch, hs} : Shape{batch, seq, nd, hs};
+    KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, dt, ys));
+    std::vector<float> tmp;
+    const float* src = y.data();
+    if (layout_ == 1) {
+      tmp.resize(y.size());
+      for (int64_t t = 0; t < seq; ++t)
+        for (int64_t d = 0; d < nd; ++d)
+          for (int64_t bb = 0; bb < batch; ++bb)
+            std::memcpy(&tmp[static_cast<size_t>(((bb * seq + t) * nd + d) * hs)],
+                        &y[static_cast<size_t>(((t * nd + d) * batch + bb) * hs)], static_cast<size_t>(hs) * sizeof(float));
+      src = tmp.data();
+    }
+    from_float_vector(src, out);
+  }
+  auto store_state = [&](size_t index, const std::vector<float>& s) -> Status {
+    if (!ctx.wants_output(index)) return Status::ok();
+    const Shape shape = layout_ == 0 ? Shape{nd, batch, hs} : Shape{batch, nd, hs};
+    KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(index, dt, shape));
+    std::vector<float> tmp(s.size());
+    for (int64_t d = 0; d < nd; ++d)
+      for (int64_t bb = 0; bb < batch; ++bb)
+        for (int64_t k = 0; k < hs; ++k) {
+          const int64_t dst = layout_ == 0 ? (d * batch + bb) * hs + k : (bb * nd + d) * hs + k;
+          tmp[static_cast<size_t>(dst)] = s[static_cast<size_t>((d * batch + bb) * hs + k)];
+        }
+    from_float_vector(tmp.data(), out);
+    return Status::ok();
+  };
+  KILN_RETURN_IF_ERROR(store_state(1, h));
+  if (kind_ == CellKind::kLstm) {
+    KILN_RETURN_IF_ERROR(store_state(2, c));
+  } else if (ctx.num_outputs() > 2 && ctx.wants_output(2)) {
+    return invalid_argument(node.label(), ": ", node.op_type, " has only 2 outputs (Y, Y_h)");
+  }
+  return Status::ok();
+}
+
+void RecurrentKernel::run_direction(const DirectionParams& p, bool reverse, int64_t seq, int64_t batch,
+                                    int64_t in_size, const float* x, const int64_t* lens, float* h, float* c,
+                                    float* y, int64_t dir, ThreadPool* pool) const {
+  const int64_t hs = hidden_, g = num_gates(kind_), gh = g * hs;
+  const int64_t nd = num_dir_;
+  // xw[t][b][gate*H] = X_t W^T + Wb (+ Rb, except GRU's h gate with
+  // linear_before_reset, where Rb_h sits inside the reset product).
+  std::vector<float> xw(static_cast<size_t>(seq * batch * gh));
+  sgemm(false, true, seq * batch, gh, in_size, 1.f, x, in_size, p.w, in_size, 0.f, xw.data(), gh, pool);
+  if (p.wb) {
+    std::vector<float> bias(static_cast<size_t>(gh));
+    for (int64_t k = 0; k < gh; ++k) {
+      const bool rb_inside = kind_ == CellKind::kGru && k >= 2 * hs;
+      bias[static_cast<size_t>(k)] = p.wb[k] + (rb_inside ? 0.f : p.rb[k]);
+    }
+    for (int64_t row = 0; row < seq * batch; ++row)
+      for (int64_t k = 0; k < gh; ++k) xw[static_cast<size_t>(row * gh + k)] += bias[static_cast<size_t>(k)];
+  }
+  std::vector<float> hr(static_cast<size_t>(batch * gh));  // H_{t-1} R^T
+  std::vector<float> rh(kind_ == CellKind::kGru ? static_cast<size_t>(batch * hs) : 0);  // r (.) H_{t-1}
+  std::vector<float> h_new(static_cast<size_t>(batch * hs)), c_new(c ? static_cast<size_t>(batch * hs) : 0);
+  const Activation& f = p.act[0];
+  const Activation& gfn = p.act[kind_ == CellKind::kRnn ? 0 : 1];
+  const Activation& hfn = p.act[kind_ == CellKind::kLstm ? 2 : 0];
+  for (int64_t step = 0; step < seq; ++step) {
+    const int64_t t = reverse ? seq - 1 - step : step;
+    const float* xwt = xw.data() + t * batch * gh;
+    float* yt = y + (t * nd + dir) * batch * hs;
+    if (kind_ == CellKind::kGru && !linear_before_reset_) {
+      // z and r need H R^T; h needs (r (.) H) Rh^T, computed after r.
+      sgemm(false, true, batch, 2 * hs, hs, 1.f, h, hs, p.r, hs, 0.f, hr.data(), gh, pool);
+    } else {
+      sgemm(false, true, batch, gh, hs, 1.f, h, hs, p.r, hs, 0.f, hr.data(), gh, pool);
+    }
+    for (int64_t bb = 0; bb < batch; ++bb) {
+      if (t >= lens[bb]) continue;
+      const float* xr = xwt + bb * gh;
+      float* a = hr.data() + bb * gh;  // gate pre-activations, in place
+      const float* hp = h + bb * hs;
+      float* hn = h_new.data() + bb * hs;
+      switch (kind_) {
+        case CellKind::kRnn:
+          for (int64_t k = 0; k < hs; ++k) hn[k] = f(clip(a[k] + xr[k]));
+          break;
+        case CellKind::kGru:
+          for (int64_t k = 0; k < 2 * hs; ++k) a[k] = f(clip(a[k] + xr[k]));  // z, r
+          if (linear_before_reset_) {
+            for (int64_t k = 0; k < hs; ++k) {
+              const float rb = p.rb ? p.rb[2 * hs + k] : 0.f;
+              a[2 * hs + k] = gfn(clip(xr[2 * hs + k] + a[hs + k] * (a[2 * hs + k] + rb)));
+            }
+          } else {
+            float* rhb = rh.data() + bb * hs;
+            for (int64_t k = 0; k < hs; ++k) rhb[k] = a[hs + k] * hp[k];
+          }
+          break;
+        case CellKind::kLstm: {
+          const float* cp = c + bb * hs;
+          float* cn = c_new.data() + bb * hs;
+          for (int64_t k = 0; k < hs; ++k) {
+            const float pi = p.p ? p.p[k] : 0.f, po = p.p ? p.p[hs + k] : 0.f, pf = p.p ? p.p[2 * hs + k] : 0.f;
+            const float i = f(clip(a[k] + xr[k] + pi * cp[k]));
+            const float fg = input_forget_ ? 1.f - i : f(clip(a[2 * hs + k] + xr[2 * hs + k] + pf * cp[k]));
+            const float cc = gfn(clip(a[3 * hs + k] + xr[3 * hs + k]));
+            const float ct = fg * cp[k] + i * cc;
+            const float o = f(clip(a[hs + k] + xr[hs + k] + po * ct));
+            cn[k] = ct;
+            hn[k] = o * hfn(ct);
+          }
+          break;
+        }
+      }
+    }
+    if (kind_ == CellKind::kGru) {
+      if (!linear_before_reset_) {
+        // h gate: (r (.) H_{t-1}) Rh^T + Rbh, into the h columns of hr.
+        sgemm(false, true, batch, hs, hs, 1.f, rh.data(), hs, p.r + 2 * hs * hs, hs, 0.f, hr.data() + 2 * hs, gh,
+              pool);
+      }
+      for (int64_t bb = 0; bb < batch; ++bb) {
+        if (t >= lens[bb]) continue;
+        const float* xr = xwt + bb * gh;
+        const float* a = hr.data() + bb * gh;
+        const float* hp = h + bb * hs;
+        float* hn = h_new.data() + bb * hs;
+        for (int64_t k = 0; k < hs; ++k) {
+          float ht;
+          if (linear_before_reset_) {
+            ht = a[2 * hs + k];
+          } else {
+            const float rb = p.rb ? p.rb[2 * hs + k] : 0.f;
+            ht = gfn(clip(xr[2 * hs + k] + a[2 * hs + k] + rb));
+          }
+          const float z = a[k];
+          hn[k] = (1.f - z) * ht + z * hp[k];
+        }
+      }
+    }
+    for (int64_t bb = 0; bb < batch; ++bb) {
+      if (t >= lens[bb]) continue;  // Y stays zero, the state is kept
+      std::memcpy(h + bb * hs, h_new.data() + bb * hs, static_cast<size_t>(hs) * sizeof(float));
+      if (c) std::memcpy(c + bb * hs, c_new.data() + bb * hs, static_cast<size_t>(hs) * sizeof(float));
+      std::memcpy(yt + bb * hs, h_new.data() + bb * hs, static_cast<size_t>(hs) * sizeof(float));
+    }
+  }
+}
+
+template <CellKind K>
+Result<std::unique_ptr<Kernel>> make_recurrent(const KernelInit& init) {
+  auto k = std::make_unique<RecurrentKernel>(K);
+  KILN_RETURN_IF_ERROR(k->init(init));
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+}  // namespace
+
+void register_rnn_ops(KernelRegistry& r) {
+  constexpr DTypeSet kTypes = dtype_set(DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16);
+  r.add({"", "RNN", 7, 1000, kTypes, 0, make_recurrent<CellKind::kRnn>, 0});
+  r.add({"", "GRU", 7, 1000, kTypes, 0, make_recurrent<CellKind::kGru>, 0});
+  r.add({"", "LSTM", 7, 1000, kTypes, 0, make_recurrent<CellKind::kLstm>, 0});
+}
+
+}  // namespace kiln::kernels

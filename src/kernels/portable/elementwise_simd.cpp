@@ -68,7 +68,7 @@ namespace {
   p = p * x2 + -0.053739667294395194f;
   p = p * x2 + 0.1333144167115317f;
   p = p * x2 + -0.33333281924270397f;
-  const float small = x + x * x2 * p;
+  const float small = __builtin_copysignf(x + x * x2 * p, x);  // keeps -0
   // Large: through exp (NaN stays NaN through it).
   const float ac = ax > 9.1f ? 9.1f : ax;
   const float e = exp_full(2.0f * ac);

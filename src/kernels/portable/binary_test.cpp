@@ -1,0 +1,218 @@
+#include <cmath>
+#include <limits>
+
+#include "kernels/portable/elementwise_test_util.h"
+
+namespace kiln {
+namespace {
+
+using namespace ewtest;
+
+TEST(BinaryTest, AddSameShapeFloat) {
+  Tensor y = run_ok("Add", {f32({1, 2, 3, 4}, {2, 2}), f32({10, 20, 30, 40}, {2, 2})});
+  EXPECT_EQ(y.shape(), (Shape{2, 2}));
+  expect_floats(y, {11, 22, 33, 44});
+}
+
+TEST(BinaryTest, AddBroadcastsRowAgainstColumn) {
+  Tensor y = run_ok("Add", {f32({1, 2}, {2, 1}), f32({10, 20, 30}, {1, 3})});
+  EXPECT_EQ(y.shape(), (Shape{2, 3}));
+  expect_floats(y, {11, 21, 31, 12, 22, 32});
+}
+
+TEST(BinaryTest, ScalarOnEitherSide) {
+  expect_floats(run_ok("Sub", {f32({5, 6, 7}), Tensor::scalar<float>(1)}), {4, 5, 6});
+  expect_floats(run_ok("Sub", {Tensor::scalar<float>(1), f32({5, 6, 7})}), {-4, -5, -6});
+  expect_floats(run_ok("Div", {Tensor::scalar<float>(1), f32({2, 4, 8})}), {0.5, 0.25, 0.125});
+  expect_floats(run_ok("Mul", {f32({1, 2, 3}), f32({2}, {1})}), {2, 4, 6});
+}
+
+TEST(BinaryTest, ScalarWithHigherRankGivesHigherRankOutput) {
+  Tensor y = run_ok("Add", {f32({1, 2, 3}), f32({1}, {1, 1})});
+  EXPECT_EQ(y.shape(), (Shape{1, 3}));
+  expect_floats(y, {2, 3, 4});
+}
+
+TEST(BinaryTest, MiddleAxisBroadcast) {
+  // [2,3,2] * [3,1]: a per-row scale on the middle axis.
+  std::vector<float> a(12);
+  for (int i = 0; i < 12; ++i) a[i] = static_cast<float>(i);
+  Tensor y = run_ok("Mul", {f32(a, {2, 3, 2}), f32({1, 10, 100}, {3, 1})});
+  expect_floats(y, {0, 1, 20, 30, 400, 500, 6, 7, 80, 90, 1000, 1100});
+}
+
+TEST(BinaryTest, IntegerDivisionTruncatesTowardZero) {
+  Tensor y = run_ok("Div", {make<int32_t>({7, -7, 7, -7}, {4}), make<int32_t>({2, 2, -2, -2}, {4})});
+  EXPECT_EQ(values<int32_t>(y), (std::vector<int32_t>{3, -3, -3, 3}));
+}
+
+TEST(BinaryTest, IntegerDivisionByZeroIsAnError) {
+  std::string s = run_error("Div", {make<int64_t>({1, 2}, {2}), make<int64_t>({1, 0}, {2})});
+  EXPECT_NE(s.find("zero"), std::string::npos) << s;
+}
+
+TEST(BinaryTest, IntMinDividedByMinusOneWraps) {
+  const int32_t mn = std::numeric_limits<int32_t>::min();
+  Tensor y = run_ok("Div", {make<int32_t>({mn}, {1}), make<int32_t>({-1}, {1})});
+  EXPECT_EQ(values<int32_t>(y)[0], mn);
+}
+
+TEST(BinaryTest, IntegerArithmeticWraps) {
+  EXPECT_EQ(values<int8_t>(run_ok("Add", {make<int8_t>({127}, {1}), make<int8_t>({1}, {1})}))[0], -128);
+  EXPECT_EQ(values<uint8_t>(run_ok("Sub", {make<uint8_t>({0}, {1}), make<uint8_t>({1}, {1})}))[0], 255);
+  EXPECT_EQ(values<uint16_t>(run_ok("Mul", {make<uint16_t>({65535}, {1}), make<uint16_t>({65535}, {1})}))[0], 1);
+  const int64_t mx = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(values<int64_t>(run_ok("Add", {make<int64_t>({mx}, {1}), make<int64_t>({1}, {1})}))[0],
+            std::numeric_limits<int64_t>::min());
+}
+
+TEST(BinaryTest, HalfAndDoubleTypes) {
+  Tensor h = run_ok("Add", {make<Float16>({Float16(1.5f), Float16(2.f)}, {2}), make<Float16>({Float16(0.25f)}, {1})});
+  EXPECT_EQ(h.dtype(), DType::kFloat16);
+  expect_floats(h, {1.75, 2.25});
+  Tensor b = run_ok("Mul", {make<BFloat16>({BFloat16(3.f)}, {1}), make<BFloat16>({BFloat16(-2.f)}, {1})});
+  expect_floats(b, {-6});
+  Tensor d = run_ok("Div", {make<double>({1.0}, {1}), make<double>({3.0}, {1})});
+  EXPECT_DOUBLE_EQ(values<double>(d)[0], 1.0 / 3.0);
+}
+
+TEST(BinaryTest, ShapesThatDoNotBroadcastAreAnError) {
+  std::string s = run_error("Add", {f32({1, 2, 3}, {3}), f32({1, 2}, {2})});
+  EXPECT_NE(s.find("[3]"), std::string::npos) << s;
+  EXPECT_NE(s.find("[2]"), std::string::npos) << s;
+}
+
+TEST(BinaryTest, MismatchedDtypesAreAnError) {
+  std::string s = run_error("Add", {f32({1}), make<double>({1}, {1})});
+  EXPECT_NE(s.find("input 1"), std::string::npos) << s;
+}
+
+TEST(BinaryTest, MissingInputIsAnError) {
+  run_error("Add", {f32({1}), Value::none()});
+}
+
+TEST(BinaryTest, LegacyBroadcastWithAxis) {
+  // Opset 6: B of shape [3] matched to A's dim 1 of [2,3,2].
+  std::vector<float> a(12, 0.f);
+  Tensor y = run_ok("Add", {f32(a, {2, 3, 2}), f32({1, 2, 3})}, {attr("broadcast", 1), attr("axis", 1)}, 6);
+  expect_floats(y, {1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3});
+}
+
+TEST(BinaryTest, LegacyBroadcastSizeOneDims) {
+  // PyTorch's add_size1_broadcast: A [2,3], B [2,1], axis 0.
+  Tensor y = run_ok("Add", {f32({0, 0, 0, 0, 0, 0}, {2, 3}), f32({1, 2}, {2, 1})},
+                    {attr("broadcast", 1), attr("axis", 0)}, 6);
+  expect_floats(y, {1, 1, 1, 2, 2, 2});
+}
+
+TEST(BinaryTest, LegacyBroadcastSuffixAndScalar) {
+  Tensor y = run_ok("Mul", {f32({1, 2, 3, 4}, {2, 2}), f32({10, 100})}, {attr("broadcast", 1)}, 6);
+  expect_floats(y, {10, 200, 30, 400});
+  Tensor z = run_ok("Add", {f32({1, 2}), Tensor::scalar<float>(1)}, {attr("broadcast", 1)}, 6);
+  expect_floats(z, {2, 3});
+}
+
+TEST(BinaryTest, LegacyBroadcastMismatchIsAnError) {
+  run_error("Add", {f32({0, 0, 0, 0, 0, 0}, {2, 3}), f32({1, 2})}, {attr("broadcast", 1), attr("axis", 1)}, 6);
+  run_error("Add", {f32({0, 0, 0, 0}, {2, 2}), f32({1, 2})}, {attr("broadcast", 1), attr("axis", 5)}, 6);
+}
+
+TEST(BinaryTest, LargeBroadcastMatchesSerialResultWithThreads) {
+  const int64_t rows = 300, cols = 517;
+  std::vector<float> a(static_cast<size_t>(rows * cols)), b(static_cast<size_t>(cols));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 97) * 0.5f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i) * 0.25f;
+  OpCall call;
+  call.op_type = "Sub";
+  call.inputs = {f32(a, {rows, cols}), f32(b, {cols})};
+  call.threads = 4;
+  Result<std::vector<Value>> out = run_op(call);
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  const Tensor& y = (*out)[0].tensor();
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      ASSERT_EQ(y.data<float>()[r * cols + c], a[static_cast<size_t>(r * cols + c)] - b[static_cast<size_t>(c)]);
+    }
+  }
+}
+
+TEST(BinaryTest, PowFloatScalarFastPathsMatchPow) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {-2.5f, -0.0f, 0.0f, 1.5f, 3.0f, inf, -inf, 7.25f};
+  for (float e : {2.0f, 0.5f, 3.0f, 1.0f, 1.7f, -1.0f}) {
+    Tensor y = run_ok("Pow", {f32(x), Tensor::scalar<float>(e)});
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float want = std::pow(x[i], e);
+      const float got = y.data<float>()[i];
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got)) << x[i] << "^" << e;
+      } else {
+        EXPECT_EQ(got, want) << x[i] << "^" << e;
+        EXPECT_EQ(std::signbit(got), std::signbit(want)) << x[i] << "^" << e;
+      }
+    }
+  }
+}
+
+TEST(BinaryTest, PowMixedDtypes) {
+  Tensor a = run_ok("Pow", {make<int32_t>({1, 2, 3}, {3}), f32({4, 5, 6})}, {}, 15);
+  EXPECT_EQ(a.dtype(), DType::kInt32);
+  EXPECT_EQ(values<int32_t>(a), (std::vector<int32_t>{1, 32, 729}));
+  Tensor b = run_ok("Pow", {f32({1, 2, 3}), make<uint64_t>({4, 5, 6}, {3})}, {}, 15);
+  expect_floats(b, {1, 32, 729});
+  Tensor c = run_ok("Pow", {make<int64_t>({2, -3, 10}, {3}), make<int64_t>({10, 3, 0}, {3})}, {}, 15);
+  EXPECT_EQ(values<int64_t>(c), (std::vector<int64_t>{1024, -27, 1}));
+  Tensor d = run_ok("Pow", {make<int64_t>({2, 1, -1, -1}, {4}), make<int64_t>({-1, -5, -3, -2}, {4})}, {}, 15);
+  EXPECT_EQ(values<int64_t>(d), (std::vector<int64_t>{0, 1, -1, 1}));
+  Tensor e = run_ok("Pow", {f32({4, 9}), f32({0.5f, 2.f})});  // no scalar: generic path
+  expect_floats(e, {2, 81});
+}
+
+TEST(BinaryTest, ModIntegerTakesDivisorSign) {
+  Tensor y = run_ok("Mod", {make<int32_t>({-4, 7, 5, 4, -7, 8}, {6}), make<int32_t>({2, -3, 8, -2, 3, 5}, {6})});
+  EXPECT_EQ(values<int32_t>(y), (std::vector<int32_t>{0, -2, 5, 0, 2, 3}));
+}
+
+TEST(BinaryTest, ModFmodTakesDividendSign) {
+  Tensor y = run_ok("Mod", {make<int64_t>({-4, 7, 5, 4, -7, 8}, {6}), make<int64_t>({2, -3, 8, -2, 3, 5}, {6})},
+                    {attr("fmod", 1)});
+  EXPECT_EQ(values<int64_t>(y), (std::vector<int64_t>{0, 1, 5, 0, -1, 3}));
+  Tensor f = run_ok("Mod", {f32({-4.3f, 7.2f}), f32({2.1f, -3.4f})}, {attr("fmod", 1)});
+  expect_floats(f, {std::fmod(-4.3f, 2.1f), std::fmod(7.2f, -3.4f)});
+}
+
+TEST(BinaryTest, ModErrors) {
+  run_error("Mod", {f32({1}), f32({2})});  // float needs fmod=1
+  run_error("Mod", {make<int32_t>({1}, {1}), make<int32_t>({0}, {1})});
+  run_error("Mod", {make<int32_t>({1}, {1}), make<int32_t>({2}, {1})}, {attr("fmod", 2)});
+}
+
+TEST(BinaryTest, BitShift) {
+  Tensor l = run_ok("BitShift", {make<uint8_t>({16, 4, 1}, {3}), make<uint8_t>({1, 2, 3}, {3})},
+                    {attr("direction", "LEFT")});
+  EXPECT_EQ(values<uint8_t>(l), (std::vector<uint8_t>{32, 16, 8}));
+  Tensor r = run_ok("BitShift", {make<uint32_t>({16, 4, 1}, {3}), make<uint32_t>({1, 2, 40}, {3})},
+                    {attr("direction", "RIGHT")});
+  EXPECT_EQ(values<uint32_t>(r), (std::vector<uint32_t>{8, 1, 0}));
+  Tensor big = run_ok("BitShift", {make<uint64_t>({1}, {1}), make<uint64_t>({64}, {1})}, {attr("direction", "LEFT")});
+  EXPECT_EQ(values<uint64_t>(big)[0], 0u);
+  run_error("BitShift", {make<uint8_t>({1}, {1}), make<uint8_t>({1}, {1})}, {attr("direction", "UP")});
+}
+
+TEST(BinaryTest, PReluBroadcastsSlope) {
+  Tensor y = run_ok("PRelu", {f32({-1, 2, -3, 4}, {2, 2}), f32({0.5f, 0.25f})});
+  expect_floats(y, {-0.5, 2, -1.5, 4});
+}
+
+TEST(BinaryTest, PReluLegacyPerChannelSlope) {
+  // Opset 6, as PyTorch exported it: X [1,2,2], slope [C=2] per channel.
+  Tensor y = run_ok("PRelu", {f32({-1, -1, -1, 1}, {1, 2, 2}), f32({0.5f, 0.25f})}, {}, 6);
+  expect_floats(y, {-0.5, -0.5, -0.25, 1});
+}
+
+TEST(BinaryTest, PReluSlopeMustBroadcastToX) {
+  run_error("PRelu", {f32({-1, 2}), f32({1, 2, 3}, {3, 1})});
+}
+
+}  // namespace
+}  // namespace kiln

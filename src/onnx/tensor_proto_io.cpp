@@ -137,12 +137,17 @@ Result<Value> read_value(Bytes bytes, const ir::ValueType* expected, ExternalDat
     case Kind::kUnknown: break;
   }
   // A tensor is expected, or nothing is known: try the layouts in turn and
-  // report the TensorProto error if none fits.
+  // report the TensorProto error if none fits. Protobuf accepts bytes of one
+  // message as another more often than not, so a fallback counts only when
+  // every field is one its message type knows and it says something.
   auto t = value_from_tensor_bytes(bytes, external, name);
   if (t.ok()) return t;
-  if (auto s = value_from_sequence_bytes(bytes, hint, external, name); s.ok()) return s;
+  onnx::SequenceProto s;
+  if (parse_message(bytes, &s) && s.unknown_fields().empty() && s.has_elem_type()) {
+    if (auto v = value_from_sequence_bytes(bytes, hint, external, name); v.ok()) return v;
+  }
   onnx::OptionalProto o;
-  if (parse_message(bytes, &o) && o.has_elem_type()) {
+  if (parse_message(bytes, &o) && o.unknown_fields().empty() && o.has_elem_type()) {
     if (auto v = value_from_optional_bytes(bytes, hint, external, name); v.ok()) return v;
   }
   return t;

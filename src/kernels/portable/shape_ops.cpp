@@ -307,8 +307,14 @@ class DropoutKernel final : public Kernel {
     KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, x.dtype(), x.shape()));
     KILN_ASSIGN_OR_RETURN(Tensor * mask, ctx.allocate_output(1, DType::kBool, x.shape()));
     bool* keep = mask->data<bool>();
-    std::mt19937_64 rng(has_seed_ ? static_cast<uint64_t>(seed_) : std::random_device{}());
-    std::uniform_real_distribution<float> uni(0.f, 1.f);
+    // With a seed, draw exactly as numpy's legacy RandomState(seed).uniform
+    // does (the ONNX reference): MT19937 seeded by init_genrand, and 53-bit
+    // doubles from two 32-bit draws. std::mt19937 seeds the same way.
+    std::mt19937 rng(has_seed_ ? static_cast<uint32_t>(seed_) : std::random_device{}());
+    auto uniform = [&rng]() {
+      const uint32_t a = static_cast<uint32_t>(rng()) >> 5, b = static_cast<uint32_t>(rng()) >> 6;
+      return (a * 67108864.0 + b) / 9007199254740992.0;
+    };
     const float scale = 1.f / (1.f - ratio);
     const int64_t n = x.numel();
     visit_dtype(x.dtype(), [&](auto tag) {
@@ -318,7 +324,7 @@ class DropoutKernel final : public Kernel {
         const T* xd = x.data<T>();
         T* yd = y->data<T>();
         for (int64_t i = 0; i < n; ++i) {
-          keep[i] = uni(rng) >= ratio;
+          keep[i] = uniform() >= static_cast<double>(ratio);
           yd[i] = keep[i] ? static_cast<T>(static_cast<float>(xd[i]) * scale) : static_cast<T>(0.f);
         }
       }

@@ -77,6 +77,19 @@ TEST(CastTest, DoubleToHalfRoundsOnce) {
   EXPECT_EQ(z.data<BFloat16>()[0].bits, 0x3F81);
 }
 
+TEST(CastTest, FloatToBfloat16TruncatesBeforeOpset19) {
+  // 0x3ef5eeb0: the low half is above the midpoint.
+  float f;
+  const uint32_t bits = 0x3ef5eeb0u;
+  std::memcpy(&f, &bits, 4);
+  const float nan_low_bits = std::nanf("1");  // payload only in the low 16 bits
+  Tensor t = cast(f32({f, nan_low_bits}), DType::kBFloat16, 13);
+  EXPECT_EQ(t.data<BFloat16>()[0].bits, 0x3ef5);
+  EXPECT_TRUE(std::isnan(static_cast<float>(t.data<BFloat16>()[1])));
+  Tensor r = cast(f32({f}), DType::kBFloat16, 19);
+  EXPECT_EQ(r.data<BFloat16>()[0].bits, 0x3ef6);
+}
+
 TEST(CastTest, FloatToIntegerTruncatesAndWraps) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   EXPECT_EQ(values<int32_t>(cast(f32({1.9f, -1.9f, nan, 3e9f}), DType::kInt32)),

@@ -23,12 +23,16 @@ void register_resize_ops(KernelRegistry& r);
 void register_rnn_ops(KernelRegistry& r);
 void register_loss_ops(KernelRegistry& r);
 void register_signal_ops(KernelRegistry& r);
+void register_detection_ops(KernelRegistry& r);
+void register_text_ops(KernelRegistry& r);
 
 void register_portable_kernels(KernelRegistry& r) {
   register_resize_ops(r);
   register_rnn_ops(r);
   register_loss_ops(r);
   register_signal_ops(r);
+  register_detection_ops(r);
+  register_text_ops(r);
   register_shape_ops(r);
   register_transform_ops(r);
   register_slice_ops(r);

@@ -98,7 +98,8 @@ def test_verdicts_and_summary(kiln, suite):
     assert "dtype float32, expected float64" in line_of(lines, "test_add_wrong_dtype")
     assert "gave 1 outputs, the test expects 2" in line_of(lines, "test_add_extra_output")
     assert "at [2] got 6, expected 7" in line_of(lines, "test_add_int_off_by_one")
-    assert line_of(lines, "test_bernoulli_like") == "SKIP test_bernoulli_like: nondeterministic op Bernoulli"
+    # Nondeterministic tests run; one that does not reproduce the reference is skipped, not failed.
+    assert line_of(lines, "test_bernoulli_like").startswith("SKIP test_bernoulli_like: nondeterministic op Bernoulli (")
     assert line_of(lines, "test_dropout_training").startswith("SKIP test_dropout_training: Dropout in training mode")
     assert not line_of(lines, "test_dropout_training_zero_ratio").startswith("SKIP")
     assert line_of(lines, "test_bad_model").startswith("FAIL test_bad_model: load:")

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "kiln/backends.h"
 #include "kiln/profile.h"
 #include "kiln/result.h"
 #include "kiln/value.h"
@@ -28,6 +29,22 @@ struct SessionOptions {
   bool infer_shapes = true;
   /// Fold nodes whose inputs are all constant at load.
   bool fold_constants = true;
+
+  /// Backends to try, in order; "portable" may be named (it is implied
+  /// last). Empty: every available plugin of priority > 0, highest first,
+  /// then portable. {"portable"}: no plugins at all.
+  std::vector<std::string> backends;
+  /// Plugin files or folders to load before KILN_BACKEND_PATH and the
+  /// default folders (see BackendDiscovery).
+  std::vector<std::string> backend_paths;
+  /// Options per backend (NAME.KEY=VALUE); checked against each plugin's
+  /// schema. The key "device" picks a device by index or name.
+  std::vector<BackendOption> backend_options;
+  /// What happens to nodes no selected plugin claims.
+  FallbackPolicy fallback = FallbackPolicy::kAllow;
+  /// Plugins to use; null: discovered for this session. Shared because one
+  /// discovery (and its loaded libraries) may serve many sessions.
+  std::shared_ptr<BackendRegistry> backend_registry;
 };
 
 /// The declared type of a model input or output.
@@ -68,6 +85,9 @@ class Session {
   Result<std::vector<Value>> run(std::initializer_list<NamedValue> inputs) const {
     return run(std::span<const NamedValue>(inputs.begin(), inputs.size()));
   }
+
+  /// Where each node went: partitions per backend, portable nodes and why.
+  const PlacementReport& placement() const;
 
   /// Number of nodes the executor runs (after constant folding).
   size_t num_nodes() const;

@@ -4,6 +4,7 @@
 
 #include "core/thread_pool.h"
 #include "onnx/importer.h"
+#include "runtime/backends/selection.h"
 #include "runtime/program.h"
 
 namespace kiln {
@@ -49,6 +50,21 @@ Result<std::unique_ptr<Session::Impl>> make_impl(Result<ir::Model> model, const 
   for (ir::ValueId id : graph->outputs) impl->outputs.push_back(io_info(graph->value(id)));
   runtime::ProgramOptions popts;
   popts.fold_constants = options.fold_constants;
+  // Backends: a registry (given, or discovered for this session; none is
+  // needed for portable only), then the partitioner inside Program::build.
+  std::shared_ptr<BackendRegistry> registry = options.backend_registry;
+  const bool portable_only = options.backends.size() == 1 && options.backends[0] == "portable";
+  if (!registry) {
+    BackendDiscovery discovery;
+    discovery.paths = options.backend_paths;
+    discovery.use_environment = discovery.use_default_dirs = !portable_only;
+    registry = BackendRegistry::create(discovery);
+  } else {
+    for (const std::string& p : options.backend_paths) (void)registry->load(p);
+  }
+  KILN_ASSIGN_OR_RETURN(runtime::PartitionRequest request,
+                        runtime::select_backends(*registry, options.backends, options.backend_options, options.fallback));
+  popts.partition = &request;
   KILN_ASSIGN_OR_RETURN(impl->program, runtime::Program::build(std::move(graph), popts));
   if (options.threads != 1) impl->pool = std::make_unique<ThreadPool>(options.threads);
   return impl;
@@ -104,6 +120,7 @@ Result<std::unique_ptr<Session>> Session::load_from_bytes(std::span<const uint8_
 
 const std::vector<IoInfo>& Session::inputs() const { return impl_->inputs; }
 const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
+const PlacementReport& Session::placement() const { return impl_->program->placement(); }
 size_t Session::num_nodes() const { return impl_->program->num_steps(); }
 
 Result<std::vector<Value>> Session::run(std::span<const NamedValue> inputs, RunProfile* profile) const {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "runtime/backends/partitioner.h"
 #include "runtime/run_state.h"
 
 namespace kiln::runtime {
@@ -62,7 +63,9 @@ Result<std::unique_ptr<Program>> Program::build(std::shared_ptr<ir::Graph> graph
           }
           bindings.push_back(outer);
         }
-        KILN_ASSIGN_OR_RETURN(auto sub, build(g, options));
+        ProgramOptions sub_options = options;
+        sub_options.partition = nullptr;
+        KILN_ASSIGN_OR_RETURN(auto sub, build(g, sub_options));
         sub->outer_bindings_ = std::move(bindings);
         p->subprograms_.emplace(g.get(), std::move(sub));
       }
@@ -103,82 +106,127 @@ Status Program::fold_and_make_kernels(const ProgramOptions& options) {
   std::vector<kernels::InputInfo> infos;
   std::vector<DType> dtypes;
   std::vector<Value> fold_inputs;
-  for (const ir::Node& node : g.nodes) {
-    infos.assign(node.inputs.size(), {});
-    dtypes.assign(node.inputs.size(), DType::kUndefined);
-    bool all_constant = true;
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      ir::ValueId id = node.inputs[i];
-      if (id == ir::kNoValue) continue;
-      infos[i].type = &g.value(id).type;
-      auto c = constants_.find(id);
-      if (c != constants_.end()) {
-        infos[i].constant = &c->second;
-        dtypes[i] = c->second.dtype();
-      } else {
-        dtypes[i] = g.value(id).type.dtype;
-        all_constant = false;
-      }
+  // With backends: pass 0 folds constants, the partitioner then claims nodes,
+  // pass 1 makes portable kernels for the rest. Without: pass 1 only.
+  std::vector<NodeState> state(g.nodes.size(), NodeState::kOpen);
+  PartitionOutcome parts;
+  for (int pass = options.partition ? 0 : 1; pass < 2; ++pass) {
+    if (pass == 1 && options.partition) {
+      KILN_ASSIGN_OR_RETURN(parts, partition_graph(g, constants_, state, *options.partition, registry));
     }
-    std::string why;
-    const kernels::KernelDef* def = registry.find(node.domain, node.op_type, node.opset, dtypes, &why);
-    if (!def) return unimplemented("node ", node.label(), ": ", why);
-    kernels::KernelInit init{node, g, infos, node.opset};
-    auto made = def->factory(init);
-    if (!made.ok()) return std::move(made).status().with_context("node " + node.label());
-    std::unique_ptr<kernels::Kernel> kernel = std::move(made).value();
-
-    bool shape_only = reads_only_shape(node) && node.has_input(0) && g.value(node.inputs[0]).type.is_static();
-    bool foldable = options.fold_constants && (all_constant || shape_only) &&
-                    !(def->flags & kernels::kNondeterministic) && !has_graph_attribute(node);
-    if (foldable) {
-      fold_inputs.clear();
-      std::vector<const Value*> in_ptrs;
+    for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+      const ir::Node& node = g.nodes[ni];
+      if (state[ni] != NodeState::kOpen || (!parts.claimed_by.empty() && parts.claimed_by[ni] >= 0)) continue;
+      infos.assign(node.inputs.size(), {});
+      dtypes.assign(node.inputs.size(), DType::kUndefined);
+      bool all_constant = true;
       for (size_t i = 0; i < node.inputs.size(); ++i) {
         ir::ValueId id = node.inputs[i];
-        if (id == ir::kNoValue) {
-          fold_inputs.emplace_back();
-        } else if (infos[i].constant) {
-          fold_inputs.emplace_back(*infos[i].constant);
-        } else {  // shape-only input: a data-less view of the right shape
-          const ir::ValueType& t = g.value(id).type;
-          fold_inputs.emplace_back(Tensor::borrow(t.dtype, t.static_shape(), nullptr));
+        if (id == ir::kNoValue) continue;
+        infos[i].type = &g.value(id).type;
+        auto c = constants_.find(id);
+        if (c != constants_.end()) {
+          infos[i].constant = &c->second;
+          dtypes[i] = c->second.dtype();
+        } else {
+          dtypes[i] = g.value(id).type.dtype;
+          all_constant = false;
         }
       }
-      for (size_t i = 0; i < fold_inputs.size(); ++i)
-        in_ptrs.push_back(node.inputs[i] == ir::kNoValue ? nullptr : &fold_inputs[i]);
-      std::vector<Value> outs(node.outputs.size());
-      std::vector<Value*> out_ptrs;
-      for (size_t i = 0; i < outs.size(); ++i)
-        out_ptrs.push_back(node.outputs[i] == ir::kNoValue ? nullptr : &outs[i]);
-      kernels::KernelContext ctx(node, in_ptrs.data(), in_ptrs.size(), out_ptrs.data(), out_ptrs.size(), &heap,
-                                 nullptr, nullptr);
-      Status st = kernel->compute(ctx);
-      if (!st.is_ok()) return std::move(st).with_context("node " + node.label());
-      size_t bytes = 0;
-      bool all_tensors = true;
-      for (size_t i = 0; i < outs.size(); ++i) {
-        if (node.outputs[i] == ir::kNoValue) continue;
-        if (!outs[i].is_tensor()) all_tensors = false;
-        else bytes += outs[i].tensor().nbytes();
-      }
-      if (all_tensors && bytes <= options.max_folded_bytes) {
+      bool shape_only = reads_only_shape(node) && node.has_input(0) && g.value(node.inputs[0]).type.is_static();
+      if (pass == 0 && !(options.fold_constants && (all_constant || shape_only) && !has_graph_attribute(node))) continue;
+      std::string why;
+      const kernels::KernelDef* def = registry.find(node.domain, node.op_type, node.opset, dtypes, &why);
+      if (!def && pass == 0) continue;  // maybe a backend runs it
+      if (!def) return unimplemented("node ", node.label(), ": ", why);
+      kernels::KernelInit init{node, g, infos, node.opset};
+      auto made = def->factory(init);
+      if (!made.ok()) return std::move(made).status().with_context("node " + node.label());
+      std::unique_ptr<kernels::Kernel> kernel = std::move(made).value();
+
+      bool foldable = options.fold_constants && (all_constant || shape_only) &&
+                      !(def->flags & kernels::kNondeterministic) && !has_graph_attribute(node);
+      if (foldable) {
+        fold_inputs.clear();
+        std::vector<const Value*> in_ptrs;
+        for (size_t i = 0; i < node.inputs.size(); ++i) {
+          ir::ValueId id = node.inputs[i];
+          if (id == ir::kNoValue) {
+            fold_inputs.emplace_back();
+          } else if (infos[i].constant) {
+            fold_inputs.emplace_back(*infos[i].constant);
+          } else {  // shape-only input: a data-less view of the right shape
+            const ir::ValueType& t = g.value(id).type;
+            fold_inputs.emplace_back(Tensor::borrow(t.dtype, t.static_shape(), nullptr));
+          }
+        }
+        for (size_t i = 0; i < fold_inputs.size(); ++i)
+          in_ptrs.push_back(node.inputs[i] == ir::kNoValue ? nullptr : &fold_inputs[i]);
+        std::vector<Value> outs(node.outputs.size());
+        std::vector<Value*> out_ptrs;
+        for (size_t i = 0; i < outs.size(); ++i)
+          out_ptrs.push_back(node.outputs[i] == ir::kNoValue ? nullptr : &outs[i]);
+        kernels::KernelContext ctx(node, in_ptrs.data(), in_ptrs.size(), out_ptrs.data(), out_ptrs.size(), &heap,
+                                   nullptr, nullptr);
+        Status st = kernel->compute(ctx);
+        if (!st.is_ok()) return std::move(st).with_context("node " + node.label());
+        size_t bytes = 0;
+        bool all_tensors = true;
         for (size_t i = 0; i < outs.size(); ++i) {
-          ir::ValueId id = node.outputs[i];
-          if (id == ir::kNoValue) continue;
-          Tensor t = outs[i].tensor();
-          if (!t.owns_memory()) t = t.clone();  // an alias of a constant input
-          g.value(id).type = type_of_tensor(t);
-          constants_[id] = std::move(t);
+          if (node.outputs[i] == ir::kNoValue) continue;
+          if (!outs[i].is_tensor()) all_tensors = false;
+          else bytes += outs[i].tensor().nbytes();
         }
-        continue;
+        if (all_tensors && bytes <= options.max_folded_bytes) {
+          for (size_t i = 0; i < outs.size(); ++i) {
+            ir::ValueId id = node.outputs[i];
+            if (id == ir::kNoValue) continue;
+            Tensor t = outs[i].tensor();
+            if (!t.owns_memory()) t = t.clone();  // an alias of a constant input
+            g.value(id).type = type_of_tensor(t);
+            constants_[id] = std::move(t);
+          }
+          state[ni] = NodeState::kFolded;
+          continue;
+        }
       }
+      Step step;
+      step.node = &node;
+      step.kernel = std::move(kernel);
+      step.flags = def->flags;
+      steps_.push_back(std::move(step));
+      state[ni] = NodeState::kPortable;
     }
-    Step step;
-    step.node = &node;
-    step.kernel = std::move(kernel);
-    step.flags = def->flags;
-    steps_.push_back(std::move(step));
+  }
+  if (options.partition) {
+    // Each partition step takes the place of its first node, then a stable
+    // topological sort moves steps to where their inputs are ready.
+    std::vector<size_t> key;  // per step: the index of its (first) node in g.nodes
+    for (const Step& s : steps_) key.push_back(static_cast<size_t>(s.node - g.nodes.data()));
+    std::vector<size_t> first(parts.kernels.size(), g.nodes.size());
+    for (size_t ni = g.nodes.size(); ni-- > 0;)
+      if (parts.claimed_by[ni] >= 0) first[static_cast<size_t>(parts.claimed_by[ni])] = ni;
+    for (size_t k = 0; k < parts.kernels.size(); ++k) {
+      Step step;
+      step.node = parts.nodes[k];
+      step.kernel = std::move(parts.kernels[k]);
+      steps_.push_back(std::move(step));
+      key.push_back(first[k]);
+    }
+    std::vector<size_t> by_key(steps_.size());
+    for (size_t i = 0; i < by_key.size(); ++i) by_key[i] = i;
+    std::stable_sort(by_key.begin(), by_key.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
+    std::vector<Step> keyed;
+    for (size_t i : by_key) keyed.push_back(std::move(steps_[i]));
+    steps_ = std::move(keyed);
+    std::vector<const ir::Node*> nodes;
+    for (const Step& s : steps_) nodes.push_back(s.node);
+    KILN_ASSIGN_OR_RETURN(std::vector<size_t> order, order_nodes(nodes, g));
+    std::vector<Step> sorted;
+    sorted.reserve(steps_.size());
+    for (size_t i : order) sorted.push_back(std::move(steps_[i]));
+    steps_ = std::move(sorted);
+    placement_ = std::move(parts.report);
   }
   return Status::ok();
 }

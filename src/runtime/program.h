@@ -14,16 +14,24 @@
 #include "core/thread_pool.h"
 #include "ir/graph.h"
 #include "kernels/registry.h"
+#include "kiln/backends.h"
 #include "kiln/profile.h"
 #include "runtime/memory_plan.h"
 
 namespace kiln::runtime {
+
+struct PartitionRequest;
 
 struct ProgramOptions {
   const kernels::KernelRegistry* registry = nullptr;  // null: the portable registry
   bool fold_constants = true;
   /// Largest output (bytes) a folded node may produce; bigger stays a node.
   size_t max_folded_bytes = size_t{64} << 20;
+  /// Backends to partition the main graph over (runtime/backends/
+  /// partitioner.h); null: every node on portable kernels. Constants fold
+  /// first, so backends see folded values as constants. Not applied to
+  /// subgraphs (a backend that claims an If/Loop runs its bodies itself).
+  const PartitionRequest* partition = nullptr;
 };
 
 struct Step {
@@ -61,6 +69,9 @@ class Program {
   /// For each outer ref of `sub`'s graph, this graph's value id of it.
   const std::vector<ir::ValueId>& outer_bindings() const { return outer_bindings_; }
 
+  /// Where each node went (empty unless ProgramOptions::partition was set).
+  const PlacementReport& placement() const { return placement_; }
+
   /// Arena bytes of the static plan (0 if there is none yet).
   size_t static_arena_bytes() const;
 
@@ -75,6 +86,7 @@ class Program {
 
   std::shared_ptr<ir::Graph> graph_;
   std::vector<Step> steps_;
+  PlacementReport placement_;
   std::unordered_map<ir::ValueId, Tensor> constants_;  // initializers + folded values
   std::vector<Lifetime> lifetimes_;
   std::vector<int8_t> plannable_;  // per value: may live in the arena

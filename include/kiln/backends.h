@@ -1,0 +1,169 @@
+// Backends: plugins (shared libraries built against kiln/c/backend.h) that
+// run parts of a model. A BackendRegistry finds and loads them; a Session
+// partitions its model over the ones the user selects (SessionOptions) and
+// reports where every node went (Session::placement()).
+//
+//   auto registry = kiln::BackendRegistry::create({.paths = {"/opt/vendor/kiln"}});
+//   for (const kiln::BackendInfo& b : registry->backends()) ...
+//   kiln::SessionOptions o;
+//   o.backend_registry = registry;
+//   o.backends = {"template", "portable"};
+//   o.fallback = kiln::FallbackPolicy::kRequire;
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "kiln/result.h"
+
+namespace kiln {
+
+/// What happens to nodes no selected plugin claims.
+enum class FallbackPolicy : uint8_t {
+  kAllow,    ///< they run on portable kernels; the placement report lists them
+  kRequire,  ///< loading fails, naming every such node and why each backend declined it
+};
+/// "allow" / "require".
+const char* fallback_policy_name(FallbackPolicy p);
+/// Parses "allow" or "require".
+Result<FallbackPolicy> parse_fallback_policy(std::string_view text);
+
+/// One backend option: `backend.key=value` on the command line.
+struct BackendOption {
+  std::string backend;
+  std::string key;
+  std::string value;
+};
+/// Parses "NAME.KEY=VALUE" (the key may hold dots; the value anything).
+Result<BackendOption> parse_backend_option(std::string_view text);
+
+struct BackendOptionInfo {
+  std::string name;
+  std::string type;  ///< "bool", "int", "float", "string"
+  std::string default_value;
+  std::string doc;
+};
+
+struct BackendDeviceInfo {
+  std::string name;
+  std::string kind;  ///< "cpu", "gpu", "npu", "other"
+  std::string description;
+};
+
+struct BackendCustomOpInfo {
+  std::string domain;
+  std::string op_type;
+  int since_version = 1;
+  std::string doc;
+};
+
+/// A plugin that loaded: what it says about itself.
+struct BackendInfo {
+  std::string name;
+  std::string version;
+  std::string vendor;
+  std::string vendor_sdk_version;  ///< "" when it uses none
+  std::string description;
+  std::string path;         ///< the library file ("(built-in)" for linked-in entries)
+  std::string abi_version;  ///< the plugin's "major.minor"
+  int priority = 0;         ///< default order, higher first; 0 = only when named
+  bool available = false;
+  std::string unavailable_reason;
+  bool supports_export = false;
+  std::vector<BackendDeviceInfo> devices;
+  std::vector<BackendOptionInfo> options;
+  std::vector<BackendCustomOpInfo> custom_ops;
+};
+
+/// A plugin that did not load, and why (one line).
+struct BackendLoadError {
+  std::string path;
+  std::string message;
+};
+
+/// Where to look for plugins. Order: `paths` (files or folders), then
+/// KILN_BACKEND_PATH (colon-separated), then the install's lib/kiln/backends
+/// (relative to the running executable, then the configured prefix) and the
+/// build tree's, for development. A folder contributes every *.so in it.
+struct BackendDiscovery {
+  std::vector<std::string> paths;
+  bool use_environment = true;
+  bool use_default_dirs = true;
+};
+
+/// The plugins one runtime instance knows. No global registry exists: each
+/// is created explicitly. Loading never stops at a broken plugin: each
+/// failure becomes one BackendLoadError and the others still load. Thread-
+/// safe; a plugin's library stays loaded while any object it created lives,
+/// even after the registry is gone.
+class BackendRegistry {
+ public:
+  /// Discovers and loads plugins. Never fails; see errors().
+  static std::shared_ptr<BackendRegistry> create(const BackendDiscovery& discovery = {});
+  ~BackendRegistry();
+  BackendRegistry(const BackendRegistry&) = delete;
+  BackendRegistry& operator=(const BackendRegistry&) = delete;
+
+  /// Loads one more plugin file. The error is also recorded in errors().
+  Status load(const std::string& path);
+
+  /// Loaded plugins, in load order.
+  std::vector<BackendInfo> backends() const;
+  /// The loaded plugin named `name`, or an error listing the known ones.
+  Result<BackendInfo> find(std::string_view name) const;
+  /// Plugins that failed to load (and duplicates that were ignored).
+  std::vector<BackendLoadError> errors() const;
+  /// Folders searched, in order.
+  std::vector<std::string> search_dirs() const;
+
+  struct Impl;
+  Impl& impl() const { return *impl_; }
+
+ private:
+  BackendRegistry();
+  std::unique_ptr<Impl> impl_;
+};
+
+/// One partition: a group of nodes a plugin runs as one compiled unit.
+struct PartitionInfo {
+  std::string id;       ///< stable: "<backend>:<hash of the group's ops and names>"
+  std::string backend;
+  std::vector<std::string> nodes;                        ///< node labels, topological order
+  std::vector<std::pair<std::string, int>> op_histogram; ///< op type -> count, by count
+  std::vector<std::string> inputs;   ///< boundary inputs (values read from outside)
+  std::vector<std::string> outputs;  ///< boundary outputs (values read outside)
+  int64_t boundary_bytes = -1;       ///< bytes crossing the boundary per run; -1 when shapes are dynamic
+  bool serial = true;                ///< the plugin declared its handle non-reentrant
+  bool custom_op = false;            ///< a custom op of the plugin's domain
+};
+
+/// Where one node of the main graph went.
+struct NodePlacement {
+  std::string node;       ///< label: "Conv 'conv1'"
+  std::string op_type;
+  std::string placement;  ///< backend name, "portable" or "folded"
+  std::string partition;  ///< partition id when a plugin runs it
+  /// For nodes on portable: each backend that declined it and why.
+  std::vector<std::pair<std::string, std::string>> reasons;
+};
+
+/// How a session's model was partitioned.
+struct PlacementReport {
+  std::vector<std::string> backends;  ///< the order tried (ends with "portable")
+  FallbackPolicy fallback = FallbackPolicy::kAllow;
+  std::vector<PartitionInfo> partitions;
+  std::vector<NodePlacement> nodes;   ///< every node of the main graph, in order
+  std::vector<std::string> notes;     ///< skipped backends, split groups, plugin diagnostics
+  /// Nodes that run on portable kernels because no plugin claimed them.
+  size_t num_fallback() const {
+    size_t n = 0;
+    for (const NodePlacement& p : nodes) n += p.placement == "portable";
+    return n;
+  }
+};
+
+}  // namespace kiln

@@ -1,0 +1,287 @@
+#include "runtime/backends/host.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "runtime/backends/graph_view.h"
+
+// A status: a code and a malloc'd message. The magic number lets the host
+// tell its statuses from garbage a broken plugin might return.
+struct kiln_status {
+  uint64_t magic;
+  kiln_status_code_t code;
+  char* message;
+};
+
+namespace kiln::runtime {
+namespace {
+
+constexpr uint64_t kStatusMagic = 0x5441545354534b4cull;     // "LKSTSTAT"
+constexpr uint64_t kAllocMagic = 0x434f4c4c414e4c4bull;      // "KLNALLOC"
+constexpr uint64_t kFreedMagic = 0x4545524644454e4bull;      // "KNEDFREE"
+constexpr size_t kMaxAlignment = 4096;
+
+// Returned when even a status cannot be allocated; never freed.
+char g_oom_message[] = "out of memory (while creating a status)";
+kiln_status g_oom_status{kStatusMagic, KILN_STATUS_INTERNAL, g_oom_message};
+
+// Sits right before every block the host allocator hands out.
+struct AllocHeader {
+  uint64_t magic;
+  size_t size;
+  void* raw;
+  kiln_host* host;
+};
+static_assert(sizeof(AllocHeader) <= 64, "the header must fit in the smallest padding");
+
+kiln_status_t* status_create(kiln_status_code_t code, const char* message) noexcept {
+  if (code == KILN_STATUS_OK) code = KILN_STATUS_INTERNAL;  // an error status must be an error
+  auto* s = static_cast<kiln_status*>(std::malloc(sizeof(kiln_status)));
+  if (!s) return &g_oom_status;
+  const char* m = message ? message : "";
+  size_t n = std::strlen(m);
+  s->message = static_cast<char*>(std::malloc(n + 1));
+  if (!s->message) {
+    std::free(s);
+    return &g_oom_status;
+  }
+  std::memcpy(s->message, m, n + 1);
+  s->magic = kStatusMagic;
+  s->code = code;
+  return s;
+}
+
+void status_release(kiln_status_t* s) noexcept {
+  if (!s || s == &g_oom_status || s->magic != kStatusMagic) return;
+  s->magic = 0;
+  std::free(s->message);
+  std::free(s);
+}
+
+kiln_status_code_t status_code(const kiln_status_t* s) noexcept {
+  if (!s) return KILN_STATUS_OK;
+  return s->magic == kStatusMagic ? s->code : KILN_STATUS_INTERNAL;
+}
+
+const char* status_message(const kiln_status_t* s) noexcept {
+  if (!s) return "";
+  return s->magic == kStatusMagic ? s->message : "(invalid status object)";
+}
+
+void* host_alloc(kiln_host_t* host, size_t size, size_t alignment) noexcept {
+  if (size == 0) return nullptr;
+  if (alignment == 0) alignment = 64;
+  if ((alignment & (alignment - 1)) != 0 || alignment > kMaxAlignment) return nullptr;
+  const size_t align = alignment < 64 ? 64 : alignment;
+  const size_t pad = align;  // >= 64 >= sizeof(AllocHeader), and keeps `align`
+  if (size > SIZE_MAX - pad) return nullptr;
+  void* raw = nullptr;
+  if (posix_memalign(&raw, align, size + pad) != 0 || !raw) return nullptr;
+  auto* p = static_cast<uint8_t*>(raw) + pad;
+  auto* h = reinterpret_cast<AllocHeader*>(p - sizeof(AllocHeader));
+  h->magic = kAllocMagic;
+  h->size = size;
+  h->raw = raw;
+  h->host = host;
+  if (host) {
+    host->live_blocks.fetch_add(1, std::memory_order_relaxed);
+    host->live_bytes.fetch_add(static_cast<int64_t>(size), std::memory_order_relaxed);
+    host->total_blocks.fetch_add(1, std::memory_order_relaxed);
+  }
+  return p;
+}
+
+void free_block(kiln_host_t* host, void* ptr) noexcept {
+  if (!ptr) return;
+  auto* h = reinterpret_cast<AllocHeader*>(static_cast<uint8_t*>(ptr) - sizeof(AllocHeader));
+  if (h->magic == kFreedMagic) {
+    if (host) {
+      host->double_frees.fetch_add(1, std::memory_order_relaxed);
+      host->log(KILN_LOG_ERROR, "memory freed twice (ignored)");
+    }
+    return;
+  }
+  if (h->magic != kAllocMagic) {
+    if (host) {
+      host->foreign_frees.fetch_add(1, std::memory_order_relaxed);
+      host->log(KILN_LOG_ERROR, "memory not allocated with the host allocator was handed to the host (leaked, not freed)");
+    }
+    return;
+  }
+  if (kiln_host* owner = h->host) {
+    owner->live_blocks.fetch_sub(1, std::memory_order_relaxed);
+    owner->live_bytes.fetch_sub(static_cast<int64_t>(h->size), std::memory_order_relaxed);
+  }
+  h->magic = kFreedMagic;
+  std::free(h->raw);
+}
+
+void host_log(kiln_host_t* host, kiln_log_level_t level, const char* message) noexcept {
+  if (!host) return;
+  try {
+    host->log(level, message ? message : "");
+  } catch (...) {
+  }
+}
+
+bool host_log_enabled(kiln_host_t* host, kiln_log_level_t level) noexcept {
+  return host && level >= host->log_level;
+}
+
+int32_t exec_num_threads(kiln_exec_context_t* ctx) noexcept {
+  return ctx && ctx->pool ? ctx->pool->num_threads() : 1;
+}
+
+void host_parallel_for(kiln_exec_context_t* ctx, int64_t n, int64_t grain, kiln_range_fn fn, void* user) noexcept {
+  if (!fn || n <= 0) return;
+  if (grain < 1) grain = 1;
+  auto body = [fn, user](int64_t b, int64_t e) { fn(user, b, e); };
+  kiln::parallel_for(ctx ? ctx->pool : nullptr, n, grain, body);
+}
+
+kiln_status_t* exec_allocate_output(kiln_exec_context_t* ctx, size_t index, kiln_dtype_t dtype,
+                                    const int64_t* dims, size_t rank, kiln_tensor_t* out) noexcept {
+  try {
+    if (!ctx || !ctx->outputs) return status_create(KILN_STATUS_FAILED_PRECONDITION, "allocate_output: no execute context (called outside compiled_execute)");
+    if (!out) return status_create(KILN_STATUS_INVALID_ARGUMENT, "allocate_output: out_tensor is NULL");
+    if (out->struct_size < offsetof(kiln_tensor_t, nbytes) + sizeof(size_t)) {
+      return make_c_status(invalid_argument("allocate_output: out_tensor.struct_size ", out->struct_size,
+                                            " is smaller than a 1.0 kiln_tensor_t"));
+    }
+    const size_t n = ctx->outputs->num_outputs();
+    if (index >= n) {
+      return make_c_status(make_status(StatusCode::kOutOfRange, "allocate_output: output ", index,
+                                       " does not exist; the partition has ", n, " outputs"));
+    }
+    DType dt = dtype_from_c(dtype);
+    if (dt == DType::kUndefined || dt == DType::kString) {
+      return make_c_status(invalid_argument("allocate_output: output ", index, " has dtype ", static_cast<int>(dtype),
+                                            ", which cannot cross the backend ABI"));
+    }
+    if (rank > 64) return make_c_status(invalid_argument("allocate_output: rank ", rank, " is larger than 64"));
+    if (rank > 0 && !dims) return make_c_status(invalid_argument("allocate_output: dims is NULL for rank ", rank));
+    Shape shape;
+    shape.resize(rank);
+    int64_t numel = 1;
+    for (size_t i = 0; i < rank; ++i) {
+      if (dims[i] < 0) {
+        return make_c_status(invalid_argument("allocate_output: output ", index, " dim ", i, " is ", dims[i]));
+      }
+      if (dims[i] > 0 && numel > (int64_t{1} << 50) / dims[i]) {
+        return make_c_status(invalid_argument("allocate_output: output ", index, " is too large"));
+      }
+      numel *= dims[i];
+      shape[i] = dims[i];
+    }
+    Result<Tensor*> t = ctx->outputs->allocate(index, dt, shape);
+    if (!t.ok()) return make_c_status(t.status());
+    // Fill the caller's struct without touching its struct_size.
+    const uint32_t caller_size = out->struct_size;
+    Status st = tensor_view(**t, out);
+    out->struct_size = caller_size;
+    return make_c_status(st);
+  } catch (const std::bad_alloc&) {
+    return status_create(KILN_STATUS_INTERNAL, "out of memory in allocate_output");
+  } catch (...) {
+    return status_create(KILN_STATUS_INTERNAL, "unexpected exception in allocate_output");
+  }
+}
+
+kiln_host_api_t make_table() {
+  kiln_host_api_t t;
+  std::memset(&t, 0, sizeof(t));
+  t.header.struct_size = sizeof(kiln_host_api_t);
+  t.header.abi_major = KILN_BACKEND_ABI_MAJOR;
+  t.header.abi_minor = KILN_BACKEND_ABI_MINOR;
+  t.status_create = &status_create;
+  t.status_release = &status_release;
+  t.status_code = &status_code;
+  t.status_message = &status_message;
+  t.alloc = &host_alloc;
+  t.free = &free_block;
+  t.log = &host_log;
+  t.log_enabled = &host_log_enabled;
+  t.exec_num_threads = &exec_num_threads;
+  t.parallel_for = &host_parallel_for;
+  t.exec_allocate_output = &exec_allocate_output;
+  fill_graph_view_functions(t);
+  return t;
+}
+
+}  // namespace
+
+kiln_log_level_t default_log_level() {
+  const char* e = std::getenv("KILN_LOG_LEVEL");
+  if (!e) return KILN_LOG_WARNING;
+  std::string v(e);
+  if (v == "debug") return KILN_LOG_DEBUG;
+  if (v == "info") return KILN_LOG_INFO;
+  if (v == "error") return KILN_LOG_ERROR;
+  return KILN_LOG_WARNING;
+}
+
+const kiln_host_api_t* host_api() {
+  static const kiln_host_api_t table = make_table();
+  return &table;
+}
+
+Status take_status(kiln_status_t* s, std::string_view context) {
+  if (!s) return Status::ok();
+  if (s != &g_oom_status && s->magic != kStatusMagic) {
+    return Status(StatusCode::kInternal, std::string(context) + (context.empty() ? "" : ": ") +
+                                             "the plugin returned a status that status_create did not make");
+  }
+  auto code = static_cast<StatusCode>(s->code);
+  if (s->code < KILN_STATUS_INVALID_ARGUMENT || s->code > KILN_STATUS_UNAVAILABLE) code = StatusCode::kInternal;
+  std::string message = s->message;
+  status_release(s);
+  if (message.empty()) message = "(no message)";
+  Status st(code, std::move(message));
+  return context.empty() ? std::move(st) : std::move(st).with_context(context);
+}
+
+void host_free(kiln_host* host, void* ptr) { free_block(host, ptr); }
+
+size_t host_block_size(const void* ptr) {
+  if (!ptr) return 0;
+  auto* h = reinterpret_cast<const AllocHeader*>(static_cast<const uint8_t*>(ptr) - sizeof(AllocHeader));
+  return h->magic == kAllocMagic ? h->size : 0;
+}
+
+kiln_status_t* make_c_status(const Status& st) {
+  if (st.is_ok()) return nullptr;
+  return status_create(static_cast<kiln_status_code_t>(st.code()), st.message().c_str());
+}
+
+DType dtype_from_c(int32_t dtype) {
+  if (dtype <= 0 || dtype >= kNumDTypes) return DType::kUndefined;
+  return static_cast<DType>(dtype);
+}
+
+kiln_dtype_t dtype_to_c(DType dtype) { return static_cast<kiln_dtype_t>(static_cast<int>(dtype)); }
+
+Status tensor_view(const Tensor& t, kiln_tensor_t* out) {
+  if (t.dtype() == DType::kString) return invalid_argument("string tensors cannot cross the backend ABI");
+  out->struct_size = sizeof(kiln_tensor_t);
+  out->dtype = static_cast<int32_t>(t.dtype());
+  out->rank = t.rank();
+  out->dims = t.shape().data();
+  out->data = const_cast<void*>(t.raw_data());
+  out->nbytes = t.nbytes();
+  return Status::ok();
+}
+
+}  // namespace kiln::runtime
+
+void kiln_host::log(kiln_log_level_t level, const std::string& message) {
+  if (level < log_level) return;
+  if (sink) {
+    sink(level, name, message);
+    return;
+  }
+  static const char* const names[] = {"debug", "info", "warning", "error"};
+  const char* lv = level >= KILN_LOG_DEBUG && level <= KILN_LOG_ERROR ? names[level] : "log";
+  std::fprintf(stderr, "kiln: backend '%s' %s: %s\n", name.c_str(), lv, message.c_str());
+}

@@ -1,0 +1,65 @@
+#include "runtime/backends/partition_kernel.h"
+
+#include <array>
+
+namespace kiln::runtime {
+namespace {
+
+// Output memory from the KernelContext (the executor's plan); remembers which
+// outputs the plugin produced.
+class KernelOutputs final : public ExecOutputs {
+ public:
+  explicit KernelOutputs(kernels::KernelContext& ctx) : ctx_(ctx) {}
+  size_t num_outputs() const override { return ctx_.num_outputs(); }
+  Result<Tensor*> allocate(size_t index, DType dtype, const Shape& shape) override {
+    KILN_ASSIGN_OR_RETURN(Tensor * t, ctx_.allocate_output(index, dtype, shape));
+    if (index < 64) produced_ |= uint64_t{1} << index;
+    return t;
+  }
+  bool produced(size_t index) const { return index >= 64 || (produced_ >> index) & 1u; }
+
+ private:
+  kernels::KernelContext& ctx_;
+  uint64_t produced_ = 0;
+};
+
+constexpr size_t kInlineInputs = 16;
+
+}  // namespace
+
+Status PartitionKernel::compute(kernels::KernelContext& ctx) const {
+  const size_t n = ctx.num_inputs();
+  // Views live on the stack for the common case: compute allocates nothing.
+  std::array<kiln_tensor_t, kInlineInputs> inline_views;
+  std::array<const kiln_tensor_t*, kInlineInputs> inline_ptrs;
+  std::vector<kiln_tensor_t> heap_views;
+  std::vector<const kiln_tensor_t*> heap_ptrs;
+  kiln_tensor_t* views = inline_views.data();
+  const kiln_tensor_t** ptrs = inline_ptrs.data();
+  if (n > kInlineInputs) {
+    heap_views.resize(n);
+    heap_ptrs.resize(n);
+    views = heap_views.data();
+    ptrs = heap_ptrs.data();
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const Value* v = ctx.input_value(i);
+    if (!v || !v->is_tensor()) return invalid_argument("partition input ", i, " is not a tensor at run time");
+    KILN_RETURN_IF_ERROR(tensor_view(v->tensor(), &views[i]));
+    ptrs[i] = &views[i];
+  }
+  KernelOutputs outputs(ctx);
+  kiln_exec_context ec;
+  ec.outputs = &outputs;
+  ec.pool = ctx.pool();
+  KILN_RETURN_IF_ERROR(compiled_->execute(&ec, ptrs, n));
+  for (size_t i = 0; i < ctx.num_outputs(); ++i) {
+    if (ctx.wants_output(i) && !outputs.produced(i)) {
+      return internal_error(compiled_->instance().plugin().label(), " returned OK without producing output ", i,
+                            " of the partition");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,36 @@
+// PartitionKernel: the step that runs one compiled partition. The executor
+// sees an ordinary kernel on an ordinary node (domain "kiln.backend", op
+// "Partition", inputs and outputs = the partition's boundary), so boundary
+// tensors stay in host memory and in the memory plan, and the executor needs
+// no change. compute() hands the plugin views of the inputs and lets it
+// allocate outputs through the KernelContext.
+#pragma once
+
+#include <memory>
+
+#include "kernels/kernel.h"
+#include "runtime/backends/plugin.h"
+
+namespace kiln::runtime {
+
+/// The domain and op type of partition nodes.
+inline constexpr const char* kPartitionDomain = "kiln.backend";
+inline constexpr const char* kPartitionOp = "Partition";
+
+class PartitionKernel final : public kernels::Kernel {
+ public:
+  PartitionKernel(std::shared_ptr<CompiledPartition> compiled, std::unique_ptr<ir::Node> node)
+      : compiled_(std::move(compiled)), node_(std::move(node)) {}
+
+  /// The partition's node (owned by the kernel; steps point at it).
+  const ir::Node* node() const { return node_.get(); }
+  const CompiledPartition& compiled() const { return *compiled_; }
+
+  Status compute(kernels::KernelContext& ctx) const override;
+
+ private:
+  std::shared_ptr<CompiledPartition> compiled_;
+  std::unique_ptr<ir::Node> node_;
+};
+
+}  // namespace kiln::runtime

@@ -1,0 +1,84 @@
+// The partitioner: hands parts of a graph to backends.
+//
+// Program::build calls it after constant folding and before portable kernels
+// are chosen. Custom ops of selected plugins are placed first. Then backends
+// are tried in the user's order; each sees a view of the nodes no earlier
+// backend claimed. Claimed groups are made convex (fusing a group must not
+// create a cycle: no path may leave the group and come back) by splitting
+// them into layers, then compiled. Each compiled group becomes one node
+// (domain kiln.backend, op Partition) whose kernel runs the compiled handle;
+// its inputs and outputs are the group's boundary, so those tensors stay in
+// host memory. Whatever is left runs on portable kernels; with fallback
+// policy `require` that is an error naming every such node.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ir/graph.h"
+#include "kernels/kernel.h"
+#include "kernels/registry.h"
+#include "kiln/backends.h"
+#include "runtime/backends/plugin.h"
+
+namespace kiln::runtime {
+
+/// One entry of the backend order. `instance` is null for "portable".
+struct SelectedBackend {
+  std::string name;
+  std::shared_ptr<BackendInstance> instance;
+};
+
+/// What a session asks the partitioner for.
+struct PartitionRequest {
+  std::vector<SelectedBackend> backends;  // the order to try; portable is implied last
+  FallbackPolicy fallback = FallbackPolicy::kAllow;
+  std::vector<std::string> notes;         // from selection: skipped backends
+  /// Custom ops of loaded plugins that are not selected: (op, plugin name).
+  std::vector<std::pair<BackendCustomOpInfo, std::string>> unselected_custom_ops;
+};
+
+/// What the Program knows about each node before partitioning.
+enum class NodeState : int8_t {
+  kOpen = 0,      // not placed yet
+  kFolded = 1,    // computed at load; its outputs are constants
+  kPortable = 2,  // already a portable step (e.g. foldable but too large)
+};
+
+struct PartitionOutcome {
+  /// One PartitionKernel per partition; each owns its node.
+  std::vector<std::unique_ptr<kernels::Kernel>> kernels;
+  std::vector<const ir::Node*> nodes;  // kernels[i]'s node
+  /// Per ir node: the partition that runs it, or -1.
+  std::vector<int32_t> claimed_by;
+  PlacementReport report;
+};
+
+/// Partitions the main graph `g`. `constants` holds initializers and folded
+/// values; `states` has one entry per node of g. `registry` answers for the
+/// portable pseudo-backend.
+Result<PartitionOutcome> partition_graph(const ir::Graph& g,
+                                         const std::unordered_map<ir::ValueId, Tensor>& constants,
+                                         std::span<const NodeState> states, const PartitionRequest& request,
+                                         const kernels::KernelRegistry& registry);
+
+/// A stable topological order of `nodes` (each after the producers of the
+/// values it reads, subgraph reads included); ties keep the given order.
+Result<std::vector<size_t>> order_nodes(std::span<const ir::Node* const> nodes, const ir::Graph& g);
+
+/// The stable id of a group: "<backend>:<12 hex digits>", a hash of the
+/// backend's name and each node's domain, op type, name and output names.
+std::string partition_id(const std::string& backend, const ir::Graph& g, std::span<const int32_t> nodes);
+
+/// Splits `group` (ir node indices, each its own unit) into convex parts,
+/// given every node's unit id (-1: not in the graph, e.g. folded) and the
+/// producer of every value. Parts come in dependency order; a convex group
+/// comes back whole.
+std::vector<std::vector<int32_t>> split_convex(const ir::Graph& g, std::span<const int32_t> unit_of,
+                                               std::span<const int32_t> group);
+
+}  // namespace kiln::runtime

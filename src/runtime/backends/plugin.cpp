@@ -1,0 +1,514 @@
+#include "runtime/backends/plugin.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "runtime/backends/graph_view.h"
+
+namespace kiln::runtime {
+namespace {
+
+bool valid_name(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
+
+std::string copy_str(const char* s) { return s ? std::string(s) : std::string(); }
+
+const char* option_type_name(int32_t t) {
+  switch (t) {
+    case KILN_OPTION_BOOL: return "bool";
+    case KILN_OPTION_INT: return "int";
+    case KILN_OPTION_FLOAT: return "float";
+    case KILN_OPTION_STRING: return "string";
+    default: return "";
+  }
+}
+
+const char* device_kind_name(int32_t k) {
+  switch (k) {
+    case KILN_DEVICE_CPU: return "cpu";
+    case KILN_DEVICE_GPU: return "gpu";
+    case KILN_DEVICE_NPU: return "npu";
+    default: return "other";
+  }
+}
+
+bool value_parses(const std::string& type, const std::string& v) {
+  if (type == "bool") {
+    return v == "true" || v == "false" || v == "1" || v == "0" || v == "on" || v == "off" || v == "yes" ||
+           v == "no";
+  }
+  if (type == "int") {
+    if (v.empty()) return false;
+    errno = 0;
+    char* end = nullptr;
+    (void)std::strtoll(v.c_str(), &end, 10);
+    return errno == 0 && end == v.c_str() + v.size();
+  }
+  if (type == "float") {
+    if (v.empty()) return false;
+    errno = 0;
+    char* end = nullptr;
+    double d = std::strtod(v.c_str(), &end);
+    return errno == 0 && end == v.c_str() + v.size() && std::isfinite(d);
+  }
+  return true;
+}
+
+// Frees host-allocated arrays a plugin stored in a kiln_capability_t.
+struct CapabilityArrays {
+  kiln_host* host;
+  kiln_capability_t* cap;
+  ~CapabilityArrays() {
+    if (cap->declined_reasons) {
+      size_t n = std::min(cap->num_declined, host_block_size(cap->declined_reasons) / sizeof(char*));
+      for (size_t i = 0; i < n; ++i) host_free(host, cap->declined_reasons[i]);
+    }
+    host_free(host, cap->declined_reasons);
+    host_free(host, cap->declined_nodes);
+    host_free(host, cap->group_nodes);
+    host_free(host, cap->group_sizes);
+  }
+};
+
+}  // namespace
+
+Status check_options(const BackendInfo& info, const std::vector<std::pair<std::string, std::string>>& options) {
+  for (const auto& [key, value] : options) {
+    const BackendOptionInfo* spec = nullptr;
+    for (const BackendOptionInfo& o : info.options)
+      if (o.name == key) spec = &o;
+    if (!spec) {
+      std::string known;
+      for (const BackendOptionInfo& o : info.options) known += (known.empty() ? "" : ", ") + o.name + " (" + o.type + ")";
+      return invalid_argument("unknown option '", key, "' for backend '", info.name, "'; known options: ",
+                              known.empty() ? std::string("none") : known);
+    }
+    if (!value_parses(spec->type, value)) {
+      return invalid_argument("option '", info.name, ".", key, "' must be ", spec->type, ", got '", value, "'");
+    }
+  }
+  return Status::ok();
+}
+
+// --- LoadedPlugin --------------------------------------------------------------
+
+Result<std::shared_ptr<LoadedPlugin>> LoadedPlugin::load(const std::string& path, const PluginLoadOptions& options) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return not_found("file not found");
+  if (std::filesystem::is_directory(path, ec)) return invalid_argument("is a folder, not a plugin library");
+  dlerror();
+  void* dl = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!dl) {
+    const char* e = dlerror();
+    std::string err = e ? e : "unknown dlopen error";
+    // dlerror names the file it could not open: a dependency when it is not `path`.
+    if (err.find("cannot open shared object file") != std::string::npos && err.rfind(path + ":", 0) != 0) {
+      std::string dep = err.substr(0, err.find(':'));
+      return make_status(StatusCode::kUnavailable, "a library it needs is missing: ", dep,
+                         " (install it or add its folder to LD_LIBRARY_PATH)");
+    }
+    if (err.find("invalid ELF header") != std::string::npos || err.find("file too short") != std::string::npos ||
+        err.find("not an ELF") != std::string::npos) {
+      return invalid_argument("not a Kiln plugin: not a shared library (", err, ")");
+    }
+    if (err.find("undefined symbol") != std::string::npos) {
+      return make_status(StatusCode::kUnavailable, "a symbol it needs is missing: ", err);
+    }
+    return make_status(StatusCode::kUnavailable, "cannot load: ", err);
+  }
+  auto* entry = reinterpret_cast<kiln_backend_entry_fn>(dlsym(dl, KILN_BACKEND_ENTRY_SYMBOL));
+  if (!entry) {
+    dlclose(dl);
+    return invalid_argument("not a Kiln plugin: it does not export '", KILN_BACKEND_ENTRY_SYMBOL, "'");
+  }
+  std::shared_ptr<LoadedPlugin> p(new LoadedPlugin());
+  p->dl_ = dl;
+  p->info_.path = path;
+  p->host_ = std::make_unique<kiln_host>();
+  p->host_->name = std::filesystem::path(path).filename().string();
+  p->host_->sink = options.log_sink;
+  p->host_->log_level = options.log_level;
+  return init(std::move(p), entry);
+}
+
+Result<std::shared_ptr<LoadedPlugin>> LoadedPlugin::from_entry(kiln_backend_entry_fn entry, const std::string& origin,
+                                                               const PluginLoadOptions& options) {
+  if (!entry) return invalid_argument("no entry function");
+  std::shared_ptr<LoadedPlugin> p(new LoadedPlugin());
+  p->info_.path = origin;
+  p->host_ = std::make_unique<kiln_host>();
+  p->host_->name = origin;
+  p->host_->sink = options.log_sink;
+  p->host_->log_level = options.log_level;
+  return init(std::move(p), entry);
+}
+
+Result<std::shared_ptr<LoadedPlugin>> LoadedPlugin::init(std::shared_ptr<LoadedPlugin> p, kiln_backend_entry_fn entry) {
+  kiln_backend_entry_args_t args;
+  std::memset(&args, 0, sizeof(args));
+  args.struct_size = sizeof(args);
+  args.min_abi_major = KILN_BACKEND_ABI_MAJOR;
+  args.min_abi_minor = 0;
+  args.max_abi_major = KILN_BACKEND_ABI_MAJOR;
+  args.max_abi_minor = KILN_BACKEND_ABI_MINOR;
+  args.host_api = host_api();
+  args.host = p->host_.get();
+  const kiln_backend_api_t* table = nullptr;
+  kiln_plugin_t* plugin = nullptr;
+  kiln_status_t* st = entry(&args, &table, &plugin);
+  if (st) {
+    Status s = take_status(st);
+    return make_status(s.code() == StatusCode::kUnavailable ? StatusCode::kUnavailable : StatusCode::kFailedPrecondition,
+                       "the plugin's init failed: ", s.message());
+  }
+  if (!table) return internal_error("the entry returned no function table");
+  const kiln_abi_header_t header = table->header;
+  if (header.abi_major != KILN_BACKEND_ABI_MAJOR) {
+    // The table's layout is unknown: nothing in it may be called.
+    return make_status(StatusCode::kFailedPrecondition, "ABI major version mismatch: the plugin speaks ",
+                       header.abi_major, ".", header.abi_minor, ", this host speaks ", KILN_BACKEND_ABI_MAJOR, ".",
+                       KILN_BACKEND_ABI_MINOR, " (rebuild the plugin against this Kiln's kiln/c/backend.h)");
+  }
+  if (header.struct_size < offsetof(kiln_backend_api_t, compiled_execute) + sizeof(void*)) {
+    return make_status(StatusCode::kFailedPrecondition, "the plugin's function table is ", header.struct_size,
+                       " bytes, smaller than the ", offsetof(kiln_backend_api_t, compiled_execute) + sizeof(void*),
+                       " bytes every 1.x plugin has");
+  }
+  std::memset(&p->api_, 0, sizeof(p->api_));
+  std::memcpy(&p->api_, table, std::min<size_t>(header.struct_size, sizeof(p->api_)));
+  p->declared_size_ = header.struct_size;
+  const kiln_backend_api_t& a = p->api_;
+  const char* missing = nullptr;
+  if (!a.plugin_release) missing = "plugin_release";
+  else if (!a.plugin_get_info) missing = "plugin_get_info";
+  else if (!a.instance_create) missing = "instance_create";
+  else if (!a.instance_release) missing = "instance_release";
+  else if (!a.instance_get_capability) missing = "instance_get_capability";
+  else if (!a.instance_compile) missing = "instance_compile";
+  else if (!a.compiled_release) missing = "compiled_release";
+  else if (!a.compiled_execute) missing = "compiled_execute";
+  if (missing) {
+    if (a.plugin_release) a.plugin_release(plugin);
+    return make_status(StatusCode::kFailedPrecondition, "required entry '", missing, "' is NULL");
+  }
+  if (!plugin) return internal_error("the entry returned no plugin object");
+  p->plugin_ = plugin;
+  p->info_.abi_version = std::to_string(header.abi_major) + "." + std::to_string(header.abi_minor);
+  KILN_RETURN_IF_ERROR(p->read_info());
+  p->host_->name = p->info_.name;
+  return p;
+}
+
+Status LoadedPlugin::read_info() {
+  kiln_plugin_info_t pi;
+  std::memset(&pi, 0, sizeof(pi));
+  pi.struct_size = sizeof(pi);
+  KILN_RETURN_IF_ERROR(take_status(api_.plugin_get_info(plugin_, &pi), "plugin_get_info"));
+  info_.name = copy_str(pi.name);
+  if (!valid_name(info_.name)) {
+    return invalid_argument("plugin_get_info: name '", info_.name,
+                            "' is not valid (1 to 64 characters of a-z, 0-9 and _)");
+  }
+  if (info_.name == "portable") return invalid_argument("plugin_get_info: the name 'portable' is reserved");
+  info_.version = copy_str(pi.version);
+  info_.vendor = copy_str(pi.vendor);
+  info_.vendor_sdk_version = copy_str(pi.vendor_sdk_version);
+  info_.description = copy_str(pi.description);
+  info_.priority = pi.priority;
+
+  Status avail = check_available();
+  info_.available = avail.is_ok();
+  info_.unavailable_reason = avail.is_ok() ? "" : avail.message();
+
+  if (api_.plugin_get_device_count && api_.plugin_get_device_info) {
+    size_t n = 0;
+    KILN_RETURN_IF_ERROR(take_status(api_.plugin_get_device_count(plugin_, &n), "plugin_get_device_count"));
+    if (n == 0 || n > 4096) return invalid_argument("plugin_get_device_count: ", n, " devices (1 to 4096 expected)");
+    for (size_t i = 0; i < n; ++i) {
+      kiln_device_info_t d;
+      std::memset(&d, 0, sizeof(d));
+      d.struct_size = sizeof(d);
+      KILN_RETURN_IF_ERROR(take_status(api_.plugin_get_device_info(plugin_, i, &d), "plugin_get_device_info"));
+      info_.devices.push_back({copy_str(d.name), device_kind_name(d.kind), copy_str(d.description)});
+    }
+  } else {
+    info_.devices.push_back({"default", "cpu", "the plugin declares no devices"});
+  }
+
+  if (api_.plugin_get_option_count && api_.plugin_get_option_info) {
+    size_t n = 0;
+    KILN_RETURN_IF_ERROR(take_status(api_.plugin_get_option_count(plugin_, &n), "plugin_get_option_count"));
+    if (n > 4096) return invalid_argument("plugin_get_option_count: ", n, " options");
+    for (size_t i = 0; i < n; ++i) {
+      kiln_option_info_t o;
+      std::memset(&o, 0, sizeof(o));
+      o.struct_size = sizeof(o);
+      KILN_RETURN_IF_ERROR(take_status(api_.plugin_get_option_info(plugin_, i, &o), "plugin_get_option_info"));
+      BackendOptionInfo oi{copy_str(o.name), option_type_name(o.type), copy_str(o.default_value), copy_str(o.doc)};
+      if (!valid_name(oi.name)) return invalid_argument("option ", i, ": name '", oi.name, "' is not valid");
+      if (oi.name == "device") return invalid_argument("option 'device' is reserved for the host");
+      if (oi.type.empty()) return invalid_argument("option '", oi.name, "': unknown type ", o.type);
+      if (!value_parses(oi.type, oi.default_value)) {
+        return invalid_argument("option '", oi.name, "': default '", oi.default_value, "' is not a valid ", oi.type);
+      }
+      for (const BackendOptionInfo& prev : info_.options)
+        if (prev.name == oi.name) return invalid_argument("option '", oi.name, "' is declared twice");
+      info_.options.push_back(std::move(oi));
+    }
+  }
+
+  if (api_.plugin_get_custom_op_count && api_.plugin_get_custom_op_info) {
+    size_t n = 0;
+    KILN_RETURN_IF_ERROR(take_status(api_.plugin_get_custom_op_count(plugin_, &n), "plugin_get_custom_op_count"));
+    if (n > 4096) return invalid_argument("plugin_get_custom_op_count: ", n, " ops");
+    for (size_t i = 0; i < n; ++i) {
+      kiln_custom_op_info_t c;
+      std::memset(&c, 0, sizeof(c));
+      c.struct_size = sizeof(c);
+      KILN_RETURN_IF_ERROR(take_status(api_.plugin_get_custom_op_info(plugin_, i, &c), "plugin_get_custom_op_info"));
+      BackendCustomOpInfo ci{copy_str(c.domain), copy_str(c.op_type), c.since_version, copy_str(c.doc)};
+      if (ci.domain.empty() || ci.domain == "ai.onnx" || ci.domain == "ai.onnx.ml" || ci.op_type.empty()) {
+        return invalid_argument("custom op ", i, " ('", ci.domain, "', '", ci.op_type,
+                                "') must name an op of the plugin's own domain");
+      }
+      info_.custom_ops.push_back(std::move(ci));
+    }
+  }
+  info_.supports_export = api_.compiled_export && api_.instance_import;
+  return Status::ok();
+}
+
+LoadedPlugin::~LoadedPlugin() {
+  if (plugin_ && api_.plugin_release) api_.plugin_release(plugin_);
+  if (host_) {
+    HostStats s = host_->stats();
+    if (s.live_blocks > 0) {
+      host_->log(KILN_LOG_WARNING, "leak: " + std::to_string(s.live_blocks) + " blocks (" +
+                                       std::to_string(s.live_bytes) + " bytes) of host memory were never freed");
+    }
+  }
+  if (dl_) dlclose(dl_);
+}
+
+Status LoadedPlugin::check_available() const {
+  if (!api_.plugin_is_available) return Status::ok();
+  Status s = take_status(api_.plugin_is_available(plugin_));
+  if (s.is_ok()) return s;
+  return Status(StatusCode::kUnavailable, s.message());
+}
+
+Result<std::shared_ptr<BackendInstance>> LoadedPlugin::create_instance(
+    size_t device_index, const std::vector<std::pair<std::string, std::string>>& options) {
+  if (device_index >= info_.devices.size()) {
+    return make_status(StatusCode::kOutOfRange, label(), ": device ", device_index, " does not exist (it has ",
+                       info_.devices.size(), ")");
+  }
+  KILN_RETURN_IF_ERROR(check_options(info_, options));
+  std::vector<const char*> keys, values;
+  for (const auto& [k, v] : options) {
+    keys.push_back(k.c_str());
+    values.push_back(v.c_str());
+  }
+  kiln_instance_t* inst = nullptr;
+  KILN_RETURN_IF_ERROR(take_status(
+      api_.instance_create(plugin_, device_index, keys.data(), values.data(), keys.size(), &inst),
+      label() + ": instance_create"));
+  if (!inst) return internal_error(label(), ": instance_create returned no instance");
+  return std::make_shared<BackendInstance>(shared_from_this(), inst, device_index);
+}
+
+Status LoadedPlugin::check_compiled(const void* bytes, size_t size) const {
+  if (!api_.plugin_check_compiled) return unimplemented(label(), " cannot check compiled blobs");
+  return take_status(api_.plugin_check_compiled(plugin_, bytes, size), label() + ": check_compiled");
+}
+
+// --- BackendInstance -----------------------------------------------------------
+
+BackendInstance::~BackendInstance() { plugin_->api().instance_release(instance_); }
+
+Status BackendInstance::set_property(const std::string& key, const std::string& value) {
+  if (!plugin_->api().instance_set_property) return unimplemented(plugin_->label(), " has no properties to set");
+  KILN_RETURN_IF_ERROR(check_options(plugin_->info(), {{key, value}}));
+  return take_status(plugin_->api().instance_set_property(instance_, key.c_str(), value.c_str()),
+                     plugin_->label() + ": set_property");
+}
+
+Result<std::string> BackendInstance::get_property(const std::string& key) {
+  if (!plugin_->api().instance_get_property) return unimplemented(plugin_->label(), " has no properties to read");
+  char* out = nullptr;
+  Status st = take_status(plugin_->api().instance_get_property(instance_, key.c_str(), &out),
+                          plugin_->label() + ": get_property");
+  std::string value;
+  if (out) {
+    size_t cap = host_block_size(out);
+    if (cap == 0) {
+      if (st.is_ok()) st = internal_error(plugin_->label(), ": get_property returned memory not from the host allocator");
+    } else {
+      value.assign(out, strnlen(out, cap));
+    }
+    host_free(plugin_->host(), out);
+  } else if (st.is_ok()) {
+    st = internal_error(plugin_->label(), ": get_property returned no value");
+  }
+  if (!st.is_ok()) return st;
+  return value;
+}
+
+Result<Capability> BackendInstance::get_capability(const kiln_graph_t* view) {
+  kiln_capability_t cap;
+  std::memset(&cap, 0, sizeof(cap));
+  cap.struct_size = sizeof(cap);
+  kiln_host* host = plugin_->host();
+  CapabilityArrays guard{host, &cap};
+  KILN_RETURN_IF_ERROR(take_status(plugin_->api().instance_get_capability(instance_, view, &cap), "get_capability"));
+
+  Capability out;
+  const size_t num_nodes = view->nodes.size();
+  auto array_ok = [&](const void* p, size_t n, size_t elem, const char* what) {
+    if (n == 0) return true;
+    if (host_block_size(p) / elem < n) {
+      out.problems.push_back(std::string(what) + " is not a host-allocated array of " + std::to_string(n) +
+                             " entries; ignored");
+      return false;
+    }
+    return true;
+  };
+  std::vector<int8_t> seen(num_nodes, 0);
+  if (array_ok(cap.group_sizes, cap.num_groups, sizeof(size_t), "group_sizes")) {
+    size_t total = 0;
+    bool sizes_ok = true;
+    for (size_t g = 0; g < cap.num_groups; ++g) {
+      if (cap.group_sizes[g] == 0 || cap.group_sizes[g] > num_nodes) sizes_ok = false;
+      total += cap.group_sizes[g];
+    }
+    if (!sizes_ok) {
+      out.problems.push_back("a group size is 0 or larger than the view; all groups ignored");
+    } else if (array_ok(cap.group_nodes, total, sizeof(size_t), "group_nodes")) {
+      size_t k = 0;
+      for (size_t g = 0; g < cap.num_groups; ++g) {
+        std::vector<size_t> group;
+        for (size_t j = 0; j < cap.group_sizes[g]; ++j, ++k) {
+          size_t n = cap.group_nodes[k];
+          if (n >= num_nodes) {
+            out.problems.push_back("node index " + std::to_string(n) + " is out of range (the view has " +
+                                   std::to_string(num_nodes) + " nodes); ignored");
+          } else if (seen[n]) {
+            out.problems.push_back("node " + std::to_string(n) + " is claimed twice; ignored the second time");
+          } else {
+            seen[n] = 1;
+            group.push_back(n);
+          }
+        }
+        std::sort(group.begin(), group.end());
+        if (!group.empty()) out.groups.push_back(std::move(group));
+      }
+    }
+  }
+  if (array_ok(cap.declined_nodes, cap.num_declined, sizeof(size_t), "declined_nodes") &&
+      array_ok(cap.declined_reasons, cap.num_declined, sizeof(char*), "declined_reasons")) {
+    for (size_t j = 0; j < cap.num_declined; ++j) {
+      size_t n = cap.declined_nodes[j];
+      if (n >= num_nodes) continue;
+      std::string reason;
+      const char* r = cap.declined_reasons ? cap.declined_reasons[j] : nullptr;
+      size_t rcap = host_block_size(r);
+      if (r && rcap) reason.assign(r, strnlen(r, rcap));
+      if (reason.empty()) reason = "declined (no reason given)";
+      out.declined.emplace_back(n, std::move(reason));
+    }
+  }
+  return out;
+}
+
+Result<std::shared_ptr<CompiledPartition>> BackendInstance::wrap(kiln_compiled_t* c, const std::string& what) {
+  const kiln_backend_api_t& a = plugin_->api();
+  if (!c) return internal_error(what, " returned no handle");
+  kiln_concurrency_t conc = KILN_CONCURRENCY_SERIAL;
+  int64_t nin = -1, nout = -1;
+  if (a.compiled_get_info) {
+    kiln_compiled_info_t ci;
+    std::memset(&ci, 0, sizeof(ci));
+    ci.struct_size = sizeof(ci);
+    Status st = take_status(a.compiled_get_info(c, &ci), "compiled_get_info");
+    if (!st.is_ok()) {
+      a.compiled_release(c);
+      return st;
+    }
+    conc = ci.concurrency == KILN_CONCURRENCY_REENTRANT ? KILN_CONCURRENCY_REENTRANT : KILN_CONCURRENCY_SERIAL;
+    nin = static_cast<int64_t>(ci.num_inputs);
+    nout = static_cast<int64_t>(ci.num_outputs);
+  }
+  return std::make_shared<CompiledPartition>(shared_from_this(), c, conc, nin, nout);
+}
+
+Result<std::shared_ptr<CompiledPartition>> BackendInstance::compile(const kiln_graph_t* view,
+                                                                     const kiln_partition_t& partition) {
+  kiln_compiled_t* c = nullptr;
+  KILN_RETURN_IF_ERROR(take_status(plugin_->api().instance_compile(instance_, view, &partition, &c), "compile"));
+  KILN_ASSIGN_OR_RETURN(auto compiled, wrap(c, "compile"));
+  if (compiled->num_inputs() >= 0 &&
+      (compiled->num_inputs() != static_cast<int64_t>(partition.num_inputs) ||
+       compiled->num_outputs() != static_cast<int64_t>(partition.num_outputs))) {
+    return internal_error("compile: the handle declares ", compiled->num_inputs(), " inputs and ",
+                          compiled->num_outputs(), " outputs; the partition has ", partition.num_inputs, " and ",
+                          partition.num_outputs);
+  }
+  return compiled;
+}
+
+Result<std::shared_ptr<CompiledPartition>> BackendInstance::import_compiled(const void* bytes, size_t size) {
+  const kiln_backend_api_t& a = plugin_->api();
+  if (!a.instance_import) return unimplemented(plugin_->label(), " cannot import compiled partitions");
+  if (a.plugin_check_compiled) KILN_RETURN_IF_ERROR(plugin_->check_compiled(bytes, size));
+  kiln_compiled_t* c = nullptr;
+  KILN_RETURN_IF_ERROR(take_status(a.instance_import(instance_, bytes, size, &c), plugin_->label() + ": import"));
+  return wrap(c, "import");
+}
+
+// --- CompiledPartition -----------------------------------------------------------
+
+CompiledPartition::~CompiledPartition() { instance_->plugin().api().compiled_release(compiled_); }
+
+Status CompiledPartition::execute(kiln_exec_context_t* ctx, const kiln_tensor_t* const* inputs,
+                                  size_t num_inputs) const {
+  const kiln_backend_api_t& a = instance_->plugin().api();
+  kiln_status_t* st;
+  if (concurrency_ == KILN_CONCURRENCY_REENTRANT) {
+    st = a.compiled_execute(compiled_, ctx, inputs, num_inputs);
+  } else {
+    std::lock_guard<std::mutex> lock(mu_);
+    st = a.compiled_execute(compiled_, ctx, inputs, num_inputs);
+  }
+  return take_status(st, instance_->plugin().label());
+}
+
+Result<std::vector<uint8_t>> CompiledPartition::export_bytes() const {
+  LoadedPlugin& p = instance_->plugin();
+  if (!p.api().compiled_export) return unimplemented(p.label(), " cannot export compiled partitions");
+  void* bytes = nullptr;
+  size_t size = 0;
+  Status st = take_status(p.api().compiled_export(compiled_, &bytes, &size), p.label() + ": export");
+  std::vector<uint8_t> out;
+  if (st.is_ok()) {
+    if (size > 0 && host_block_size(bytes) < size) {
+      st = internal_error(p.label(), ": export returned ", size, " bytes not allocated with the host allocator");
+    } else if (size > 0) {
+      out.assign(static_cast<uint8_t*>(bytes), static_cast<uint8_t*>(bytes) + size);
+    }
+  }
+  host_free(p.host(), bytes);
+  if (!st.is_ok()) return st;
+  return out;
+}
+
+}  // namespace kiln::runtime

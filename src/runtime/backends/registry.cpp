@@ -1,0 +1,186 @@
+#include "runtime/backends/registry.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+namespace kiln {
+
+namespace fs = std::filesystem;
+
+const char* fallback_policy_name(FallbackPolicy p) { return p == FallbackPolicy::kRequire ? "require" : "allow"; }
+
+Result<FallbackPolicy> parse_fallback_policy(std::string_view text) {
+  if (text == "allow") return FallbackPolicy::kAllow;
+  if (text == "require") return FallbackPolicy::kRequire;
+  return invalid_argument("fallback policy must be 'allow' or 'require', got '", text, "'");
+}
+
+Result<BackendOption> parse_backend_option(std::string_view text) {
+  size_t dot = text.find('.');
+  size_t eq = text.find('=');
+  if (dot == std::string_view::npos || eq == std::string_view::npos || dot > eq || dot == 0 || eq == dot + 1) {
+    return invalid_argument("backend option '", text, "' must look like NAME.KEY=VALUE (e.g. template.max_group_size=4)");
+  }
+  return BackendOption{std::string(text.substr(0, dot)), std::string(text.substr(dot + 1, eq - dot - 1)),
+                       std::string(text.substr(eq + 1))};
+}
+
+namespace runtime {
+
+std::vector<std::string> default_backend_dirs() {
+  std::vector<std::string> dirs;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) dirs.push_back((exe.parent_path().parent_path() / "lib" / "kiln" / "backends").string());
+#ifdef KILN_INSTALL_BACKEND_DIR
+  dirs.push_back(KILN_INSTALL_BACKEND_DIR);
+#endif
+#ifdef KILN_BUILD_DIR
+  // The build tree's plugins, only for executables that live in the build tree.
+  if (!ec) {
+    std::string e = exe.string(), b = fs::weakly_canonical(KILN_BUILD_DIR, ec).string();
+    if (!ec && !b.empty() && e.rfind(b + "/", 0) == 0) dirs.push_back(b + "/lib/kiln/backends");
+  }
+#endif
+  return dirs;
+}
+
+}  // namespace runtime
+
+Status BackendRegistry::Impl::add(std::shared_ptr<runtime::LoadedPlugin> plugin) {
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& p : plugins) {
+    if (p->name() == plugin->name()) {
+      Status st = make_status(StatusCode::kFailedPrecondition, "duplicate backend name '", plugin->name(),
+                              "': already loaded from ", p->path(), "; this one is ignored");
+      errors.push_back({plugin->path(), st.message()});
+      return st;
+    }
+  }
+  plugins.push_back(std::move(plugin));
+  return Status::ok();
+}
+
+Status BackendRegistry::Impl::load_file(const std::string& path) {
+  std::error_code ec;
+  std::string canonical = fs::weakly_canonical(path, ec).string();
+  if (ec) canonical = path;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (std::find(seen_paths.begin(), seen_paths.end(), canonical) != seen_paths.end()) return Status::ok();
+    seen_paths.push_back(canonical);
+  }
+  auto loaded = runtime::LoadedPlugin::load(path, load_options);
+  if (!loaded.ok()) {
+    Status st = std::move(loaded).status();
+    std::lock_guard<std::mutex> lock(mu);
+    errors.push_back({path, st.message()});
+    return std::move(st).with_context(path);
+  }
+  return add(std::move(loaded).value());
+}
+
+Status BackendRegistry::Impl::add_entry(kiln_backend_entry_fn entry, const std::string& origin) {
+  auto loaded = runtime::LoadedPlugin::from_entry(entry, origin, load_options);
+  if (!loaded.ok()) {
+    Status st = std::move(loaded).status();
+    std::lock_guard<std::mutex> lock(mu);
+    errors.push_back({origin, st.message()});
+    return std::move(st).with_context(origin);
+  }
+  return add(std::move(loaded).value());
+}
+
+std::shared_ptr<runtime::LoadedPlugin> BackendRegistry::Impl::find(std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& p : plugins)
+    if (p->name() == name) return p;
+  return nullptr;
+}
+
+std::vector<std::shared_ptr<runtime::LoadedPlugin>> BackendRegistry::Impl::all() const {
+  std::lock_guard<std::mutex> lock(mu);
+  return plugins;
+}
+
+std::string BackendRegistry::Impl::known_names() const {
+  std::lock_guard<std::mutex> lock(mu);
+  std::string s;
+  for (const auto& p : plugins) s += (s.empty() ? "" : ", ") + p->name() + " (" + p->path() + ")";
+  return s.empty() ? "none" : s;
+}
+
+BackendRegistry::BackendRegistry() : impl_(std::make_unique<Impl>()) {}
+BackendRegistry::~BackendRegistry() = default;
+
+std::shared_ptr<BackendRegistry> BackendRegistry::create(const BackendDiscovery& discovery) {
+  std::shared_ptr<BackendRegistry> r(new BackendRegistry());
+  Impl& impl = *r->impl_;
+  auto scan = [&](const std::string& dir, bool explicit_path) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) {
+      if (fs::exists(dir, ec)) {
+        (void)impl.load_file(dir);
+      } else if (explicit_path) {
+        impl.errors.push_back({dir, "file or folder not found"});
+      }
+      return;
+    }
+    std::string canon = fs::weakly_canonical(dir, ec).string();
+    if (ec) canon = dir;
+    if (std::find(impl.dirs.begin(), impl.dirs.end(), canon) != impl.dirs.end()) return;
+    impl.dirs.push_back(canon);
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      if (e.path().extension() == ".so" && !e.is_directory(ec)) files.push_back(e.path().string());
+    }
+    std::sort(files.begin(), files.end());
+    for (const std::string& f : files) (void)impl.load_file(f);
+  };
+  for (const std::string& p : discovery.paths) scan(p, true);
+  if (discovery.use_environment) {
+    if (const char* env = std::getenv("KILN_BACKEND_PATH")) {
+      std::string s(env);
+      size_t start = 0;
+      while (start <= s.size()) {
+        size_t end = s.find(':', start);
+        if (end == std::string::npos) end = s.size();
+        if (end > start) scan(s.substr(start, end - start), true);
+        start = end + 1;
+      }
+    }
+  }
+  if (discovery.use_default_dirs) {
+    for (const std::string& d : runtime::default_backend_dirs()) scan(d, false);
+  }
+  return r;
+}
+
+Status BackendRegistry::load(const std::string& path) { return impl_->load_file(path); }
+
+std::vector<BackendInfo> BackendRegistry::backends() const {
+  std::vector<BackendInfo> out;
+  for (const auto& p : impl_->all()) out.push_back(p->info());
+  return out;
+}
+
+Result<BackendInfo> BackendRegistry::find(std::string_view name) const {
+  auto p = impl_->find(name);
+  if (!p) return not_found("no backend named '", name, "'; loaded: ", impl_->known_names());
+  return p->info();
+}
+
+std::vector<BackendLoadError> BackendRegistry::errors() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->errors;
+}
+
+std::vector<std::string> BackendRegistry::search_dirs() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->dirs;
+}
+
+}  // namespace kiln

@@ -1,0 +1,43 @@
+// The inside of kiln::BackendRegistry (include/kiln/backends.h): the loaded
+// plugins of one runtime instance, and the load errors.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kiln/backends.h"
+#include "runtime/backends/plugin.h"
+
+namespace kiln {
+
+struct BackendRegistry::Impl {
+  mutable std::mutex mu;
+  std::vector<std::shared_ptr<runtime::LoadedPlugin>> plugins;
+  std::vector<BackendLoadError> errors;
+  std::vector<std::string> dirs;        // searched folders, in order
+  std::vector<std::string> seen_paths;  // canonical paths already tried
+  runtime::PluginLoadOptions load_options;
+
+  /// Loads one file; records the error (or a duplicate name) and returns it.
+  Status load_file(const std::string& path);
+  /// Adds a plugin linked into the process (tests, built-ins).
+  Status add_entry(kiln_backend_entry_fn entry, const std::string& origin);
+  /// Adds an already loaded plugin (duplicate names are refused).
+  Status add(std::shared_ptr<runtime::LoadedPlugin> plugin);
+  /// The plugin named `name`, or null.
+  std::shared_ptr<runtime::LoadedPlugin> find(std::string_view name) const;
+  /// A snapshot of the loaded plugins.
+  std::vector<std::shared_ptr<runtime::LoadedPlugin>> all() const;
+  /// "template (/path/libkiln_template.so), xnnpack (...)" or "none".
+  std::string known_names() const;
+};
+
+namespace runtime {
+/// The default plugin folders: next to the executable (../lib/kiln/backends),
+/// the install prefix's, and the build tree's (development builds).
+std::vector<std::string> default_backend_dirs();
+}  // namespace runtime
+
+}  // namespace kiln

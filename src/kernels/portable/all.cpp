@@ -25,6 +25,7 @@ void register_loss_ops(KernelRegistry& r);
 void register_signal_ops(KernelRegistry& r);
 void register_detection_ops(KernelRegistry& r);
 void register_text_ops(KernelRegistry& r);
+void register_grid_sample_ops(KernelRegistry& r);
 
 void register_portable_kernels(KernelRegistry& r) {
   register_resize_ops(r);
@@ -33,6 +34,7 @@ void register_portable_kernels(KernelRegistry& r) {
   register_signal_ops(r);
   register_detection_ops(r);
   register_text_ops(r);
+  register_grid_sample_ops(r);
   register_shape_ops(r);
   register_transform_ops(r);
   register_slice_ops(r);

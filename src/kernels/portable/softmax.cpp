@@ -6,8 +6,9 @@
 // Both reduce to [outer, n, inner] with normalization over n; inner == 1 is
 // the contiguous row case that attention and classifiers hit.
 //
-// float32 rows use a vectorizable exp (Cephes-style polynomial, ~1 ulp in
-// the range softmax uses: arguments <= 0 after subtracting the row max).
+// float32 uses a vectorizable exp (Cephes-style polynomial, ~1 ulp for the
+// arguments softmax needs: <= 0 after subtracting the max), cloned per x86-64
+// level (SSE2, AVX2+FMA, AVX-512).
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -17,6 +18,14 @@
 #include "kernels/registry.h"
 #include "kernels/util.h"
 
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define KILN_SOFTMAX_X86 1
+// One clone of each float loop per x86-64 level, picked at load.
+#define KILN_SOFTMAX_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define KILN_SOFTMAX_CLONES
+#endif
+
 namespace kiln::kernels {
 
 namespace {
@@ -25,13 +34,24 @@ enum class Kind { kSoftmax, kLogSoftmax, kHardmax };
 
 constexpr int64_t kParallelElems = 1 << 14;
 
-// exp(x) for float, branch-free so loops over it vectorize.
-inline float exp_fast(float x) {
-  x = std::min(std::max(x, -87.33654f), 88.72283f);
-  // n = round(x / ln2) via the 1.5 * 2^23 trick (no floor call).
-  const float kShift = 12582912.f;
+#if defined(KILN_SOFTMAX_X86)
+// The float loops below: selects the vectorizer may if-convert (no FP traps)
+// and FMA contraction. Scoped to these functions (pop_options below).
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=fast", "no-trapping-math")
+#endif
+
+// exp(x) for x <= 0 (softmax arguments after subtracting the row max),
+// branch-free so loops over it vectorize. x is clamped below at -87.34 on its
+// bit pattern (an unsigned min on the bits orders negative floats by
+// magnitude), so the result never goes subnormal. NaN stays NaN. Only
+// builtins here: std:: helpers would not inline into the target clones.
+[[gnu::always_inline]] inline float exp_nonpositive(float x) {
+  const uint32_t bits = __builtin_bit_cast(uint32_t, x);
+  x = __builtin_bit_cast(float, bits < 0xC2AEAC50u ? bits : 0xC2AEAC50u);  // -87.33654
+  const float kShift = 12582912.f;  // 1.5 * 2^23: adding it rounds to an integer
   float fn = x * 1.44269504088896341f + kShift;
-  const int32_t n = static_cast<int32_t>(std::bit_cast<uint32_t>(fn) - std::bit_cast<uint32_t>(kShift));
+  const int32_t n = static_cast<int32_t>(__builtin_bit_cast(uint32_t, fn) - __builtin_bit_cast(uint32_t, kShift));
   fn -= kShift;
   float r = x - fn * 0.693359375f;
   r = r - fn * -2.12194440e-4f;
@@ -42,58 +62,80 @@ inline float exp_fast(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   const float y = p * r * r + r + 1.f;
-  // 2^n with n in [-126, 128]: split in two factors so neither overflows.
-  const int32_t n1 = n >> 1, n2 = n - n1;
-  const float s1 = std::bit_cast<float>(static_cast<uint32_t>(n1 + 127) << 23);
-  const float s2 = std::bit_cast<float>(static_cast<uint32_t>(n2 + 127) << 23);
-  return y * s1 * s2;
+  // 2^n with n in [-126, 0]: one exponent field.
+  return y * __builtin_bit_cast(float, static_cast<uint32_t>(n + 127) << 23);
 }
 
-inline float row_max(const float* x, int64_t n) {
-  float lanes[8];
-  for (float& l : lanes) l = -std::numeric_limits<float>::infinity();
+[[gnu::always_inline]] inline float row_max(const float* x, int64_t n) {
+  float lanes[16];
+  for (float& l : lanes) l = -__builtin_inff();
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) lanes[j] = x[i + j] > lanes[j] ? x[i + j] : lanes[j];
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) lanes[j] = x[i + j] > lanes[j] ? x[i + j] : lanes[j];
   float m = lanes[0];
-  for (int j = 1; j < 8; ++j) m = lanes[j] > m ? lanes[j] : m;
+  for (int j = 1; j < 16; ++j) m = lanes[j] > m ? lanes[j] : m;
   for (; i < n; ++i) m = x[i] > m ? x[i] : m;
   return m;
 }
 
-inline float row_sum(const float* x, int64_t n) {
-  float lanes[8] = {};
+[[gnu::always_inline]] inline float row_sum(const float* x, int64_t n) {
+  float lanes[16] = {};
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) lanes[j] += x[i + j];
-  float s = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) lanes[j] += x[i + j];
+  float s = 0.f;
+  for (int j = 0; j < 16; ++j) s += lanes[j];
   for (; i < n; ++i) s += x[i];
   return s;
 }
 
-// One contiguous float row.
-template <Kind K>
-void row_f32(const float* x, float* y, int64_t n) {
-  const float m = row_max(x, n);
-  if constexpr (K == Kind::kHardmax) {
-    int64_t best = 0;
-    for (int64_t i = 0; i < n; ++i)
-      if (x[i] == m) {
-        best = i;
-        break;
-      }
-    std::fill_n(y, n, 0.f);
-    if (n) y[best] = 1.f;
-  } else if constexpr (K == Kind::kSoftmax) {
-    for (int64_t i = 0; i < n; ++i) y[i] = exp_fast(x[i] - m);
-    const float inv = 1.f / row_sum(y, n);
-    for (int64_t i = 0; i < n; ++i) y[i] *= inv;
-  } else {
-    for (int64_t i = 0; i < n; ++i) y[i] = exp_fast(x[i] - m);
-    const float lse = m + std::log(row_sum(y, n));
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] - lse;
+// `rows` contiguous float rows of n values each. Softmax or LogSoftmax.
+KILN_SOFTMAX_CLONES void rows_f32(const float* x, float* y, int64_t rows, int64_t n, bool log) {
+  for (int64_t row = 0; row < rows; ++row, x += n, y += n) {
+    const float m = row_max(x, n);
+    for (int64_t i = 0; i < n; ++i) y[i] = exp_nonpositive(x[i] - m);
+    const float s = row_sum(y, n);
+    if (log) {
+      const float lse = m + __builtin_logf(s);
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] - lse;
+    } else {
+      const float inv = 1.f / s;
+      for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+    }
   }
 }
+
+// One float [n, inner] block normalized along n, vectorized across inner.
+// `m` and `s` are scratch of `inner` floats.
+KILN_SOFTMAX_CLONES void block_f32(const float* x, float* y, int64_t n, int64_t inner, bool log, float* m,
+                                   float* s) {
+  for (int64_t i = 0; i < inner; ++i) {
+    m[i] = -__builtin_inff();
+    s[i] = 0.f;
+  }
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t i = 0; i < inner; ++i) m[i] = x[r * inner + i] > m[i] ? x[r * inner + i] : m[i];
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const float e = exp_nonpositive(x[r * inner + i] - m[i]);
+      s[i] += e;
+      y[r * inner + i] = e;
+    }
+  }
+  if (log) {
+    for (int64_t i = 0; i < inner; ++i) s[i] = m[i] + __builtin_logf(s[i]);
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t i = 0; i < inner; ++i) y[r * inner + i] = x[r * inner + i] - s[i];
+  } else {
+    for (int64_t i = 0; i < inner; ++i) s[i] = 1.f / s[i];
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t i = 0; i < inner; ++i) y[r * inner + i] *= s[i];
+  }
+}
+
+#if defined(KILN_SOFTMAX_X86)
+#pragma GCC pop_options
+#endif
 
 // Generic: [n] values at stride `inner`, computed in double (float64) or
 // float (16-bit floats) with std::exp.
@@ -119,35 +161,6 @@ void strided_generic(const T* x, T* y, int64_t n, int64_t stride) {
     } else {
       const A lse = m + std::log(s);
       for (int64_t i = 0; i < n; ++i) y[i * stride] = static_cast<T>(static_cast<A>(x[i * stride]) - lse);
-    }
-  }
-}
-
-// float [n, inner] block normalized along n, vectorized across inner.
-template <Kind K>
-void block_f32(const float* x, float* y, int64_t n, int64_t inner) {
-  if constexpr (K == Kind::kHardmax) {
-    for (int64_t i = 0; i < inner; ++i) strided_generic<K, float>(x + i, y + i, n, inner);
-  } else {
-    std::vector<float> m(static_cast<size_t>(inner), -std::numeric_limits<float>::infinity());
-    std::vector<float> s(static_cast<size_t>(inner), 0.f);
-    for (int64_t r = 0; r < n; ++r)
-      for (int64_t i = 0; i < inner; ++i) m[i] = x[r * inner + i] > m[i] ? x[r * inner + i] : m[i];
-    for (int64_t r = 0; r < n; ++r) {
-      for (int64_t i = 0; i < inner; ++i) {
-        const float e = exp_fast(x[r * inner + i] - m[i]);
-        s[i] += e;
-        if constexpr (K == Kind::kSoftmax) y[r * inner + i] = e;
-      }
-    }
-    if constexpr (K == Kind::kSoftmax) {
-      for (int64_t i = 0; i < inner; ++i) s[i] = 1.f / s[i];
-      for (int64_t r = 0; r < n; ++r)
-        for (int64_t i = 0; i < inner; ++i) y[r * inner + i] *= s[i];
-    } else {
-      for (int64_t i = 0; i < inner; ++i) s[i] = m[i] + std::log(s[i]);
-      for (int64_t r = 0; r < n; ++r)
-        for (int64_t i = 0; i < inner; ++i) y[r * inner + i] = x[r * inner + i] - s[i];
     }
   }
 }
@@ -190,13 +203,21 @@ class SoftmaxKernel final : public Kernel {
       if constexpr (std::is_same_v<T, float>) {
         const float* x = in.data<float>();
         float* y = out->data<float>();
-        if (inner == 1) {
+        if constexpr (K == Kind::kHardmax) {
+          for (int64_t w = 0; w < outer * inner; ++w) {
+            const int64_t o = w / inner, i = w % inner;
+            strided_generic<K, float>(x + o * per + i, y + o * per + i, n, inner);
+          }
+        } else if (inner == 1) {
           parallel_for(pool, outer, std::max<int64_t>(1, kParallelElems / 4 / n), [&](int64_t b, int64_t e) {
-            for (int64_t o = b; o < e; ++o) row_f32<K>(x + o * n, y + o * n, n);
+            rows_f32(x + b * n, y + b * n, e - b, n, K == Kind::kLogSoftmax);
           });
         } else {
           parallel_for(pool, outer, std::max<int64_t>(1, kParallelElems / 4 / per), [&](int64_t b, int64_t e) {
-            for (int64_t o = b; o < e; ++o) block_f32<K>(x + o * per, y + o * per, n, inner);
+            std::vector<float> scratch(static_cast<size_t>(2 * inner));
+            for (int64_t o = b; o < e; ++o)
+              block_f32(x + o * per, y + o * per, n, inner, K == Kind::kLogSoftmax, scratch.data(),
+                        scratch.data() + inner);
           });
         }
       } else if constexpr (std::is_same_v<T, double> || std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {

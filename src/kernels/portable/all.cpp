@@ -26,6 +26,12 @@ void register_signal_ops(KernelRegistry& r);
 void register_detection_ops(KernelRegistry& r);
 void register_text_ops(KernelRegistry& r);
 void register_grid_sample_ops(KernelRegistry& r);
+void register_pool_ops(KernelRegistry& r);
+void register_normalization_ops(KernelRegistry& r);
+void register_quantize_ops(KernelRegistry& r);
+void register_einsum_ops(KernelRegistry& r);
+void register_det_ops(KernelRegistry& r);
+void register_roi_align_ops(KernelRegistry& r);
 
 void register_portable_kernels(KernelRegistry& r) {
   register_resize_ops(r);
@@ -48,6 +54,12 @@ void register_portable_kernels(KernelRegistry& r) {
   register_matmul_ops(r);
   register_conv_ops(r);
   register_conv_transpose_ops(r);
+  register_pool_ops(r);
+  register_normalization_ops(r);
+  register_quantize_ops(r);
+  register_einsum_ops(r);
+  register_det_ops(r);
+  register_roi_align_ops(r);
 }
 
 }  // namespace kiln::kernels

@@ -280,12 +280,16 @@ Result<bool> FunctionInliner::find_body(const onnx::NodeProto& node, const Opset
   if (schema->HasFunction()) {
     body->proto = schema->GetFunction();
   } else if (schema->HasContextDependentFunction()) {
+    // libonnx's builders dereference the type of every input they use
+    // without checking it (SequenceMap-17 crashes on an untyped input), so
+    // a body is built only when every input given has a known type.
+    if (!types_) return false;
     std::vector<onnx::TypeProto> input_types(static_cast<size_t>(node.input_size()));
-    if (types_) {
-      for (int i = 0; i < node.input_size(); ++i) {
-        auto t = types_->find(node.input(i));
-        if (!node.input(i).empty() && t != types_->end()) input_types[static_cast<size_t>(i)] = *t->second;
-      }
+    for (int i = 0; i < node.input_size(); ++i) {
+      if (node.input(i).empty()) continue;
+      auto t = types_->find(node.input(i));
+      if (t == types_->end() || t->second->value_case() == onnx::TypeProto::VALUE_NOT_SET) return false;
+      input_types[static_cast<size_t>(i)] = *t->second;
     }
     onnx::FunctionBodyBuildContextImpl ctx(node, input_types);
     if (!schema->BuildContextDependentFunction(ctx, body->built)) return false;

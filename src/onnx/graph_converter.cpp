@@ -162,7 +162,7 @@ Status Converter::graph(onnx::GraphProto& g, const onnx::GraphProto* typed, cons
   // Initializers, dense and sparse.
   auto add_initializer = [&](const std::string& name, Tensor t, const char* kind) -> Status {
     if (name.empty()) return invalid_argument("an ", kind, " has no name");
-    ir::ValueType vt = tensor_value_type(t);
+    ir::ValueType vt = t.defined() ? tensor_value_type(t) : ir::ValueType{};
     if (declared_inputs.count(name)) {
       ir::ValueType declared = type_of(name);
       if (declared.kind != ir::ValueType::Kind::kUnknown) vt = std::move(declared);
@@ -173,6 +173,10 @@ Status Converter::graph(onnx::GraphProto& g, const onnx::GraphProto* typed, cons
     return Status::ok();
   };
   for (auto& tp : *g.mutable_initializer()) {
+    if (ctx_.check_only) {
+      KILN_RETURN_IF_ERROR(add_initializer(tp.name(), Tensor(), "initializer"));
+      continue;
+    }
     auto t = tensor_from_proto(tp, ctx_.external);
     if (!t.ok()) return std::move(t).status().with_context("initializer '" + tp.name() + "'");
     KILN_RETURN_IF_ERROR(add_initializer(tp.name(), std::move(*t), "initializer"));
@@ -187,6 +191,10 @@ Status Converter::graph(onnx::GraphProto& g, const onnx::GraphProto* typed, cons
     }
   }
   for (const auto& sp : g.sparse_initializer()) {
+    if (ctx_.check_only) {
+      KILN_RETURN_IF_ERROR(add_initializer(sp.values().name(), Tensor(), "sparse initializer"));
+      continue;
+    }
     auto t = tensor_from_sparse_proto(sp, ctx_.external);
     if (!t.ok()) return std::move(t).status().with_context("sparse initializer '" + sp.values().name() + "'");
     KILN_RETURN_IF_ERROR(add_initializer(sp.values().name(), std::move(*t), "sparse initializer"));
@@ -319,11 +327,14 @@ Status Converter::attribute(AttributeProto& a, const AttributeProto* typed, cons
     case ir::AttrType::kString: out->s = a.s(); break;
     case ir::AttrType::kTensor: {
       if (!a.has_t()) return invalid_argument("the attribute has type TENSOR but no tensor");
+      if (ctx_.check_only) break;
       KILN_ASSIGN_OR_RETURN(out->t, tensor_from_proto(a.t(), ctx_.external));
       break;
     }
     case ir::AttrType::kSparseTensor: {
       if (!a.has_sparse_tensor()) return invalid_argument("the attribute has type SPARSE_TENSOR but no tensor");
+      out->type = ir::AttrType::kTensor;
+      if (ctx_.check_only) break;
       KILN_ASSIGN_OR_RETURN(out->t, tensor_from_sparse_proto(a.sparse_tensor(), ctx_.external));
       out->type = ir::AttrType::kTensor;  // Kiln keeps no sparse tensors
       break;
@@ -343,6 +354,7 @@ Status Converter::attribute(AttributeProto& a, const AttributeProto* typed, cons
     case ir::AttrType::kInts: out->ints.assign(a.ints().begin(), a.ints().end()); break;
     case ir::AttrType::kStrings: out->strings.assign(a.strings().begin(), a.strings().end()); break;
     case ir::AttrType::kTensors:
+      if (ctx_.check_only) break;
       for (int i = 0; i < a.tensors_size(); ++i) {
         auto t = tensor_from_proto(a.tensors(i), ctx_.external);
         if (!t.ok()) return std::move(t).status().with_context("tensor " + std::to_string(i));
@@ -350,6 +362,8 @@ Status Converter::attribute(AttributeProto& a, const AttributeProto* typed, cons
       }
       break;
     case ir::AttrType::kSparseTensors:
+      out->type = ir::AttrType::kTensors;
+      if (ctx_.check_only) break;
       for (int i = 0; i < a.sparse_tensors_size(); ++i) {
         auto t = tensor_from_sparse_proto(a.sparse_tensors(i), ctx_.external);
         if (!t.ok()) return std::move(t).status().with_context("sparse tensor " + std::to_string(i));

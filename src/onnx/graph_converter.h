@@ -41,6 +41,9 @@ struct ConvertContext {
   /// Clears each initializer's data in the proto once it is converted, so a
   /// large model is not held twice. Needs a proto the caller discards.
   bool release_tensor_data = false;
+  /// Checks structure only: tensors (initializers, tensor attributes) are
+  /// not read and come out undefined. For validating before shape inference.
+  bool check_only = false;
 };
 
 /// Converts the model's main graph. `typed`, when not null, is a copy of

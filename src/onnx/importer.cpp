@@ -10,61 +10,13 @@
 #include "onnx/function_inliner.h"
 #include "onnx/graph_converter.h"
 #include "onnx/model_parser.h"
-#include "onnx/shape_inference/implementation.h"
+#include "onnx/type_inference.h"
 
 namespace kiln::importer {
 
 namespace {
 
 using TypeIndex = std::unordered_map<std::string, const onnx::TypeProto*>;
-
-// Initializers up to this many elements keep their data in the copy that
-// shape inference sees (data propagation reads small shape constants); larger
-// ones are copied without data, so inference never doubles a model's size.
-constexpr int64_t kInferenceDataLimit = 1024;
-
-bool is_small(const onnx::TensorProto& t) {
-  int64_t n = 1;
-  for (int64_t d : t.dims()) {
-    if (d < 0 || d > kInferenceDataLimit) return false;
-    n *= d;
-    if (n > kInferenceDataLimit) return false;
-  }
-  return true;
-}
-
-std::unique_ptr<onnx::ModelProto> copy_for_inference(onnx::ModelProto& m) {
-  auto copy = std::make_unique<onnx::ModelProto>();
-  google::protobuf::RepeatedPtrField<onnx::TensorProto> saved;
-  saved.Swap(m.mutable_graph()->mutable_initializer());
-  copy->CopyFrom(m);
-  saved.Swap(m.mutable_graph()->mutable_initializer());
-  auto* inits = copy->mutable_graph()->mutable_initializer();
-  for (const auto& t : m.graph().initializer()) {
-    onnx::TensorProto* c = inits->Add();
-    if (is_small(t)) {
-      c->CopyFrom(t);
-    } else {
-      c->set_name(t.name());
-      c->set_data_type(t.data_type());
-      *c->mutable_dims() = t.dims();
-    }
-  }
-  return copy;
-}
-
-// ONNX shape inference on a copy of `m`; null when it throws, which leaves
-// the model's own declarations as the only types.
-std::unique_ptr<onnx::ModelProto> infer_types(onnx::ModelProto& m) {
-  try {
-    auto copy = copy_for_inference(m);
-    const onnx::ShapeInferenceOptions opts(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
-    onnx::shape_inference::InferShapes(*copy, onnx::OpSchemaRegistry::Instance(), opts);
-    return copy;
-  } catch (...) {
-    return nullptr;
-  }
-}
 
 // Types of every named value of every graph of `m`, for building
 // context-dependent function bodies.
@@ -125,11 +77,26 @@ Result<ir::Model> import_proto(onnx::ModelProto& m, const ImportOptions& options
       return invalid_argument("model-local function '", f.domain(), ".", f.name(), "' is defined twice");
   }
 
+  // Structure first (names defined, attributes well formed), without the
+  // tensor data: libonnx crashes on models that fail these checks, and the
+  // errors read better from here than from shape inference.
+  {
+    ConvertContext check;
+    check.model_opsets = &opsets;
+    check.check_only = true;
+    ir::Model scratch;
+    KILN_RETURN_IF_ERROR(convert_main_graph(m.mutable_graph(), nullptr, check, &scratch.graph));
+    for (const auto& f : m.functions()) {
+      ir::Function fn;
+      KILN_RETURN_IF_ERROR(convert_function(f, check, &fn));
+    }
+  }
+
   std::unique_ptr<onnx::ModelProto> typed;
   NodeOpsets node_opsets;
   if (options.inline_functions) {
     std::unique_ptr<onnx::ModelProto> pre;
-    if (options.has_kernel && options.infer_shapes) pre = infer_types(m);
+    if (options.has_kernel && options.infer_shapes) pre = infer_types(m, opsets);
     std::deque<onnx::TypeProto> storage;
     TypeIndex types;
     if (options.has_kernel) index_types(pre ? pre->graph() : m.graph(), &storage, &types);
@@ -139,7 +106,7 @@ Result<ir::Model> import_proto(onnx::ModelProto& m, const ImportOptions& options
     node_opsets = inliner.node_opsets();
     if (inliner.num_inlined() == 0) typed = std::move(pre);
   }
-  if (options.infer_shapes && !typed) typed = infer_types(m);
+  if (options.infer_shapes && !typed) typed = infer_types(m, opsets);
 
   ExternalData external(options.base_dir);
   ConvertContext ctx;

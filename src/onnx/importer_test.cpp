@@ -429,6 +429,41 @@ g (float[2] X) => (float[5] Y)
   EXPECT_EQ(value_named(r->graph, "Y").type.to_string(), "float32[5]");
 }
 
+TEST(ImporterTest, ModelsThatCrashLibonnxInferenceAreGuarded) {
+  // libonnx 1.12's Shape-15 data propagation dereferences a null type when
+  // the input is untyped (here: the output of an op without a schema).
+  auto custom = import_text(R"(
+<ir_version: 8, opset_import: ["" : 15, "custom" : 1]>
+g (float[2, 3] X) => (int64[1] Z)
+{
+  Y = custom.Foo(X)
+  Z = Shape <end = 1> (Y)
+}
+)");
+  ASSERT_TRUE(custom.ok()) << custom.status().to_string();
+  EXPECT_EQ(value_named(custom->graph, "Z").type.dtype, DType::kInt64);
+
+  // Shape reading a name nobody defines: caught before inference runs.
+  auto undefined = import_text(R"(
+<ir_version: 8, opset_import: ["" : 15]>
+g (float[2, 3] X) => (int64[1] Z)
+{
+  Z = Shape <end = 1> (Q)
+}
+)");
+  EXPECT_ERROR_HAS(undefined, "reads 'Q'");
+
+  // Scan without its required body crashes libonnx inference: not inferred.
+  auto scan = import_text(R"(
+<ir_version: 8, opset_import: ["" : 15]>
+g (float[2] X) => (float[2] Y)
+{
+  Y = Scan <num_scan_inputs = 1> (X)
+}
+)");
+  ASSERT_TRUE(scan.ok()) << scan.status().to_string();
+}
+
 TEST(ImporterTest, SequenceOptionalAndMapTypes) {
   auto m = parse_text(R"(
 <ir_version: 8, opset_import: ["" : 16]>

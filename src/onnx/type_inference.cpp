@@ -1,0 +1,168 @@
+#include "onnx/type_inference.h"
+
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "onnx/defs/schema.h"
+#include "onnx/shape_inference/implementation.h"
+
+namespace kiln::importer {
+
+namespace {
+
+// Initializers up to this many elements keep their data in the copy that
+// shape inference sees (data propagation reads small shape constants); larger
+// ones are copied without data, so inference never doubles a model's size.
+constexpr int64_t kInferenceDataLimit = 1024;
+
+bool is_small(const onnx::TensorProto& t) {
+  int64_t n = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0 || d > kInferenceDataLimit) return false;
+    n *= d;
+    if (n > kInferenceDataLimit) return false;
+  }
+  return true;
+}
+
+std::unique_ptr<onnx::ModelProto> copy_for_inference(onnx::ModelProto& m) {
+  auto copy = std::make_unique<onnx::ModelProto>();
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> saved;
+  saved.Swap(m.mutable_graph()->mutable_initializer());
+  copy->CopyFrom(m);
+  saved.Swap(m.mutable_graph()->mutable_initializer());
+  auto* inits = copy->mutable_graph()->mutable_initializer();
+  for (const auto& t : m.graph().initializer()) {
+    onnx::TensorProto* c = inits->Add();
+    if (is_small(t)) {
+      c->CopyFrom(t);
+    } else {
+      c->set_name(t.name());
+      c->set_data_type(t.data_type());
+      *c->mutable_dims() = t.dims();
+    }
+  }
+  return copy;
+}
+
+bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+
+// Whether every node of `g` (and its subgraphs) that has a schema carries the
+// GRAPH attributes the schema requires.
+bool graph_attributes_present(const onnx::GraphProto& g, const OpsetMap& opsets);
+
+bool node_graph_attributes_present(const onnx::NodeProto& n, const OpsetMap& opsets) {
+  const std::string domain = normalize_domain(n.domain());
+  auto v = opsets.find(domain);
+  if (v != opsets.end()) {
+    if (const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), v->second, domain)) {
+      for (const auto& [name, attr] : schema->attributes()) {
+        if (!attr.required || attr.type != onnx::AttributeProto::GRAPH) continue;
+        bool found = false;
+        for (const auto& a : n.attribute()) found |= a.name() == name && a.has_g();
+        if (!found) return false;
+      }
+    }
+  }
+  for (const auto& a : n.attribute()) {
+    if (a.has_g() && !graph_attributes_present(a.g(), opsets)) return false;
+    for (const auto& sub : a.graphs())
+      if (!graph_attributes_present(sub, opsets)) return false;
+  }
+  return true;
+}
+
+bool graph_attributes_present(const onnx::GraphProto& g, const OpsetMap& opsets) {
+  for (const auto& n : g.node())
+    if (!node_graph_attributes_present(n, opsets)) return false;
+  return true;
+}
+
+bool has_shape_node(const onnx::GraphProto& g) {
+  for (const auto& n : g.node()) {
+    if (n.op_type() == "Shape" && is_default_domain(n.domain())) return true;
+    for (const auto& a : n.attribute()) {
+      if (a.has_g() && has_shape_node(a.g())) return true;
+      for (const auto& sub : a.graphs())
+        if (has_shape_node(sub)) return true;
+    }
+  }
+  return false;
+}
+
+using NameSet = std::unordered_set<std::string>;
+
+// Whether the input of every Shape node of `g` has a type in `g` or an
+// enclosing graph (`chain`), after inference.
+bool shape_inputs_typed(const onnx::GraphProto& g, std::vector<const NameSet*>* chain) {
+  NameSet typed;
+  auto add = [&](const onnx::ValueInfoProto& vi) {
+    if (vi.has_type() && vi.type().value_case() != onnx::TypeProto::VALUE_NOT_SET) typed.insert(vi.name());
+  };
+  for (const auto& vi : g.input()) add(vi);
+  for (const auto& vi : g.output()) add(vi);
+  for (const auto& vi : g.value_info()) add(vi);
+  for (const auto& t : g.initializer()) typed.insert(t.name());
+  for (const auto& t : g.sparse_initializer()) typed.insert(t.values().name());
+  chain->push_back(&typed);
+  bool ok = true;
+  for (const auto& n : g.node()) {
+    if (n.op_type() == "Shape" && is_default_domain(n.domain()) && n.input_size() > 0 && !n.input(0).empty()) {
+      bool found = false;
+      for (const NameSet* s : *chain) found |= s->count(n.input(0)) != 0;
+      ok &= found;
+    }
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) ok &= shape_inputs_typed(a.g(), chain);
+      for (const auto& sub : a.graphs()) ok &= shape_inputs_typed(sub, chain);
+    }
+    if (!ok) break;
+  }
+  chain->pop_back();
+  return ok;
+}
+
+// Inference on a copy; null when libonnx throws.
+std::unique_ptr<onnx::ModelProto> run(onnx::ModelProto& m, bool data_propagation) {
+  try {
+    auto copy = copy_for_inference(m);
+    const onnx::ShapeInferenceOptions opts(/*check_type=*/false, /*error_mode=*/0, data_propagation);
+    onnx::shape_inference::InferShapes(*copy, onnx::OpSchemaRegistry::Instance(), opts);
+    return copy;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<onnx::ModelProto> infer_types(onnx::ModelProto& model, const OpsetMap& opsets) {
+  try {
+    if (!graph_attributes_present(model.graph(), opsets)) return nullptr;
+    for (const auto& f : model.functions())
+      for (const auto& n : f.node())
+        if (!node_graph_attributes_present(n, opsets)) return nullptr;
+
+    // Shape nodes inside function bodies are inferred with types ONNX
+    // derives on the fly; there is no checking them first.
+    for (const auto& f : model.functions()) {
+      onnx::GraphProto body;
+      *body.mutable_node() = f.node();
+      if (has_shape_node(body)) return run(model, /*data_propagation=*/false);
+    }
+    if (!has_shape_node(model.graph())) {
+      auto typed = run(model, /*data_propagation=*/true);
+      return typed ? std::move(typed) : run(model, /*data_propagation=*/false);
+    }
+    auto plain = run(model, /*data_propagation=*/false);
+    std::vector<const NameSet*> chain;
+    if (!plain || !shape_inputs_typed(plain->graph(), &chain)) return plain;
+    auto typed = run(model, /*data_propagation=*/true);
+    return typed ? std::move(typed) : std::move(plain);
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+}  // namespace kiln::importer

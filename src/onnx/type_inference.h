@@ -1,0 +1,28 @@
+// Runs ONNX shape inference for the importer, on a copy of the model, with
+// guards around libonnx 1.12 defects that crash (not throw) on models it
+// does not expect. Internal to src/onnx.
+#pragma once
+
+#include <memory>
+
+#include "onnx/graph_converter.h"
+#include "onnx/onnx_pb.h"
+
+namespace kiln::importer {
+
+/// Returns a copy of `model` (large initializers without their data) after
+/// onnx::shape_inference::InferShapes with check_type off, error_mode 0 and
+/// data propagation on; or null when inference throws or cannot be run
+/// safely, in which case the model's own declarations are the only types.
+/// `model` must already have passed the importer's structural checks (every
+/// name a node reads is defined): libonnx dereferences unchecked pointers
+/// otherwise. `model` is not changed.
+///
+/// Guards: a model whose node lacks a required GRAPH attribute (Scan without
+/// body crashes libonnx) is not inferred. Data propagation of Shape-15
+/// crashes when the input has no type at all, so when the model has Shape
+/// nodes it is first inferred without data propagation, and data
+/// propagation runs only when every Shape input then has a type.
+std::unique_ptr<onnx::ModelProto> infer_types(onnx::ModelProto& model, const OpsetMap& opsets);
+
+}  // namespace kiln::importer

@@ -57,13 +57,22 @@ struct Failures {
   }
 };
 
-void check_model(const fs::path& dir, const ImportOptions& options, Failures* failures, size_t* values_read) {
+// Whether shape inference typed every value of the main graph.
+bool fully_typed(const ir::Graph& g) {
+  for (const ir::ValueInfo& v : g.values)
+    if (v.type.kind == ir::ValueType::Kind::kUnknown) return false;
+  return true;
+}
+
+void check_model(const fs::path& dir, const ImportOptions& options, Failures* failures, size_t* values_read,
+                 size_t* typed_models = nullptr) {
   auto model = import_model_file((dir / "model.onnx").string(), options);
   if (!model.ok()) {
     failures->add(dir.string() + ": " + model.status().to_string());
     return;
   }
   const ir::Graph& g = model->graph;
+  if (typed_models && fully_typed(g)) ++*typed_models;
   for (const auto& set : fs::directory_iterator(dir)) {
     if (!set.is_directory() || set.path().filename().string().rfind("test_data_set_", 0) != 0) continue;
     for (const auto& file : fs::directory_iterator(set.path())) {
@@ -96,9 +105,12 @@ TEST(BackendDataTest, ImportsEveryModelAndReadsEveryValueFile) {
   EXPECT_GT(models.size(), 1000u);
   Failures failures;
   size_t values = 0;
-  for (const fs::path& dir : models) check_model(dir, {}, &failures, &values);
+  size_t typed = 0;
+  for (const fs::path& dir : models) check_model(dir, {}, &failures, &values, &typed);
   EXPECT_EQ(failures.count, 0u) << failures.report;
   EXPECT_GT(values, 2500u);
+  // Shape inference must not be skipped for well-formed models.
+  EXPECT_GT(typed, models.size() * 95 / 100) << typed << " of " << models.size() << " fully typed";
 }
 
 TEST(BackendDataTest, ImportsEveryModelWhenNoOpHasAKernel) {

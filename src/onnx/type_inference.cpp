@@ -48,34 +48,59 @@ std::unique_ptr<onnx::ModelProto> copy_for_inference(onnx::ModelProto& m) {
 
 bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
-// Whether every node of `g` (and its subgraphs) that has a schema carries the
-// GRAPH attributes the schema requires.
-bool graph_attributes_present(const onnx::GraphProto& g, const OpsetMap& opsets);
+// Whether every node of `g` (and its subgraphs) fits its schema where
+// libonnx's inference functions rely on it without checking: input and
+// output counts within bounds, required attributes present, known
+// attributes of the declared type (ScanInferenceFunction crashes on a Scan
+// without num_scan_inputs). Unknown attributes are allowed.
+bool nodes_fit_schemas(const onnx::GraphProto& g, const OpsetMap& opsets);
 
-bool node_graph_attributes_present(const onnx::NodeProto& n, const OpsetMap& opsets) {
+onnx::AttributeProto::AttributeType attribute_type(const onnx::AttributeProto& a) {
+  if (a.type() != onnx::AttributeProto::UNDEFINED) return a.type();
+  if (a.has_f()) return onnx::AttributeProto::FLOAT;
+  if (a.has_i()) return onnx::AttributeProto::INT;
+  if (a.has_s()) return onnx::AttributeProto::STRING;
+  if (a.has_t()) return onnx::AttributeProto::TENSOR;
+  if (a.has_g()) return onnx::AttributeProto::GRAPH;
+  if (a.floats_size()) return onnx::AttributeProto::FLOATS;
+  if (a.ints_size()) return onnx::AttributeProto::INTS;
+  if (a.strings_size()) return onnx::AttributeProto::STRINGS;
+  return onnx::AttributeProto::UNDEFINED;
+}
+
+bool node_fits_schema(const onnx::NodeProto& n, const OpsetMap& opsets) {
   const std::string domain = normalize_domain(n.domain());
   auto v = opsets.find(domain);
   if (v != opsets.end()) {
     if (const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), v->second, domain)) {
+      if (n.input_size() < schema->min_input() || n.input_size() > schema->max_input()) return false;
+      if (n.output_size() < schema->min_output() || n.output_size() > schema->max_output()) return false;
       for (const auto& [name, attr] : schema->attributes()) {
-        if (!attr.required || attr.type != onnx::AttributeProto::GRAPH) continue;
-        bool found = false;
-        for (const auto& a : n.attribute()) found |= a.name() == name && a.has_g();
-        if (!found) return false;
+        const onnx::AttributeProto* given = nullptr;
+        for (const auto& a : n.attribute())
+          if (a.name() == name) given = &a;
+        if (!given) {
+          if (attr.required) return false;
+          continue;
+        }
+        if (!given->ref_attr_name().empty()) continue;  // bound when a function body is instantiated
+        if (attribute_type(*given) != attr.type) return false;
+        if (attr.type == onnx::AttributeProto::GRAPH && !given->has_g()) return false;
+        if (attr.type == onnx::AttributeProto::TENSOR && !given->has_t()) return false;
       }
     }
   }
   for (const auto& a : n.attribute()) {
-    if (a.has_g() && !graph_attributes_present(a.g(), opsets)) return false;
+    if (a.has_g() && !nodes_fit_schemas(a.g(), opsets)) return false;
     for (const auto& sub : a.graphs())
-      if (!graph_attributes_present(sub, opsets)) return false;
+      if (!nodes_fit_schemas(sub, opsets)) return false;
   }
   return true;
 }
 
-bool graph_attributes_present(const onnx::GraphProto& g, const OpsetMap& opsets) {
+bool nodes_fit_schemas(const onnx::GraphProto& g, const OpsetMap& opsets) {
   for (const auto& n : g.node())
-    if (!node_graph_attributes_present(n, opsets)) return false;
+    if (!node_fits_schema(n, opsets)) return false;
   return true;
 }
 
@@ -139,10 +164,13 @@ std::unique_ptr<onnx::ModelProto> run(onnx::ModelProto& m, bool data_propagation
 
 std::unique_ptr<onnx::ModelProto> infer_types(onnx::ModelProto& model, const OpsetMap& opsets) {
   try {
-    if (!graph_attributes_present(model.graph(), opsets)) return nullptr;
-    for (const auto& f : model.functions())
+    if (!nodes_fit_schemas(model.graph(), opsets)) return nullptr;
+    for (const auto& f : model.functions()) {
+      OpsetMap fopsets = opsets;
+      for (const auto& p : f.opset_import()) fopsets[normalize_domain(p.domain())] = static_cast<int>(p.version());
       for (const auto& n : f.node())
-        if (!node_graph_attributes_present(n, opsets)) return nullptr;
+        if (!node_fits_schema(n, fopsets)) return nullptr;
+    }
 
     // Shape nodes inside function bodies are inferred with types ONNX
     // derives on the fly; there is no checking them first.

@@ -18,8 +18,9 @@ namespace kiln::importer {
 /// name a node reads is defined): libonnx dereferences unchecked pointers
 /// otherwise. `model` is not changed.
 ///
-/// Guards: a model whose node lacks a required GRAPH attribute (Scan without
-/// body crashes libonnx) is not inferred. Data propagation of Shape-15
+/// Guards: a model with a node that does not fit its schema (input/output
+/// counts, required attributes, attribute types; Scan without body or
+/// num_scan_inputs crashes libonnx) is not inferred. Data propagation of Shape-15
 /// crashes when the input has no type at all, so when the model has Shape
 /// nodes it is first inferred without data propagation, and data
 /// propagation runs only when every Shape input then has a type.

@@ -19,6 +19,13 @@ void register_softmax_ops(KernelRegistry& r);
 void register_sort_ops(KernelRegistry& r);
 void register_elementwise_ops(KernelRegistry& r);
 
+void register_pool_ops(KernelRegistry& r);
+void register_normalization_ops(KernelRegistry& r);
+void register_quantize_ops(KernelRegistry& r);
+void register_einsum_ops(KernelRegistry& r);
+void register_det_ops(KernelRegistry& r);
+void register_roi_align_ops(KernelRegistry& r);
+
 void register_resize_ops(KernelRegistry& r);
 void register_rnn_ops(KernelRegistry& r);
 void register_loss_ops(KernelRegistry& r);
@@ -26,12 +33,7 @@ void register_signal_ops(KernelRegistry& r);
 void register_detection_ops(KernelRegistry& r);
 void register_text_ops(KernelRegistry& r);
 void register_grid_sample_ops(KernelRegistry& r);
-void register_pool_ops(KernelRegistry& r);
-void register_normalization_ops(KernelRegistry& r);
-void register_quantize_ops(KernelRegistry& r);
-void register_einsum_ops(KernelRegistry& r);
-void register_det_ops(KernelRegistry& r);
-void register_roi_align_ops(KernelRegistry& r);
+void register_training_ops(KernelRegistry& r);
 
 void register_portable_kernels(KernelRegistry& r) {
   register_resize_ops(r);
@@ -41,6 +43,7 @@ void register_portable_kernels(KernelRegistry& r) {
   register_detection_ops(r);
   register_text_ops(r);
   register_grid_sample_ops(r);
+  register_training_ops(r);
   register_shape_ops(r);
   register_transform_ops(r);
   register_slice_ops(r);

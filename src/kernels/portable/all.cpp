@@ -34,6 +34,7 @@ void register_detection_ops(KernelRegistry& r);
 void register_text_ops(KernelRegistry& r);
 void register_grid_sample_ops(KernelRegistry& r);
 void register_training_ops(KernelRegistry& r);
+void register_random_ops(KernelRegistry& r);
 
 void register_portable_kernels(KernelRegistry& r) {
   register_resize_ops(r);
@@ -44,6 +45,7 @@ void register_portable_kernels(KernelRegistry& r) {
   register_text_ops(r);
   register_grid_sample_ops(r);
   register_training_ops(r);
+  register_random_ops(r);
   register_shape_ops(r);
   register_transform_ops(r);
   register_slice_ops(r);

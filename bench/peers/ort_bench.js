@@ -15,8 +15,9 @@
 //   {"runtime": "onnxruntime", "version", "model", "threads", "load_ms",
 //    "warmup", "runs", "p50_ms", "p90_ms", "mean_ms", "min_ms", "samples_ms",
 //    "baseline_rss_mb", "peak_rss_mb"}
-// baseline_rss_mb is the resident size before the session is created (Node
-// itself, ~40 MiB), so peak_rss_mb - baseline_rss_mb is what the model cost.
+// baseline_rss_mb is the resident size after onnxruntime-node is loaded and
+// before the session is created (Node itself is ~40 MiB), so peak_rss_mb -
+// baseline_rss_mb is what loading and running the model cost.
 //
 // Session options: intraOpNumThreads = --threads, interOpNumThreads = 1,
 // sequential execution, every graph optimization (ORT's defaults otherwise,
@@ -260,7 +261,8 @@ function rssMiB() {
 function quantile(sorted, q) {
   // Nearest rank on the sorted samples (the same rule as kiln bench).
   if (sorted.length === 0) return 0;
-  const rank = Math.ceil(q * sorted.length);
+  // 1e-9: 0.9 * 100 is 90.00000000000001 in binary floating point.
+  const rank = Math.ceil(q * sorted.length - 1e-9);
   return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1];
 }
 
@@ -276,13 +278,14 @@ async function main() {
     if (!fs.existsSync(dataDir)) dataDir = null;
   }
 
-  const baselineRss = rssMiB();
   let ort;
   try {
     ort = require('onnxruntime-node');
   } catch (e) {
     fail(`cannot load onnxruntime-node (${e.message}); run 'npm ci --ignore-scripts' in bench/peers`);
   }
+  // After the library is loaded, as Kiln's baseline includes its own code.
+  const baselineRss = rssMiB();
   const sessionOptions = {
     intraOpNumThreads: opts.threads,
     interOpNumThreads: 1,

@@ -1,0 +1,474 @@
+#!/usr/bin/python3
+"""Kiln side by side with ONNX Runtime: the driver of `make bench`.
+
+    /usr/bin/python3 bench/run_bench.py --kiln build/bin/kiln [options]
+
+For each model x thread count x backend configuration it runs `kiln bench`
+and the ONNX Runtime peer (bench/peers/ort_bench.js) alternately, A B A B,
+for several rounds, each a fresh process (so load time and peak RSS are
+measured every round), pools the timed samples of all rounds and prints one
+table. Results go to bench/results/latest.json and docs/performance.md.
+
+Before measuring it exports missing models with bench/models/export.py
+(installing python3-torch through scripts/install-deps.sh --with-torch when
+a torch model is missing) and installs the npm peer when node_modules lacks
+it. A model Kiln cannot load or run is reported with Kiln's error and the
+rest go on.
+
+Ratios are Kiln / ONNX Runtime: below 1 means Kiln is faster or smaller.
+  latency ratio   Kiln p50 / ORT p50 (pooled samples of every round)
+  load ratio      median Kiln load time / median ORT load time
+  RSS ratio       median (peak RSS - RSS before load) of Kiln / that of ORT;
+                  each side's baseline includes its own runtime library, so
+                  the ratio compares what loading and running the model cost
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PEERS = os.path.join(REPO, "bench", "peers")
+MODELS_OUT = os.path.join(REPO, "bench", "models", "out")
+DEFAULT_JSON = os.path.join(REPO, "bench", "results", "latest.json")
+DEFAULT_DOC = os.path.join(REPO, "docs", "performance.md")
+
+# name -> warmup runs (cheap models warm up more: caches, branch predictors).
+MODELS = {
+    "resnet18": 3,
+    "mobilenet_v2": 5,
+    "squeezenet1_1": 5,
+    "bert_encoder": 5,
+    "op_chain_500": 200,
+}
+TORCH_MODELS = {"resnet18", "mobilenet_v2", "squeezenet1_1", "bert_encoder"}
+# A process that runs longer than this is killed and its model reported failed.
+PROCESS_TIMEOUT_S = 300
+
+
+def log(message):
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
+def die(message):
+    print(f"bench: error: {message}", file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+# ---------------------------------------------------------------------------
+# Setup: models and the npm peer
+
+
+def ensure_models(names, out_dir):
+    missing = [n for n in names if not os.path.isfile(os.path.join(out_dir, n, "model.onnx"))]
+    if not missing:
+        return
+    if any(n in TORCH_MODELS for n in missing):
+        log("installing python3-torch for the model export (scripts/install-deps.sh --with-torch)")
+        subprocess.run([os.path.join(REPO, "scripts", "install-deps.sh"), "--with-torch"], check=True)
+    log(f"exporting {', '.join(missing)} into {out_dir}")
+    cmd = [sys.executable, os.path.join(REPO, "bench", "models", "export.py"), "--out", out_dir]
+    for n in missing:
+        cmd += ["--only", n]
+    subprocess.run(cmd, check=True)
+
+
+def ensure_peer(node):
+    if os.path.isfile(os.path.join(PEERS, "node_modules", "onnxruntime-node", "package.json")):
+        return
+    npm = shutil.which("npm")
+    if not npm:
+        die("npm is missing: install Node.js 20 and npm to run the ONNX Runtime peer")
+    log("installing onnxruntime-node (npm ci --ignore-scripts in bench/peers)")
+    # --ignore-scripts: the package's postinstall tries a download; the tarball
+    # already ships libonnxruntime for linux x64.
+    subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=PEERS, check=True)
+    subprocess.run([node, "-e", "require('onnxruntime-node')"], cwd=PEERS, check=True)
+
+
+# ---------------------------------------------------------------------------
+# Measuring
+
+
+def run_json(cmd):
+    """Runs a benchmark process; returns (parsed JSON, None) or (None, error line)."""
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=PROCESS_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {PROCESS_TIMEOUT_S} s: {' '.join(cmd)}"
+    if p.returncode != 0:
+        lines = [l for l in p.stderr.strip().splitlines() if l.strip()]
+        line = lines[-1] if lines else f"exit code {p.returncode}"
+        for prefix in ("kiln: error: ", "ort_bench: error: "):
+            line = line[len(prefix):] if line.startswith(prefix) else line
+        return None, line
+    try:
+        return json.loads(p.stdout.strip().splitlines()[-1]), None
+    except (ValueError, IndexError):
+        return None, f"no JSON on stdout of {' '.join(cmd)}"
+
+
+def nearest_rank(sorted_samples, q):
+    """The same quantile rule as kiln bench and ort_bench.js."""
+    if not sorted_samples:
+        return None
+    # 1e-9: 0.9 * 100 is 90.00000000000001 in binary floating point.
+    rank = max(1, min(len(sorted_samples), math.ceil(q * len(sorted_samples) - 1e-9)))
+    return sorted_samples[rank - 1]
+
+
+def summarize(results):
+    """Pools the rounds of one runtime: quantiles of all samples, medians of the rest."""
+    samples = sorted(s for r in results for s in r["samples_ms"])
+    return {
+        "rounds": len(results),
+        "runs": len(samples),
+        "p50_ms": nearest_rank(samples, 0.5),
+        "p90_ms": nearest_rank(samples, 0.9),
+        "min_ms": samples[0] if samples else None,
+        "round_p50_ms": [r["p50_ms"] for r in results],
+        "load_ms": statistics.median(r["load_ms"] for r in results),
+        "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in results),
+        "model_rss_mb": statistics.median(r["peak_rss_mb"] - r["baseline_rss_mb"] for r in results),
+    }
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def measure(args, model, threads, config):
+    model_dir = os.path.join(args.models_dir, model)
+    warmup = str(MODELS.get(model, 5))
+    common = ["--threads", str(threads), "--warmup", warmup, "--runs", "1000000", "--max-seconds", str(args.seconds)]
+    kiln_cmd = [args.kiln, "bench", model_dir, "--backends", config, "--json"] + common
+    ort_cmd = [args.node, os.path.join(PEERS, "ort_bench.js"), model_dir] + common
+    kiln, ort, errors = [], [], {}
+    for r in range(args.rounds):
+        for name, cmd, into in (("kiln", kiln_cmd, kiln), ("onnxruntime", ort_cmd, ort)):
+            if name in errors:
+                continue
+            result, error = run_json(cmd)
+            if error:
+                errors[name] = error
+                log(f"{model} threads={threads} {config}: {name} failed: {error}")
+            else:
+                into.append(result)
+        log(f"{model} threads={threads} {config}: round {r + 1}/{args.rounds}"
+            + (f" kiln p50 {kiln[-1]['p50_ms']:.3f} ms" if kiln and "kiln" not in errors else "")
+            + (f" ort p50 {ort[-1]['p50_ms']:.3f} ms" if ort and "onnxruntime" not in errors else ""))
+    row = {"model": model, "threads": threads, "config": config,
+           "kiln": summarize(kiln) if kiln and "kiln" not in errors else None,
+           "onnxruntime": summarize(ort) if ort and "onnxruntime" not in errors else None,
+           "errors": errors}
+    k, o = row["kiln"], row["onnxruntime"]
+    if k and o:
+        row["latency_ratio"] = ratio(k["p50_ms"], o["p50_ms"])
+        row["p90_ratio"] = ratio(k["p90_ms"], o["p90_ms"])
+        row["load_ratio"] = ratio(k["load_ms"], o["load_ms"])
+        row["rss_ratio"] = ratio(k["model_rss_mb"], o["model_rss_mb"])
+    if k and kiln:
+        row["kiln_nodes"] = kiln[0].get("nodes")
+    return row
+
+
+def run_microbench(path):
+    """Runs kiln_microbench (Google Benchmark) and returns {name: {ns, counters}}."""
+    if not path or not os.path.isfile(path):
+        return None
+    try:
+        p = subprocess.run([path, "--benchmark_format=json", "--benchmark_min_time=0.2"], capture_output=True,
+                           text=True, timeout=PROCESS_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return {"error": "kiln_microbench timed out"}
+    if p.returncode != 0:
+        return {"error": (p.stderr.strip().splitlines() or ["exit code %d" % p.returncode])[-1]}
+    out = {}
+    for b in json.loads(p.stdout)["benchmarks"]:
+        entry = {"real_time": b["real_time"], "time_unit": b["time_unit"]}
+        for key, value in b.items():
+            if key not in ("name", "run_name", "run_type", "repetitions", "repetition_index", "threads",
+                           "iterations", "real_time", "cpu_time", "time_unit", "family_index",
+                           "per_family_instance_index", "aggregate_name", "label"):
+                entry[key] = value
+        if b.get("label"):
+            entry["label"] = b["label"]
+        out[b["name"]] = entry
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The machine
+
+
+def machine():
+    info = {"python": platform.python_version(), "kernel": platform.release(), "cores": os.cpu_count()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpuinfo = f.read()
+        for line in cpuinfo.splitlines():
+            if line.startswith("model name"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+                break
+        flags = next((l.split(":", 1)[1].split() for l in cpuinfo.splitlines() if l.startswith("flags")), [])
+        info["simd"] = [f for f in ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_vnni", "amx_tile") if f in flags]
+    except OSError:
+        pass
+    try:
+        with open("/proc/meminfo") as f:
+            kib = int(f.readline().split()[1])
+        info["memory_gib"] = round(kib / 1024 / 1024, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open("/etc/os-release") as f:
+            for line in f:
+                if line.startswith("PRETTY_NAME="):
+                    info["os"] = line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return info
+
+
+# ---------------------------------------------------------------------------
+# Reporting
+
+
+def fmt_ms(x):
+    if x is None:
+        return "-"
+    return f"{x:.1f}" if x >= 100 else f"{x:.2f}" if x >= 10 else f"{x:.3f}"
+
+
+def fmt_ratio(x):
+    return "-" if x is None else f"{x:.2f}"
+
+
+def table_rows(rows):
+    header = ["model", "config", "threads", "Kiln p50/p90 ms", "ORT p50/p90 ms", "latency", "load", "RSS"]
+    out = [header]
+    for r in rows:
+        k, o = r["kiln"], r["onnxruntime"]
+        out.append([
+            r["model"], r["config"], str(r["threads"]),
+            f"{fmt_ms(k['p50_ms'])} / {fmt_ms(k['p90_ms'])}" if k else "failed",
+            f"{fmt_ms(o['p50_ms'])} / {fmt_ms(o['p90_ms'])}" if o else "failed",
+            fmt_ratio(r.get("latency_ratio")), fmt_ratio(r.get("load_ratio")), fmt_ratio(r.get("rss_ratio")),
+        ])
+    return out
+
+
+def print_table(rows):
+    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+
+
+def markdown_table(rows):
+    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "|".join("---" for _ in rows[0]) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+    return "\n".join(lines)
+
+
+def goals(report):
+    """The issue-5 goals with what this run measured."""
+    lines = []
+    chain = [r for r in report["rows"] if r["model"] == "op_chain_500" and r["threads"] == 1 and r["kiln"]]
+    if chain:
+        r = chain[0]
+        nodes = r.get("kiln_nodes") or 500
+        k_us = r["kiln"]["p50_ms"] * 1e3 / nodes
+        o_us = r["onnxruntime"]["p50_ms"] * 1e3 / nodes if r["onnxruntime"] else None
+        line = (f"- Per-node cost on op_chain_500 (p50 / {nodes} nodes, 1 thread, the [1,64] Add/Mul "
+                f"kernels included): Kiln {k_us:.3f} µs"
+                + (f", ONNX Runtime {o_us:.3f} µs" if o_us is not None else ""))
+        line += ". Goal: ≤ 0.1 µs per node."
+        lines.append(line)
+    portable = [r for r in report["rows"] if r["config"] == "portable" and r.get("latency_ratio") is not None]
+    if portable:
+        worst = max(portable, key=lambda r: r["latency_ratio"])
+        ok = all(r["latency_ratio"] <= 2.0 for r in portable)
+        lines.append(f"- Portable kernels vs ONNX Runtime: worst latency ratio {worst['latency_ratio']:.2f} "
+                     f"({worst['model']}, {worst['threads']} thread{'s' if worst['threads'] > 1 else ''}); "
+                     f"goal ≤ 2.0 on every model: {'met' if ok else 'not met'} in this run.")
+    failed = [r for r in report["rows"] if r["config"] == "portable" and not r["kiln"]]
+    for r in failed:
+        plural = "s" if r["threads"] > 1 else ""
+        lines.append(f"- {r['model']} ({r['threads']} thread{plural}): Kiln failed: {r['errors'].get('kiln', '?')}")
+    micro = report.get("microbench") or {}
+    plugin = [(n, b) for n, b in micro.items() if isinstance(b, dict) and "PluginExecute" in n]
+    if plugin:
+        for n, b in plugin:
+            lines.append(f"- One plugin execute call through the ABI ({n}): {b['real_time']:.1f} {b['time_unit']}; "
+                         "goal < 100 ns.")
+    else:
+        lines.append("- One plugin execute call through the ABI: not measured in this run "
+                     "(kiln_microbench was not built or has no PluginExecute benchmark).")
+    return "\n".join(lines)
+
+
+def write_doc(path, report, rows):
+    m = report["machine"]
+    load = report["load_average"]
+    busy = max(load["before"][0], load["after"][0]) > 0.5 * (m.get("cores") or 1)
+    micro = report.get("microbench") or {}
+    micro_lines = "\n".join(
+        f"| {name} | {b['real_time']:.1f} {b['time_unit']} | "
+        + ", ".join(f"{k}={v:.4g}" for k, v in b.items()
+                    if k not in ("real_time", "time_unit", "label") and isinstance(v, (int, float)))
+        + " |" for name, b in micro.items() if isinstance(b, dict) and "real_time" in b)
+    text = f"""# Kiln performance
+
+Kiln's performance goals are ratios to ONNX Runtime measured in the same run
+on the same machine. This page is written by `make bench`
+(bench/run_bench.py); the raw numbers, every sample included, are in
+bench/results/latest.json.
+
+## How to reproduce
+
+```
+make bench                      # builds Kiln, exports models, installs the peer, measures
+/usr/bin/python3 bench/run_bench.py --kiln build/bin/kiln --rounds 4 --seconds 2   # the same, by hand
+build/bin/kiln bench bench/models/out/resnet18 --profile --trace resnet18.json
+```
+
+`make bench` exports missing models with bench/models/export.py (torch is
+installed on demand), installs onnxruntime-node {report['onnxruntime_version'] or '1.30.0'}
+from bench/peers/package-lock.json (`npm ci --ignore-scripts`), then for
+each model × thread count × backend configuration runs `kiln bench` and
+bench/peers/ort_bench.js alternately (Kiln, ORT, Kiln, ORT, ...;
+{report['settings']['rounds']} rounds of fresh processes, {report['settings']['seconds']} s of timed runs each after a
+warmup), pools the samples of all rounds and reports p50/p90. Both sides
+get the same input (test_data_set_0/input_0.pb) and the same thread count
+(ORT: intraOpNumThreads, interOpNumThreads 1, sequential, all graph
+optimizations, its default spinning pool; ORT's times include the
+Node.js binding's per-call cost, a few µs).
+
+Columns: latency = Kiln p50 / ORT p50; load = median load time ratio;
+RSS = median ratio of (peak RSS − RSS before load), so that neither
+Node.js nor either runtime's own code counts. Below 1: Kiln is faster or
+smaller.
+
+## Machine
+
+- CPU: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, SIMD: {', '.join(m.get('simd', [])) or '?'}
+- Memory: {m.get('memory_gib', '?')} GiB; OS: {m.get('os', '?')}, Linux {m.get('kernel', '?')}
+- Date: {report['date']}; {report['kiln_version']}; load average {load['before'][0]:.2f} before,
+  {load['after'][0]:.2f} after{' — the machine was busy: treat these numbers as noisy' if busy else ''}
+
+## Results
+
+{markdown_table(rows)}
+
+## Goals
+
+{goals(report)}
+"""
+    if micro_lines:
+        text += f"""
+## Micro-benchmarks (kiln_microbench)
+
+| benchmark | time | counters |
+|---|---|---|
+{micro_lines}
+"""
+    if report.get("notes"):
+        text += "\n## Notes\n\n" + "\n".join(f"- {n}" for n in report["notes"]) + "\n"
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kiln", default=os.path.join(REPO, "build", "bin", "kiln"), help="the kiln binary")
+    parser.add_argument("--node", default=shutil.which("node") or "node", help="node (v20)")
+    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated (default: all five)")
+    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
+    parser.add_argument("--configs", default=os.environ.get("KILN_BENCH_CONFIGS", "portable"),
+                        help="semicolon-separated backend configurations, each a --backends list for "
+                             "kiln bench (default: portable; env KILN_BENCH_CONFIGS)")
+    parser.add_argument("--rounds", type=int, default=4, help="A B rounds per row (default 4)")
+    parser.add_argument("--seconds", type=float, default=2.0, help="timed seconds per process (default 2)")
+    parser.add_argument("--models-dir", default=MODELS_OUT)
+    parser.add_argument("--microbench", default=None, help="kiln_microbench binary to run (optional)")
+    parser.add_argument("--json-out", default=DEFAULT_JSON)
+    parser.add_argument("--doc", default=DEFAULT_DOC, help="markdown report ('' to skip)")
+    parser.add_argument("--no-setup", action="store_true", help="do not export models or install the peer")
+    args = parser.parse_args(argv)
+
+    models = [m for m in args.models.split(",") if m]
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        parser.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}")
+    threads = [int(t) for t in args.threads.split(",") if t]
+    configs = [c.strip() for c in args.configs.split(";") if c.strip()]
+    if args.rounds < 1 or args.seconds <= 0:
+        parser.error("--rounds must be >= 1 and --seconds > 0")
+    if not os.access(args.kiln, os.X_OK):
+        die(f"kiln binary '{args.kiln}' is missing; build it first (make build) or pass --kiln")
+    if not args.no_setup:
+        ensure_models(models, args.models_dir)
+        ensure_peer(args.node)
+
+    started = time.time()
+    load_before = os.getloadavg()
+    rows = []
+    for model in models:
+        for config in configs:
+            for t in threads:
+                rows.append(measure(args, model, t, config))
+    micro = run_microbench(args.microbench)
+    load_after = os.getloadavg()
+
+    kiln_version = subprocess.run([args.kiln, "--version"], capture_output=True, text=True).stdout.strip()
+    ort_version = next((r["onnxruntime"] for r in rows if r["onnxruntime"]), None)
+    notes = []
+    if max(load_before[0], load_after[0]) > 0.5 * (os.cpu_count() or 1):
+        notes.append(f"Load average was {load_before[0]:.2f} before and {load_after[0]:.2f} after the run on "
+                     f"{os.cpu_count()} cores: other work competed for the CPU and these numbers are noisy. "
+                     "Re-take them on a quiet machine before drawing conclusions.")
+    report = {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "machine": machine(),
+        "load_average": {"before": list(load_before), "after": list(load_after)},
+        "kiln_version": kiln_version,
+        "onnxruntime_version": None,
+        "settings": {"rounds": args.rounds, "seconds": args.seconds, "threads": threads, "configs": configs,
+                     "models": models, "warmup": {m: MODELS[m] for m in models}},
+        "rows": rows,
+        "microbench": micro,
+        "notes": notes,
+        "elapsed_s": round(time.time() - started, 1),
+    }
+    if ort_version:
+        report["onnxruntime_version"] = json.load(open(os.path.join(
+            PEERS, "node_modules", "onnxruntime-node", "package.json")))["version"]
+    os.makedirs(os.path.dirname(args.json_out), exist_ok=True)
+    with open(args.json_out, "w") as f:
+        json.dump(report, f, indent=1)
+        f.write("\n")
+
+    table = table_rows(rows)
+    print()
+    print_table(table)
+    print()
+    print(goals(report))
+    for n in notes:
+        print("note: " + n)
+    print(f"\nwrote {os.path.relpath(args.json_out, REPO)}" + (f" and {os.path.relpath(args.doc, REPO)}" if args.doc else "")
+          + f" ({report['elapsed_s']} s)")
+    if args.doc:
+        write_doc(args.doc, report, table)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -66,6 +66,7 @@ class GatherKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 2, 2));
     const Tensor& data = ctx.input(0);
     if (!ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": input 1 (indices) is missing");
     const Tensor& ind = ctx.input(1);
@@ -158,6 +159,7 @@ class GatherElementsKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 2, 2));
     const Tensor& data = ctx.input(0);
     if (!ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": input 1 (indices) is missing");
     const Tensor& ind = ctx.input(1);
@@ -196,6 +198,7 @@ class GatherNDKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 2, 2));
     const Tensor& data = ctx.input(0);
     if (!ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": input 1 (indices) is missing");
     const Tensor& ind = ctx.input(1);
@@ -317,6 +320,7 @@ class ScatterElementsKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 3, 3));
     const Tensor& data = ctx.input(0);
     if (!ctx.has_input(1) || !ctx.has_input(2)) {
       return invalid_argument(ctx.node().label(), ": inputs 1 (indices) and 2 (updates) are required");
@@ -378,6 +382,7 @@ class ScatterNDKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 3, 3));
     const Tensor& data = ctx.input(0);
     if (!ctx.has_input(1) || !ctx.has_input(2)) {
       return invalid_argument(ctx.node().label(), ": inputs 1 (indices) and 2 (updates) are required");
@@ -460,6 +465,7 @@ class CompressKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 2, 2));
     const Tensor& in = ctx.input(0);
     if (!ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": input 1 (condition) is missing");
     const Tensor& cond = ctx.input(1);
@@ -518,6 +524,7 @@ class OneHotKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 3, 3));
     if (!ctx.has_input(1) || !ctx.has_input(2)) {
       return invalid_argument(ctx.node().label(), ": inputs 1 (depth) and 2 (values) are required");
     }
@@ -525,8 +532,10 @@ class OneHotKernel final : public Kernel {
     const Tensor& values = ctx.input(2);
     if (ctx.input(1).numel() != 1) return invalid_argument(ctx.node().label(), ": input 1 (depth) must be a scalar");
     KILN_ASSIGN_OR_RETURN(std::vector<double> depth_v, to_double_vector(ctx.input(1)));
+    if (!(depth_v[0] >= 1 && depth_v[0] <= static_cast<double>(layout::kMaxElements))) {
+      return invalid_argument(ctx.node().label(), ": input 1 (depth) must be in [1, 2^38], got ", depth_v[0]);
+    }
     const int64_t depth = static_cast<int64_t>(depth_v[0]);
-    if (depth < 1) return invalid_argument(ctx.node().label(), ": input 1 (depth) must be >= 1, got ", depth_v[0]);
     if (values.numel() != 2) {
       return invalid_argument(ctx.node().label(), ": input 2 (values) must hold [off, on], got shape ",
                               values.shape().to_string());
@@ -546,12 +555,15 @@ class OneHotKernel final : public Kernel {
     }
     if (axis == ind.rank()) out_shape.push_back(depth);
     const DType dt = values.dtype();
+    KILN_RETURN_IF_ERROR(layout::checked_numel(out_shape, ctx.node()).status());
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, dt, out_shape));
     layout::fill_elements(dt, out->raw_data(), values.raw_data(), out->numel());
     const void* on = advance(values.raw_data(), 1, dt);
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t i = 0; i < inner; ++i) {
-        int64_t k = static_cast<int64_t>(iv[static_cast<size_t>(o * inner + i)]);
+        const double kv = iv[static_cast<size_t>(o * inner + i)];
+        if (!(std::fabs(kv) < static_cast<double>(layout::kMaxElements))) continue;  // NaN, inf, far out
+        int64_t k = static_cast<int64_t>(kv);
         if (k < 0) k += depth;
         if (k < 0 || k >= depth) continue;
         copy_elements(dt, advance(out->raw_data(), (o * depth + k) * inner + i, dt), on, 1);
@@ -569,6 +581,7 @@ class OneHotKernel final : public Kernel {
 class NonZeroKernel final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
     const Tensor& in = ctx.input(0);
     std::vector<int64_t> hits;
     Status st;

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "kernels/testing/kernel_runner.h"
 
 namespace kiln {
@@ -149,6 +151,26 @@ TEST(NonZeroTest, CoordinatesPerDim) {
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->shape(), (Shape{2, 2}));
   EXPECT_EQ(vals<int64_t>(*r), (std::vector<int64_t>{0, 1, 0, 1}));
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(OneHotTest, NonFiniteDepthIsAnErrorAndNaNIndexIsOff) {
+  Tensor values = Tensor::from_vector<float>({0, 1}, Shape{2});
+  EXPECT_FALSE(testing::run_op1("OneHot", {ints({0}), Tensor::scalar(INFINITY), values}).ok());
+  auto r = testing::run_op1("OneHot", {Tensor::from_vector<float>({NAN, 1.f}, Shape{2}), Tensor::scalar(2.f), values});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(vals<float>(*r), (std::vector<float>{0, 0, 0, 1}));
+}
+
+TEST(GatherTest, SequenceWhereTensorBelongsIsAnError) {
+  auto r = testing::run_op1("Gather", {Value::sequence({iota_f({2})}, DType::kFloat32), ints({0})});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("input 0"), std::string::npos);
 }
 
 }  // namespace

@@ -238,6 +238,7 @@ class ReduceKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 2));
     const Tensor& in = ctx.input(0);
     const int64_t rank = static_cast<int64_t>(in.rank());
     std::vector<int64_t> axes = attr_axes_;
@@ -288,6 +289,7 @@ class ArgKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
     const Tensor& in = ctx.input(0);
     const int64_t rank = static_cast<int64_t>(in.rank());
     KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank, ctx.node()));

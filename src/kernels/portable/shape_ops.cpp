@@ -41,6 +41,7 @@ class ReshapeKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, use_attr_ ? 1 : 2, 2));
     const Tensor& in = ctx.input(0);
     std::vector<int64_t> spec;
     if (use_attr_) {
@@ -73,7 +74,9 @@ class ReshapeKernel final : public Kernel {
                                 " has an invalid dim ", d);
       }
       out[i] = d;
-      known *= d;
+      if (__builtin_mul_overflow(known, d, &known)) {
+        return invalid_argument(ctx.node().label(), ": input 1 (shape) ", Shape(spec).to_string(), " overflows");
+      }
     }
     if (infer >= 0) {
       if (known == 0) {
@@ -111,6 +114,7 @@ class FlattenKernel final : public Kernel {
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
     const Tensor& in = ctx.input(0);
     const int64_t r = static_cast<int64_t>(in.rank());
     if (axis_ < -r || axis_ > r) {
@@ -155,6 +159,7 @@ class AxesKernelBase : public Kernel {
 class SqueezeKernel final : public AxesKernelBase {
  public:
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 2));
     const Tensor& in = ctx.input(0);
     bool given = false;
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> ax, axes(ctx, &given));
@@ -183,6 +188,7 @@ class SqueezeKernel final : public AxesKernelBase {
 class UnsqueezeKernel final : public AxesKernelBase {
  public:
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 2));
     const Tensor& in = ctx.input(0);
     bool given = false;
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> ax, axes(ctx, &given));
@@ -210,6 +216,7 @@ class ShapeKernel final : public Kernel {
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
     Status st;
     const Tensor* in = tensor_input0(ctx, &st);
     if (!in) return st;
@@ -228,6 +235,7 @@ class ShapeKernel final : public Kernel {
 class SizeKernel final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
     Status st;
     const Tensor* in = tensor_input0(ctx, &st);
     if (!in) return st;
@@ -268,6 +276,7 @@ class DropoutKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 3));
     const Tensor& x = ctx.input(0);
     bool training = false;
     float ratio = attr_ratio_;
@@ -357,6 +366,7 @@ class DropoutKernel final : public Kernel {
 class ExpandKernel final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 2, 2));
     const Tensor& in = ctx.input(0);
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> spec, read_ints_input(ctx, 1, "shape"));
     for (int64_t d : spec)
@@ -364,6 +374,7 @@ class ExpandKernel final : public Kernel {
     Result<Shape> bs = broadcast_shapes(in.shape(), Shape(spec));
     if (!bs.ok()) return std::move(bs).status().with_context(ctx.node().label());
     const Shape out_shape = *bs;
+    KILN_RETURN_IF_ERROR(layout::checked_numel(out_shape, ctx.node()).status());
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, in.dtype(), out_shape));
     std::vector<int64_t> src = broadcast_strides(in.shape(), out_shape);
     std::vector<int64_t> dst = contiguous_strides(out_shape);
@@ -390,10 +401,10 @@ class ConstantOfShapeKernel final : public Kernel {
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
     if (!ctx.has_input(0)) return invalid_argument(ctx.node().label(), ": input 0 (input) is missing");
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> spec, read_ints_input(ctx, 0, "input"));
-    for (int64_t d : spec)
-      if (d < 0) return invalid_argument(ctx.node().label(), ": input 0 (input) has a negative dim ", d);
+    KILN_RETURN_IF_ERROR(layout::checked_numel(Shape(spec), ctx.node()).status());
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, value_.dtype(), Shape(spec)));
     layout::fill_elements(value_.dtype(), out->raw_data(), value_.raw_data(), out->numel());
     return Status::ok();
@@ -453,6 +464,7 @@ class ConstantKernel final : public Kernel {
 class RangeKernel final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 3, 3));
     for (size_t i = 0; i < 3; ++i) {
       if (!ctx.has_input(i) || ctx.input(i).numel() != 1) {
         static const char* kNames[] = {"start", "limit", "delta"};
@@ -474,26 +486,33 @@ class RangeKernel final : public Kernel {
           return;
         }
         double count = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
-        if constexpr (std::is_integral_v<T>) {
-          // Exact for large int64 values, where the double above may round.
-          const int64_t span = static_cast<int64_t>(limit) - static_cast<int64_t>(start);
-          const int64_t d = static_cast<int64_t>(delta);
-          int64_t q = span / d;
-          if (q * d != span && ((span > 0) == (d > 0))) ++q;
-          count = static_cast<double>(q);
-        }
-        if (!(count < 1e12)) {
+        if (!(count < static_cast<double>(layout::kMaxElements))) {
           st = invalid_argument(ctx.node().label(), ": range would have ", count, " elements");
           return;
         }
-        const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
+        if constexpr (std::is_integral_v<T>) {
+          // Exact for large int64 values, where the double above may round.
+          const __int128 span = static_cast<__int128>(limit) - static_cast<__int128>(start);
+          const __int128 d = static_cast<__int128>(delta);
+          __int128 q = span / d;
+          if (q * d != span && ((span > 0) == (d > 0))) ++q;
+          count = static_cast<double>(q);
+        }
+        const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
         Result<Tensor*> out = ctx.allocate_output(0, dt, Shape{n});
         if (!out.ok()) {
           st = std::move(out).status();
           return;
         }
         T* o = (*out)->template data<T>();
-        for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(start + static_cast<T>(i) * delta);
+        if constexpr (std::is_integral_v<T>) {
+          // Wrapping arithmetic: i * delta may overflow although every value fits.
+          const uint64_t s0 = static_cast<uint64_t>(static_cast<int64_t>(start));
+          const uint64_t d = static_cast<uint64_t>(static_cast<int64_t>(delta));
+          for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(static_cast<int64_t>(s0 + static_cast<uint64_t>(i) * d));
+        } else {
+          for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(start + static_cast<T>(i) * delta);
+        }
       } else {
         st = invalid_argument(ctx.node().label(), ": unsupported dtype ", dtype_name(dt));
       }
@@ -517,6 +536,7 @@ class EyeLikeKernel final : public Kernel {
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
     const Tensor& in = ctx.input(0);
     if (in.rank() != 2) {
       return invalid_argument(ctx.node().label(), ": input 0 must be 2-D, got shape ", in.shape().to_string());
@@ -530,8 +550,9 @@ class EyeLikeKernel final : public Kernel {
       if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
         T* o = out->data<T>();
         std::fill_n(o, rows * cols, static_cast<T>(0));
+        const int64_t k = std::clamp<int64_t>(k_, -rows, cols);  // avoids overflow; same result
         for (int64_t i = 0; i < rows; ++i) {
-          const int64_t j = i + k_;
+          const int64_t j = i + k;
           if (j >= 0 && j < cols) o[i * cols + j] = static_cast<T>(1);
         }
       } else {

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <climits>
+#include <cmath>
+
 #include "kernels/testing/kernel_runner.h"
 
 namespace kiln {
@@ -244,6 +247,41 @@ TEST(EyeLikeTest, OffDiagonalAndDtype) {
   EXPECT_EQ(r->dtype(), DType::kFloat32);
   EXPECT_EQ(vals<float>(*r), (std::vector<float>{0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}));
   EXPECT_FALSE(run_op1("EyeLike", {iota_f({3})}).ok());
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(ShapeOpsTest, MissingOrNonTensorInputsAreErrors) {
+  Tensor x = Tensor::from_vector<float>({1, 2}, Shape{2});
+  auto r = testing::run_op1("Reshape", {x, Value::none()});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("input 1"), std::string::npos);
+  EXPECT_FALSE(testing::run_op1("Expand", {Value::sequence({x}, DType::kFloat32), Tensor::from_vector<int64_t>({2})}).ok());
+  EXPECT_FALSE(testing::run_op1("Shape", {Value::none()}).ok());
+  EXPECT_FALSE(testing::run_op1("Range", {Tensor::scalar(1.f), Tensor::scalar(2.f)}).ok());
+}
+
+TEST(ShapeOpsTest, AbsurdShapesAreErrorsNotCrashes) {
+  Tensor x = Tensor::from_vector<float>({1}, Shape{1});
+  const int64_t big = int64_t{1} << 40;
+  EXPECT_FALSE(testing::run_op1("Expand", {x, Tensor::from_vector<int64_t>({big, big})}).ok());
+  EXPECT_FALSE(testing::run_op1("ConstantOfShape", {Tensor::from_vector<int64_t>({big, big, big})}).ok());
+  EXPECT_FALSE(testing::run_op1("Reshape", {x, Tensor::from_vector<int64_t>({big, big, big, 0})},
+                                {testing::attr("allowzero", 1)}).ok());
+  EXPECT_FALSE(testing::run_op1("Range", {Tensor::scalar<int64_t>(INT64_MIN), Tensor::scalar<int64_t>(INT64_MAX),
+                                          Tensor::scalar<int64_t>(1)}).ok());
+  EXPECT_FALSE(testing::run_op1("Range", {Tensor::scalar(0.f), Tensor::scalar(INFINITY), Tensor::scalar(1.f)}).ok());
+}
+
+TEST(RangeTest, ExtremeIntegersDoNotOverflow) {
+  auto r = testing::run_op1("Range", {Tensor::scalar<int64_t>(INT64_MIN), Tensor::scalar<int64_t>(INT64_MAX),
+                                      Tensor::scalar<int64_t>(INT64_MAX)});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(vals<int64_t>(*r), (std::vector<int64_t>{INT64_MIN, -1, INT64_MAX - 1}));
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ class SliceKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, from_attrs_ ? 1 : 3, from_attrs_ ? 1 : 5));
     const Tensor& in = ctx.input(0);
     const int64_t rank = static_cast<int64_t>(in.rank());
     std::vector<int64_t> starts, ends, axes, steps;
@@ -77,15 +78,16 @@ class SliceKernel final : public Kernel {
       if (step > 0) {
         s = std::clamp<int64_t>(s, 0, dim);
         e = std::clamp<int64_t>(e, 0, dim);
-        count = e > s ? (e - s + step - 1) / step : 0;
+        count = e > s ? (e - s - 1) / step + 1 : 0;
       } else {
         s = std::clamp<int64_t>(s, -1, dim - 1);
         e = std::clamp<int64_t>(e, -1, dim - 1);
-        count = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+        count = s > e ? (s - e - 1) / -std::max(step, -INT64_MAX) + 1 : 0;
       }
       out_shape[a] = count;
       if (count > 0) base += s * in_strides[a];
-      src_strides[a] = in_strides[a] * step;
+      // A step past the axis takes one element; keep the stride product small.
+      src_strides[a] = count > 1 ? in_strides[a] * step : 0;
     }
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, in.dtype(), out_shape));
     if (out->numel() == 0) return Status::ok();

@@ -90,3 +90,24 @@ TEST(SliceTest, ParallelLargeSliceMatches) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(SliceTest, ExtremeStepsTakeOneElement) {
+  auto r = testing::run_op1("Slice", {iota_f({4}), ints({0}), ints({4}), ints({0}), ints({INT64_MAX})});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(vals<float>(*r), (std::vector<float>{0}));
+  r = testing::run_op1("Slice", {iota_f({4}), ints({-1}), ints({INT64_MIN}), ints({0}), ints({INT64_MIN})});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(vals<float>(*r), (std::vector<float>{3}));
+}
+
+TEST(SliceTest, MissingStartsIsAnError) {
+  auto r = testing::run_op1("Slice", {iota_f({4}), Value::none(), ints({2})});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("input 1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln

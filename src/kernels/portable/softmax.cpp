@@ -15,6 +15,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/portable/strided_copy.h"
 #include "kernels/registry.h"
 #include "kernels/util.h"
 
@@ -175,6 +176,7 @@ class SoftmaxKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
     const Tensor& in = ctx.input(0);
     const int64_t rank = static_cast<int64_t>(in.rank());
     int64_t outer = 1, n = 1, inner = 1;

@@ -1,5 +1,6 @@
 // Order-dependent ops: TopK, Unique, CumSum.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -33,6 +34,7 @@ class TopKKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, opset_ >= 10 ? 2 : 1, 2));
     const Tensor& in = ctx.input(0);
     const int64_t rank = static_cast<int64_t>(in.rank());
     if (rank == 0) return invalid_argument(ctx.node().label(), ": input 0 must have rank >= 1");
@@ -125,6 +127,7 @@ class UniqueKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
     const Tensor& in = ctx.input(0);
     // Slices along the axis: [outer, n, inner]; without an axis, n elements.
     int64_t outer = 1, n = in.numel(), inner = 1;
@@ -160,6 +163,14 @@ class UniqueKernel final : public Kernel {
         for (int64_t i = 0; i < inner; ++i) {
           const C va = static_cast<C>(x[(o * n + a) * inner + i]);
           const C vb = static_cast<C>(x[(o * n + b) * inner + i]);
+          if constexpr (std::is_floating_point_v<C>) {
+            // A total order: NaNs equal each other and sort last (as numpy).
+            const bool na = std::isnan(va), nb = std::isnan(vb);
+            if (na || nb) {
+              if (na != nb) return na ? 1 : -1;
+              continue;
+            }
+          }
           if (va < vb) return -1;
           if (vb < va) return 1;
         }
@@ -231,6 +242,7 @@ class CumSumKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 2, 2));
     const Tensor& in = ctx.input(0);
     KILN_ASSIGN_OR_RETURN(const int64_t axis_in, layout::read_int_scalar(ctx, 1, "axis"));
     const int64_t rank = static_cast<int64_t>(in.rank());

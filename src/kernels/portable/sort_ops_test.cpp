@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "kernels/testing/kernel_runner.h"
 
 namespace kiln {
@@ -97,6 +99,24 @@ TEST(CumSumTest, ExclusiveReverseAndAxis) {
   EXPECT_EQ(vals<float>(*r), (std::vector<float>{1, 2, 3, 5, 7, 9}));
   EXPECT_FALSE(run_op1("CumSum", {x, Tensor::scalar<int64_t>(2)}).ok());
   EXPECT_FALSE(run_op1("CumSum", {x}).ok());
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(UniqueTest, NaNsCollapseAndSortLast) {
+  Tensor x = Tensor::from_vector<float>({NAN, 1, NAN, 0}, Shape{4});
+  auto out = call("Unique", {x}, {}, 4);
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  const std::vector<float> y = vals<float>((*out)[0].tensor());
+  ASSERT_EQ(y.size(), 3u);
+  EXPECT_EQ(y[0], 0.f);
+  EXPECT_EQ(y[1], 1.f);
+  EXPECT_TRUE(std::isnan(y[2]));
+  EXPECT_EQ(vals<int64_t>((*out)[3].tensor()), (std::vector<int64_t>{1, 1, 2}));
 }
 
 }  // namespace

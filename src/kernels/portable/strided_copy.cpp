@@ -239,6 +239,38 @@ Result<int64_t> read_int_scalar(const KernelContext& ctx, size_t i, std::string_
   return v[0];
 }
 
+Status check_inputs(const KernelContext& ctx, size_t required, size_t max_inputs) {
+  const size_t n = std::min(ctx.num_inputs(), max_inputs);
+  for (size_t i = 0; i < std::max(n, required); ++i) {
+    const Value* v = ctx.input_value(i);
+    const bool present = v != nullptr && !v->is_none();
+    if (!present) {
+      if (i < required) return invalid_argument(ctx.node().label(), ": input ", i, " is missing");
+      continue;
+    }
+    if (!v->is_tensor() || !v->tensor().defined()) {
+      return invalid_argument(ctx.node().label(), ": input ", i, " must be a tensor");
+    }
+  }
+  return Status::ok();
+}
+
+Result<int64_t> checked_numel(const Shape& shape, const ir::Node& node) {
+  int64_t n = 1;
+  bool zero = false;
+  for (int64_t d : shape) {
+    if (d < 0) return invalid_argument(node.label(), ": shape ", shape.to_string(), " has a negative dim");
+    if (d == 0) zero = true;
+  }
+  if (zero) return int64_t{0};
+  for (int64_t d : shape) {
+    if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements) {
+      return invalid_argument(node.label(), ": output shape ", shape.to_string(), " has too many elements");
+    }
+  }
+  return n;
+}
+
 Result<std::vector<int64_t>> normalize_axes(std::span<const int64_t> axes, int64_t rank, const ir::Node& node) {
   std::vector<int64_t> out;
   out.reserve(axes.size());

@@ -52,6 +52,16 @@ Result<std::vector<int64_t>> read_ints_input(const KernelContext& ctx, size_t i,
 /// Reads one integer scalar (or 1-element tensor) from input `i`.
 Result<int64_t> read_int_scalar(const KernelContext& ctx, size_t i, std::string_view what);
 
+/// Checks inputs 0..required-1 are present tensors and that optional inputs
+/// required..max_inputs-1, when present, are tensors. A model can omit any
+/// input or feed a sequence where a tensor belongs; kernels must not crash.
+Status check_inputs(const KernelContext& ctx, size_t required, size_t max_inputs);
+
+/// Elements in a tensor of `shape`; an error naming the node when the count
+/// overflows or exceeds kMaxElements (no real model comes close).
+inline constexpr int64_t kMaxElements = int64_t{1} << 38;
+Result<int64_t> checked_numel(const Shape& shape, const ir::Node& node);
+
 /// Normalizes each axis into [0, rank) and checks they are distinct.
 Result<std::vector<int64_t>> normalize_axes(std::span<const int64_t> axes, int64_t rank, const ir::Node& node);
 

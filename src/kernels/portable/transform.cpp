@@ -34,6 +34,7 @@ class ConcatKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, std::max<size_t>(ctx.num_inputs(), 1), ctx.num_inputs()));
     const size_t n = ctx.num_inputs();
     if (n == 0 || !ctx.has_input(0)) return invalid_argument(ctx.node().label(), ": needs at least one input");
     const Tensor& first = ctx.input(0);
@@ -111,6 +112,7 @@ class SplitKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 2));
     const Tensor& in = ctx.input(0);
     const int64_t rank = static_cast<int64_t>(in.rank());
     KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank, ctx.node()));
@@ -195,6 +197,7 @@ class TransposeKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
     const Tensor& in = ctx.input(0);
     const size_t rank = in.rank();
     std::vector<int64_t> perm = perm_;
@@ -237,6 +240,7 @@ class TransposeKernel final : public Kernel {
 class TileKernel final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 2, 2));
     const Tensor& in = ctx.input(0);
     if (!ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": input 1 (repeats) is missing");
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> reps, read_ints_input(ctx, 1, "repeats"));
@@ -252,12 +256,15 @@ class TileKernel final : public Kernel {
     std::vector<int64_t> dims(2 * rank), src(2 * rank);
     for (size_t i = 0; i < rank; ++i) {
       if (reps[i] < 0) return invalid_argument(ctx.node().label(), ": input 1 (repeats) has a negative entry");
-      out_shape[i] = in.dim(i) * reps[i];
+      if (__builtin_mul_overflow(in.dim(i), reps[i], &out_shape[i])) {
+        return invalid_argument(ctx.node().label(), ": input 1 (repeats) makes axis ", i, " overflow");
+      }
       dims[2 * i] = reps[i];
       dims[2 * i + 1] = in.dim(i);
       src[2 * i] = 0;
       src[2 * i + 1] = in_strides[i];
     }
+    KILN_RETURN_IF_ERROR(layout::checked_numel(Shape(dims), ctx.node()).status());
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, in.dtype(), out_shape));
     std::vector<int64_t> dst(2 * rank);
     int64_t acc = 1;
@@ -301,6 +308,7 @@ class PadKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, opset_ >= 11 ? 2 : 1, 4));
     const Tensor& in = ctx.input(0);
     const size_t rank = in.rank();
     const DType dt = in.dtype();
@@ -325,8 +333,12 @@ class PadKernel final : public Kernel {
     }
     std::vector<int64_t> begin(rank, 0), end(rank, 0);
     for (size_t i = 0; i < axes.size(); ++i) {
-      begin[static_cast<size_t>(axes[i])] = pads_in[i];
-      end[static_cast<size_t>(axes[i])] = pads_in[i + axes.size()];
+      const int64_t b = pads_in[i], e = pads_in[i + axes.size()];
+      if (std::max(std::abs(b), std::abs(e)) > layout::kMaxElements) {
+        return invalid_argument(ctx.node().label(), ": pads ", b, ", ", e, " are out of range");
+      }
+      begin[static_cast<size_t>(axes[i])] = b;
+      end[static_cast<size_t>(axes[i])] = e;
     }
     Shape out_shape;
     out_shape.resize(rank);
@@ -339,6 +351,7 @@ class PadKernel final : public Kernel {
         return invalid_argument(ctx.node().label(), ": cannot pad empty axis ", i, " in non-constant mode");
       }
     }
+    KILN_RETURN_IF_ERROR(layout::checked_numel(out_shape, ctx.node()).status());
     // The padding value as one element of the input dtype.
     alignas(16) unsigned char value_buf[16] = {};
     std::string value_str;
@@ -464,9 +477,10 @@ class DepthToSpaceKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
     const Tensor& in = ctx.input(0);
     const int64_t b = block_;
-    if (in.rank() != 4 || in.dim(1) % (b * b) != 0) {
+    if (in.rank() != 4 || b > in.dim(1) || in.dim(1) % (b * b) != 0) {
       return invalid_argument(ctx.node().label(), ": input 0 must be [N, C, H, W] with C divisible by ", b * b,
                               ", got ", in.shape().to_string());
     }
@@ -502,9 +516,10 @@ class SpaceToDepthKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
     const Tensor& in = ctx.input(0);
     const int64_t b = block_;
-    if (in.rank() != 4 || in.dim(2) % b != 0 || in.dim(3) % b != 0) {
+    if (in.rank() != 4 || b > std::max(in.dim(2), in.dim(3)) || in.dim(2) % b != 0 || in.dim(3) % b != 0) {
       return invalid_argument(ctx.node().label(), ": input 0 must be [N, C, H, W] with H and W divisible by ", b,
                               ", got ", in.shape().to_string());
     }
@@ -533,6 +548,7 @@ class TriluKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 2));
     const Tensor& in = ctx.input(0);
     if (in.rank() < 2) {
       return invalid_argument(ctx.node().label(), ": input 0 must have rank >= 2, got ", in.shape().to_string());
@@ -543,6 +559,7 @@ class TriluKernel final : public Kernel {
     }
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, in.dtype(), in.shape()));
     const int64_t rows = in.dim(in.rank() - 2), cols = in.dim(in.rank() - 1);
+    k = std::clamp<int64_t>(k, -rows - 1, cols + 1);  // avoids overflow; same result
     const int64_t total_rows = rows ? in.numel() / cols : 0;
     if (cols == 0) return Status::ok();
     const DType dt = in.dtype();
@@ -581,6 +598,7 @@ class ReverseSequenceKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 2, 2));
     const Tensor& in = ctx.input(0);
     if (in.rank() < 2) {
       return invalid_argument(ctx.node().label(), ": input 0 must have rank >= 2, got ", in.shape().to_string());

@@ -119,8 +119,13 @@ class ArithKernel final : public Kernel {
     KILN_ASSIGN_OR_RETURN(const Tensor* b, tensor_input(ctx, 1));
     KILN_RETURN_IF_ERROR(check_same_dtype(ctx, *a, 0, *b, 1));
     Tensor b_view;
-    KILN_ASSIGN_OR_RETURN(b, legacy_b(ctx, legacy_, *a, *b, &b_view));
+    if (legacy_.active) {
+      KILN_ASSIGN_OR_RETURN(b, legacy_b(ctx, legacy_, *a, *b, &b_view));
+    }
     const DType dt = a->dtype();
+    if (dt == DType::kFloat32) {  // the hot case, ahead of the dtype switch
+      return binary_apply_run<float, float, float>(ctx, *a, *b, dt, kGrainCheap, ArithF32Run{Op::kSimd});
+    }
     return visit_dtype(dt, [&](auto tag) -> Status {
       using T = decltype(tag);
       if constexpr (std::is_same_v<T, float>) {
@@ -196,11 +201,7 @@ struct PowScalarF32Run {
     } else if (e == 1.0f) {
       for (int64_t i = 0; i < n; ++i) o[i] = a[i];
     } else if (e == 0.5f) {
-      // pow(x, 0.5) differs from sqrt(x) only at -0 (+0) and -inf (+inf).
-      simd::sqrt_f32(a, o, n);
-      for (int64_t i = 0; i < n; ++i) {
-        if (a[i] == 0.0f || a[i] == -std::numeric_limits<float>::infinity()) o[i] = std::pow(a[i], 0.5f);
-      }
+      simd::pow_half_f32(a, o, n);
     } else if (e == 3.0f) {
       for (int64_t i = 0; i < n; ++i) {
         const double x = a[i];

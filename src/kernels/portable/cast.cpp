@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "kernels/portable/elementwise.h"
+#include "kernels/portable/elementwise_simd.h"
 #include "kernels/registry.h"
 
 namespace kiln::kernels {
@@ -299,7 +300,15 @@ Status cast_loop(KernelContext& ctx, const Tensor& x, Tensor* y, bool truncate_b
       return Status::ok();
     }
   }
-  if constexpr (std::is_same_v<From, std::string> && !std::is_same_v<To, std::string>) {
+  if constexpr (std::is_same_v<From, float> && std::is_same_v<To, Float16>) {
+    parallel_for(ctx.pool(), n, kGrainCheap, [&](int64_t i0, int64_t i1) {
+      simd::f32_to_f16(px + i0, reinterpret_cast<uint16_t*>(py + i0), i1 - i0);
+    });
+  } else if constexpr (std::is_same_v<From, Float16> && std::is_same_v<To, float>) {
+    parallel_for(ctx.pool(), n, kGrainCheap, [&](int64_t i0, int64_t i1) {
+      simd::f16_to_f32(reinterpret_cast<const uint16_t*>(px + i0), py + i0, i1 - i0);
+    });
+  } else if constexpr (std::is_same_v<From, std::string> && !std::is_same_v<To, std::string>) {
     for (int64_t i = 0; i < n; ++i) {
       if (!from_string_value(px[i], &py[i])) {
         return invalid_argument(ctx.node().label(), ": input 0 element ", i, " ('", px[i], "') is not a ",

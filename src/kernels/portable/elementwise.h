@@ -166,25 +166,18 @@ struct DefaultRun {
 };
 
 /// Fills `out` (already allocated with shape broadcast(a, b)) by calling
-/// run(...) over contiguous runs: the same-shape and one-scalar cases take
-/// one flat (parallel) loop, the rest a broadcast plan.
+/// run(...) over contiguous runs. When each input has either every output
+/// element or just one, it is read flat (broadcasting never adds elements,
+/// so an input with the output's numel has the output's layout): one
+/// (parallel) loop. Anything else goes through a broadcast plan.
 template <class TA, class TB, class TO, class Run>
 Status binary_into_run(ThreadPool* pool, const TA* pa, const Shape& sa, const TB* pb, const Shape& sb, TO* po,
                        const Shape& so, int64_t grain, const Run& run) {
   const int64_t n = so.numel();
   if (n == 0) return Status::ok();
-  int64_t step_a = 1, step_b = 1;
-  bool flat = false;
-  if (sa == sb) {
-    flat = true;
-  } else if (sb.numel() == 1 && sa.numel() == n) {
-    flat = true;
-    step_b = 0;
-  } else if (sa.numel() == 1 && sb.numel() == n) {
-    flat = true;
-    step_a = 0;
-  }
-  if (flat) {
+  const int64_t na = sa.numel(), nb = sb.numel();
+  if ((na == n || na == 1) && (nb == n || nb == 1)) {
+    const int64_t step_a = na == n ? 1 : 0, step_b = nb == n ? 1 : 0;
     parallel_for(pool, n, grain, [&](int64_t i0, int64_t i1) {
       run(pa + i0 * step_a, step_a, pb + i0 * step_b, step_b, po + i0, i1 - i0);
     });
@@ -216,13 +209,13 @@ Status binary_into(ThreadPool* pool, const Tensor& a, const Tensor& b, Tensor* o
 template <class TA, class TB, class TO, class Run>
 Status binary_apply_run(KernelContext& ctx, const Tensor& a, const Tensor& b, DType out_dtype, int64_t grain,
                         const Run& run) {
-  Shape shape;
-  if (a.shape() == b.shape()) {
-    shape = a.shape();
-  } else {
-    KILN_ASSIGN_OR_RETURN(shape, broadcast_inputs(ctx, a.shape(), 0, b.shape(), 1));
+  const Shape* shape = &a.shape();
+  Shape broadcast;
+  if (a.shape() != b.shape()) {
+    KILN_ASSIGN_OR_RETURN(broadcast, broadcast_inputs(ctx, a.shape(), 0, b.shape(), 1));
+    shape = &broadcast;
   }
-  KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, out_dtype, shape));
+  KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, out_dtype, *shape));
   return binary_into_run(ctx.pool(), a.data<TA>(), a.shape(), b.data<TB>(), b.shape(), out->data<TO>(),
                          out->shape(), grain, run);
 }

@@ -14,6 +14,9 @@
 
 #include <bit>
 #include <cmath>
+#include <cstring>
+
+#include "kiln/float16.h"
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define KILN_SIMD_X86 1
@@ -181,6 +184,13 @@ KILN_SIMD_CLONES void clip_f32(const float* x, float* y, int64_t n, float lo, fl
   }
 }
 
+namespace {
+KILN_SIMD_CLONES void fix_pow_half(const float* x, float* y, int64_t n) {
+  // sqrt(-0) = -0 and sqrt(-inf) = NaN, but pow(x, 0.5) gives +0 and +inf.
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] == -__builtin_inff() ? __builtin_inff() : y[i] + 0.0f;
+}
+}  // namespace
+
 // sqrt: GCC keeps the errno path of sqrtf in loops (and ignores
 // no-math-errno per function), so the vector loops are spelled with
 // intrinsics and picked once by CPU feature (AVX: the divider, not the
@@ -215,6 +225,11 @@ void sqrt_f32(const float* x, float* y, int64_t n) {
 }
 #endif
 
+void pow_half_f32(const float* x, float* y, int64_t n) {
+  sqrt_f32(x, y, n);
+  fix_pow_half(x, y, n);
+}
+
 KILN_SIMD_CLONES void square_f32(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i];
 }
@@ -233,6 +248,55 @@ KILN_SIMD_CLONES void tanh_f32(const float* x, float* y, int64_t n) {
 
 KILN_SIMD_CLONES void erf_f32(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = erf_one(x[i]);
+}
+
+// Half conversions: F16C's vcvtps2ph / vcvtph2ps where the CPU has them,
+// the bit-exact scalar code elsewhere; picked once per process. Both round
+// to nearest even and keep NaNs NaN.
+namespace {
+void f32_to_f16_scalar(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = Float16::from_float(x[i]);
+}
+void f16_to_f32_scalar(const uint16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = Float16::to_float(x[i]);
+}
+#if defined(KILN_SIMD_X86)
+__attribute__((target("avx2,f16c"))) void f32_to_f16_f16c(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), h);
+  }
+  f32_to_f16_scalar(x + i, y + i, n - i);
+}
+__attribute__((target("avx2,f16c"))) void f16_to_f32_f16c(const uint16_t* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
+  }
+  f16_to_f32_scalar(x + i, y + i, n - i);
+}
+bool has_f16c() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+}
+#endif
+}  // namespace
+
+void f32_to_f16(const float* x, uint16_t* y, int64_t n) {
+#if defined(KILN_SIMD_X86)
+  static const bool f16c = has_f16c();
+  if (f16c) return f32_to_f16_f16c(x, y, n);
+#endif
+  f32_to_f16_scalar(x, y, n);
+}
+
+void f16_to_f32(const uint16_t* x, float* y, int64_t n) {
+#if defined(KILN_SIMD_X86)
+  static const bool f16c = has_f16c();
+  if (f16c) return f16_to_f32_f16c(x, y, n);
+#endif
+  f16_to_f32_scalar(x, y, n);
 }
 
 }  // namespace kiln::kernels::simd

@@ -26,5 +26,11 @@ void exp_f32(const float* x, float* y, int64_t n);
 void sigmoid_f32(const float* x, float* y, int64_t n);
 void tanh_f32(const float* x, float* y, int64_t n);
 void erf_f32(const float* x, float* y, int64_t n);
+/// pow(x, 0.5) (sqrt, except +0 for -0 and +inf for -inf).
+void pow_half_f32(const float* x, float* y, int64_t n);
+
+/// float32 <-> IEEE half (bits), round to nearest even; F16C when present.
+void f32_to_f16(const float* x, uint16_t* y, int64_t n);
+void f16_to_f32(const uint16_t* x, float* y, int64_t n);
 
 }  // namespace kiln::kernels::simd

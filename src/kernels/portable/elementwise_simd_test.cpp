@@ -10,6 +10,8 @@
 #include <limits>
 #include <vector>
 
+#include "kiln/float16.h"
+
 namespace kiln::kernels::simd {
 namespace {
 
@@ -104,6 +106,44 @@ TEST(ElementwiseSimdTest, SpecialValues) {
   EXPECT_EQ(y[1], 0.0f);
   EXPECT_TRUE(std::isnan(y[2]));
   EXPECT_EQ(y[3], 0.5f);
+}
+
+TEST(ElementwiseSimdTest, HalfConversionsMatchScalarCode) {
+  std::vector<float> x;
+  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 4093) x.push_back(from_bits(static_cast<uint32_t>(b)));
+  x.push_back(from_bits(0x7f800001u));  // signalling NaN
+  x.push_back(65520.0f);                // rounds to inf
+  x.push_back(5.9604645e-8f);           // smallest subnormal half
+  std::vector<uint16_t> h(x.size());
+  f32_to_f16(x.data(), h.data(), static_cast<int64_t>(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(h[i], Float16::from_float(x[i])) << "float bits index " << i;
+  std::vector<uint16_t> all(65536);
+  for (uint32_t i = 0; i < 65536; ++i) all[i] = static_cast<uint16_t>(i);
+  std::vector<float> back(all.size());
+  f16_to_f32(all.data(), back.data(), 65536);
+  for (uint32_t i = 0; i < 65536; ++i) {
+    const float want = Float16::to_float(all[i]);
+    uint32_t a, b;
+    std::memcpy(&a, &back[i], 4);
+    std::memcpy(&b, &want, 4);
+    ASSERT_EQ(a, b) << "half bits " << i;
+  }
+}
+
+TEST(ElementwiseSimdTest, PowHalfMatchesPow) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {-inf, -4.f, -0.f, 0.f, 1e-40f, 2.f, 9.f, inf, 0.25f, 3.f};
+  std::vector<float> y(x.size());
+  pow_half_f32(x.data(), y.data(), static_cast<int64_t>(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float want = std::pow(x[i], 0.5f);
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(y[i])) << x[i];
+    } else {
+      EXPECT_EQ(y[i], want) << x[i];
+      EXPECT_EQ(std::signbit(y[i]), std::signbit(want)) << x[i];
+    }
+  }
 }
 
 TEST(ElementwiseSimdTest, ArithmeticModesAndInPlace) {

@@ -123,6 +123,10 @@ TEST(ElementwiseSimdTest, HalfConversionsMatchScalarCode) {
   f16_to_f32(all.data(), back.data(), 65536);
   for (uint32_t i = 0; i < 65536; ++i) {
     const float want = Float16::to_float(all[i]);
+    if (std::isnan(want)) {  // F16C quiets signalling NaNs; any NaN will do
+      ASSERT_TRUE(std::isnan(back[i])) << "half bits " << i;
+      continue;
+    }
     uint32_t a, b;
     std::memcpy(&a, &back[i], 4);
     std::memcpy(&b, &want, 4);

@@ -18,6 +18,23 @@ namespace {
 
 constexpr uint8_t kMagic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 
+// Header text quoted in messages: bytes outside printable ASCII as \xNN, at most 40 chars.
+std::string printable(std::string_view s) {
+  std::string out;
+  for (char c : s.substr(0, 40)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f) {
+      out.push_back(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", u);
+      out += buf;
+    }
+  }
+  if (s.size() > 40) out += "...";
+  return out;
+}
+
 Status npy_error(const std::string& what, const std::string& problem) {
   return invalid_argument(what, ": ", problem);
 }
@@ -45,7 +62,7 @@ class HeaderParser {
       std::string key;
       if (!parse_string(&key)) return "header dict key is not a string";
       skip_ws();
-      if (!eat(':')) return "header dict: expected ':' after '" + key + "'";
+      if (!eat(':')) return "header dict: expected ':' after '" + printable(key) + "'";
       skip_ws();
       if (key == "descr") {
         if (peek() == '[') return "structured arrays (a descr list) are not supported";
@@ -65,7 +82,7 @@ class HeaderParser {
         if (!err.empty()) return err;
         out->has_shape = true;
       } else {
-        return "unknown header key '" + key + "'";
+        return "unknown header key '" + printable(key) + "'";
       }
       skip_ws();
       if (eat(',')) continue;
@@ -137,7 +154,7 @@ struct Descr {
 
 // Returns an empty string on success, else what is wrong.
 std::string parse_descr(const std::string& descr, Descr* out) {
-  if (descr.size() < 2) return "unsupported dtype '" + descr + "'";
+  if (descr.size() < 2) return "unsupported dtype '" + printable(descr) + "'";
   char order = descr[0];
   size_t pos = 1;
   if (order != '<' && order != '>' && order != '|' && order != '=') {
@@ -146,19 +163,19 @@ std::string parse_descr(const std::string& descr, Descr* out) {
   }
   char kind = descr[pos++];
   std::string size_str = descr.substr(pos);
-  if (kind == 'O') return "object arrays are not supported (dtype '" + descr + "')";
-  if (kind == 'V') return "void/structured arrays are not supported (dtype '" + descr + "')";
-  if (kind == 'M' || kind == 'm') return "datetime arrays are not supported (dtype '" + descr + "')";
+  if (kind == 'O') return "object arrays are not supported (dtype '" + printable(descr) + "')";
+  if (kind == 'V') return "void/structured arrays are not supported (dtype '" + printable(descr) + "')";
+  if (kind == 'M' || kind == 'm') return "datetime arrays are not supported (dtype '" + printable(descr) + "')";
   if (size_str.empty() || size_str.size() > 9 ||
       size_str.find_first_not_of("0123456789") != std::string::npos) {
-    return "unsupported dtype '" + descr + "'";
+    return "unsupported dtype '" + printable(descr) + "'";
   }
   const size_t size = std::stoul(size_str);
   if (kind == 'U' || kind == 'S' || kind == 'a') {
     out->dtype = DType::kString;
     out->kind = kind == 'U' ? 'U' : 'S';
     out->item_size = kind == 'U' ? size * 4 : size;
-    if (kind == 'U' && order == '>' && size > 0) return "big-endian data is not supported (dtype '" + descr + "')";
+    if (kind == 'U' && order == '>' && size > 0) return "big-endian data is not supported (dtype '" + printable(descr) + "')";
     return "";
   }
   DType d = DType::kUndefined;
@@ -179,8 +196,8 @@ std::string parse_descr(const std::string& descr, Descr* out) {
     case 'c': d = size == 8 ? DType::kComplex64 : size == 16 ? DType::kComplex128 : DType::kUndefined; break;
     default: break;
   }
-  if (d == DType::kUndefined) return "unsupported dtype '" + descr + "'";
-  if (order == '>' && size > 1) return "big-endian data is not supported (dtype '" + descr + "')";
+  if (d == DType::kUndefined) return "unsupported dtype '" + printable(descr) + "'";
+  if (order == '>' && size > 1) return "big-endian data is not supported (dtype '" + printable(descr) + "')";
   out->dtype = d;
   out->item_size = size;
   return "";
@@ -299,7 +316,7 @@ Result<Tensor> parse_npy(std::span<const uint8_t> bytes, const std::string& what
   const size_t available = bytes.size() - data_start;
   if (data_bytes > available) {
     return npy_error(what, "truncated data: shape " + Shape(header.shape).to_string() + " of '" +
-                               header.descr + "' needs " + std::to_string(data_bytes) + " bytes, file has " +
+                               printable(header.descr) + "' needs " + std::to_string(data_bytes) + " bytes, file has " +
                                std::to_string(available));
   }
   const uint8_t* src = bytes.data() + data_start;

@@ -185,6 +185,11 @@ TEST(NpyTest, RejectsMalformedHeaders) {
             std::string::npos);
 }
 
+TEST(NpyTest, QuotesHeaderBytesPrintably) {
+  const std::string err = error_of(make_npy(1, "{'k\xd7\x01': 1}", {}));
+  EXPECT_EQ(err, "x.npy: unknown header key 'k\\xd7\\x01'");
+}
+
 TEST(NpyTest, RefusesToWriteBFloat16) {
   Tensor t = Tensor::zeros(DType::kBFloat16, Shape{2});
   Result<std::vector<uint8_t>> bytes = serialize_npy(t);

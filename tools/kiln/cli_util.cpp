@@ -9,17 +9,42 @@
 
 namespace kiln::cli {
 
+namespace {
+
+// Length of the valid UTF-8 sequence at s[i], or 0 if it is not one.
+size_t utf8_length(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  const size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 && c >= 0xc2 ? 2 : (c & 0xf0) == 0xe0 ? 3
+                 : (c & 0xf8) == 0xf0 && c <= 0xf4 ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
+  return n;
+}
+
+}  // namespace
+
 std::string one_line(std::string_view message) {
+  // Messages may quote names and bytes from model or data files: keep the
+  // line one line of valid UTF-8 (control bytes and invalid sequences -> '?').
   std::string out;
   out.reserve(message.size());
-  for (size_t i = 0; i < message.size(); ++i) {
+  for (size_t i = 0; i < message.size();) {
     const char c = message[i];
     if (c == '\n' || c == '\r') {
       while (i + 1 < message.size() && (message[i + 1] == '\n' || message[i + 1] == '\r')) ++i;
       if (i + 1 < message.size()) out += "; ";
-    } else {
-      out.push_back(c);
+      ++i;
+      continue;
     }
+    const size_t n = utf8_length(message, i);
+    if (n == 0 || (n == 1 && (static_cast<unsigned char>(c) < 0x20 || c == 0x7f))) {
+      out.push_back(c == '\t' ? ' ' : '?');
+      ++i;
+      continue;
+    }
+    out.append(message.substr(i, n));
+    i += n;
   }
   return out;
 }

@@ -100,9 +100,7 @@ class ResizeKernel final : public Kernel {
       extrapolation_ = node.attr_float("extrapolation_value", 0.f);
     }
     if (opset_ >= 18 && !upsample_) {
-      if (node.attr_int("antialias", 0) != 0) {
-        return unimplemented(node.label(), ": antialias=1 is not supported");
-      }
+      antialias_ = node.attr_int("antialias", 0) != 0;
       axes_ = node.attr_ints("axes");
       const std::string p = node.attr_string("keep_aspect_ratio_policy", "stretch");
       if (p == "stretch") aspect_ = AspectPolicy::kStretch;
@@ -317,6 +315,7 @@ class ResizeKernel final : public Kernel {
       t->offset.push_back(off);
       t->weight.push_back(w);
     };
+    std::vector<double> w;
     for (int64_t o = 0; o < out_len; ++o) {
       const double c = source_coord(o, in_len, out_len, scale, roi_start, roi_end);
       if (coord_ == CoordMode::kTfCropAndResize && (c < 0 || c > static_cast<double>(in_len - 1))) {
@@ -327,19 +326,26 @@ class ResizeKernel final : public Kernel {
         const double f = std::floor(c);
         const double r = c - f;
         const auto i0 = static_cast<int64_t>(f);
-        if (mode_ == Mode::kLinear) {
-          add(i0, 1 - r);
-          add(i0 + 1, r);
-        } else {
-          double w[4];
-          double sum = 0;
-          for (int k = 0; k < 4; ++k) {
-            const int64_t idx = i0 - 1 + k;
-            w[k] = cubic_weight(r - static_cast<double>(k - 1), cubic_a_);
-            if (exclude_outside_ && (idx < 0 || idx >= in_len)) w[k] = 0;
-            sum += w[k];
-          }
-          for (int k = 0; k < 4; ++k) add(i0 - 1 + k, exclude_outside_ && sum != 0 ? w[k] / sum : w[k]);
+        // Taps i0 + k for k in [k0, 1 - k0]: the kernel's support (radius 1
+        // for linear, 2 for cubic), widened by 1 / scale when antialiasing a
+        // downscale (ONNX-18 reference: weights then sum to 1 by division).
+        const double radius = mode_ == Mode::kLinear ? 1.0 : 2.0;
+        const double s = antialias_ ? std::min(scale, 1.0) : 1.0;
+        const auto k0 = static_cast<int64_t>(std::floor(-radius / s)) + 1;
+        w.clear();
+        double sum = 0;
+        for (int64_t k = k0; k <= 1 - k0; ++k) {
+          const double xk = (static_cast<double>(k) - r) * s;
+          double wk = mode_ == Mode::kLinear ? std::max(0.0, 1 - std::fabs(xk)) : cubic_weight(xk, cubic_a_);
+          const int64_t idx = i0 + k;
+          if (exclude_outside_ && (idx < 0 || idx >= in_len)) wk = 0;
+          w.push_back(wk);
+          sum += wk;
+        }
+        const bool normalize = (antialias_ || exclude_outside_) && sum != 0;
+        for (int64_t k = k0; k <= 1 - k0; ++k) {
+          const double wk = w[static_cast<size_t>(k - k0)];
+          add(i0 + k, normalize ? wk / sum : wk);
         }
       }
       t->start.push_back(static_cast<int64_t>(t->offset.size()));
@@ -451,6 +457,7 @@ class ResizeKernel final : public Kernel {
   AspectPolicy aspect_ = AspectPolicy::kStretch;
   double cubic_a_ = -0.75;
   bool exclude_outside_ = false;
+  bool antialias_ = false;
   float extrapolation_ = 0.f;
   std::vector<int64_t> axes_;
   std::vector<double> attr_scales_;

@@ -137,6 +137,29 @@ TEST(ResizeTest, ThreeDLinearMatchesSeparableHandComputation) {
   EXPECT_NEAR(y->data<float>()[26], 7.f, 1e-6f);
 }
 
+TEST(ResizeTest, AntialiasWidensTheLinearFilterWhenDownscaling) {
+  // Opset 18, scale 0.5: the tent filter spans 4 inputs with weights
+  // (1, 3, 3, 1) / 8 around each source coordinate 2o + 0.5 (edges clamp).
+  Tensor x = Tensor::from_vector<float>({0, 1, 2, 3, 4, 5, 6, 7}, Shape{8});
+  auto y = run_op1("Resize", {x, Value::none(), scales({0.5f})}, {attr("mode", "linear"), attr("antialias", 1)}, 18);
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  expect_near(*y, Shape{4}, {0.625f, 2.5f, 4.5f, 6.375f});
+  // Without antialias the same resize reads only the two nearest inputs.
+  auto plain = run_op1("Resize", {x, Value::none(), scales({0.5f})}, {attr("mode", "linear")}, 18);
+  ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+  expect_near(*plain, Shape{4}, {0.5f, 2.5f, 4.5f, 6.5f});
+}
+
+TEST(ResizeTest, AxesAndKeepAspectRatioPolicy) {
+  // Opset 18: sizes for axes (2, 3) only; not_larger keeps the aspect ratio
+  // with the smaller of the two scales (min(4 / 2, 3 / 2) = 1.5 -> 3 x 3).
+  Tensor x = Tensor::from_vector<float>({1, 2, 3, 4}, Shape{1, 1, 2, 2});
+  auto y = run_op1("Resize", {x, Value::none(), Value::none(), sizes({4, 3})},
+                   {attr("axes", std::vector<int64_t>{2, 3}), attr("keep_aspect_ratio_policy", "not_larger")}, 18);
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  EXPECT_EQ(y->shape(), (Shape{1, 1, 3, 3}));
+}
+
 TEST(ResizeTest, RejectsBothScalesAndSizes) {
   Tensor x = Tensor::from_vector<float>({1, 2, 3, 4}, Shape{1, 1, 2, 2});
   auto y = run_op1("Resize", {x, Value::none(), scales({1, 1, 2, 2}), sizes({1, 1, 4, 4})}, {}, 13);

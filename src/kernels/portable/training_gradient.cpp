@@ -190,7 +190,9 @@ class Gradient final : public Kernel {
       std::vector<Value*> out_ptrs(out.size(), nullptr);
       for (size_t i = 0; i < in.size(); ++i) {
         if (s.node.inputs[i] == ir::kNoValue) continue;
-        in[i] = Value(values.at(s.node.inputs[i]));
+        auto it = values.find(s.node.inputs[i]);
+        if (it == values.end()) return internal_error(node.label(), ": ", s.node.label(), " has an input not computed");
+        in[i] = Value(it->second);
         in_ptrs[i] = &in[i];
       }
       for (size_t i = 0; i < out.size(); ++i)
@@ -207,7 +209,9 @@ class Gradient final : public Kernel {
     }
     // Backward.
     std::unordered_map<ir::ValueId, std::vector<double>> grads;
-    const Tensor& yt = values.at(y_);
+    auto yit = values.find(y_);
+    if (yit == values.end()) return internal_error(node.label(), ": y was not computed");
+    const Tensor& yt = yit->second;
     if (!dtype_is_float(yt.dtype())) return invalid_argument(node.label(), ": y must be float, got ", dtype_name(yt.dtype()));
     grads[y_] = std::vector<double>(static_cast<size_t>(yt.numel()), 1.0);
     for (size_t k = steps_.size(); k-- > 0;) {
@@ -219,7 +223,7 @@ class Gradient final : public Kernel {
       KILN_RETURN_IF_ERROR(backward(s.node, g, values, &grads));
     }
     for (size_t i = 0; i < num_xs_; ++i) {
-      const Tensor& x = values.at(leaves_[i]);
+      const Tensor& x = values.find(leaves_[i])->second;  // every leaf was bound above
       auto it = grads.find(leaves_[i]);
       std::vector<double> g = it == grads.end() ? std::vector<double>(static_cast<size_t>(x.numel()), 0.0) : it->second;
       DType dt = dtype_is_float(x.dtype()) ? x.dtype() : DType::kFloat32;
@@ -241,7 +245,16 @@ class Gradient final : public Kernel {
   Status backward(const ir::Node& n, const std::vector<double>& g,
                   const std::unordered_map<ir::ValueId, Tensor>& values,
                   std::unordered_map<ir::ValueId, std::vector<double>>* grads) const {
-    const Tensor& yt = values.at(n.outputs[0]);
+    // Every input and the output of a step were bound by the forward pass.
+    std::vector<const Tensor*> ins;
+    for (ir::ValueId id : n.inputs) {
+      auto it = values.find(id);
+      if (it == values.end()) return internal_error(n.label(), ": Gradient lost an input value");
+      ins.push_back(&it->second);
+    }
+    auto out_it = values.find(n.outputs[0]);
+    if (out_it == values.end()) return internal_error(n.label(), ": Gradient lost an output value");
+    const Tensor& yt = out_it->second;
     const Shape& ys = yt.shape();
     KILN_ASSIGN_OR_RETURN(std::vector<double> yv, to_double_vector(yt));
     auto accumulate = [&](ir::ValueId id, std::vector<double> d) {
@@ -253,8 +266,8 @@ class Gradient final : public Kernel {
       std::vector<double>& acc = it->second;
       for (size_t i = 0; i < acc.size() && i < d.size(); ++i) acc[i] += d[i];
     };
-    auto input = [&](size_t i) -> Result<std::vector<double>> { return to_double_vector(values.at(n.inputs[i])); };
-    auto shape = [&](size_t i) -> const Shape& { return values.at(n.inputs[i]).shape(); };
+    auto input = [&](size_t i) -> Result<std::vector<double>> { return to_double_vector(*ins[i]); };
+    auto shape = [&](size_t i) -> const Shape& { return ins[i]->shape(); };
     const std::string& op = n.op_type;
     const size_t ng = g.size();
 

@@ -286,3 +286,22 @@ TEST(RangeTest, ExtremeIntegersDoNotOverflow) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(ConstantTest, SparseValueArrivesDensified) {
+  // The importer turns a SparseTensorProto into a dense tensor in `t`.
+  ir::Attribute a = testing::attr("sparse_value", Tensor::from_vector<float>({0, 3, 0}, Shape{3}));
+  a.type = ir::AttrType::kSparseTensor;
+  auto r = testing::run_op1("Constant", {}, {a});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(vals<float>(*r), (std::vector<float>{0, 3, 0}));
+  ir::Attribute empty;
+  empty.name = "sparse_value";
+  empty.type = ir::AttrType::kSparseTensor;
+  EXPECT_FALSE(testing::run_op1("Constant", {}, {empty}).ok());
+}
+
+}  // namespace
+}  // namespace kiln

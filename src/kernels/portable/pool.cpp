@@ -143,6 +143,87 @@ void pool_plane(const Window3& w, const PoolParams& pp, const T* x, T* y, int64_
   }
 }
 
+// Element-wise NaN-propagating max (a NaN in either wins); vectorizes to blends.
+KILN_CV_MULTIVERSION
+void rows_max(float* acc, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] = (x[i] > acc[i] || x[i] != x[i]) ? x[i] : acc[i];
+}
+
+KILN_CV_MULTIVERSION
+void rows_add(float* acc, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
+}
+
+// The float32 path for 1-D/2-D max (without Indices) and average pools: for
+// each output row, the valid kernel rows are combined element-wise into one
+// padded row (vectorized), then each output reduces `kw` taps of that row,
+// with no bounds checks (the padding holds -inf or 0).
+void pool_plane_fast(const Window3& w, const PoolParams& pp, const float* x, float* y, std::vector<float>& row) {
+  const bool is_max = pp.kind == PoolKind::kMax;
+  const int64_t in_h = w.in[1], in_w = w.in[2], out_h = w.out[1], out_w = w.out[2];
+  const int64_t kw = w.k[2], sw = w.s[2], dw = w.d[2], pl = w.pb[2];
+  const int64_t padded = (out_w - 1) * sw + (kw - 1) * dw + 1;  // row positions the windows read
+  const int64_t copy_lo = std::max<int64_t>(0, -pl);             // input columns that land in the row
+  const int64_t copy_hi = std::min(in_w, padded - pl);
+  const float fill = is_max ? -std::numeric_limits<float>::infinity() : 0.f;
+  row.resize(static_cast<size_t>(padded));
+  for (int64_t oh = 0; oh < out_h; ++oh) {
+    int64_t s0, a0, b0;
+    tap_range(w, 1, oh, &s0, &a0, &b0);
+    std::fill(row.begin(), row.end(), fill);
+    float* r = row.data() + pl;  // r[iw] is input column iw
+    for (int64_t kh = a0; kh < b0; ++kh) {
+      const float* xr = x + (s0 + kh * w.d[1]) * in_w;
+      if (copy_hi <= copy_lo) break;
+      if (kh == a0) {
+        std::copy(xr + copy_lo, xr + copy_hi, r + copy_lo);
+      } else if (is_max) {
+        rows_max(r + copy_lo, xr + copy_lo, copy_hi - copy_lo);
+      } else {
+        rows_add(r + copy_lo, xr + copy_lo, copy_hi - copy_lo);
+      }
+    }
+    float* yr = y + oh * out_w;
+    if (is_max) {
+      // Branch-free (maxss) with NaN tracked on the side: random data would
+      // mispredict a compare-and-branch on every tap.
+      for (int64_t ow = 0; ow < out_w; ++ow) {
+        const float* t = row.data() + ow * sw;
+        float m = t[0];
+        bool nan = t[0] != t[0];
+        for (int64_t k = 1; k < kw; ++k) {
+          const float v = t[k * dw];
+          m = m > v ? m : v;
+          nan |= v != v;
+        }
+        yr[ow] = nan ? std::numeric_limits<float>::quiet_NaN() : m;
+      }
+      continue;
+    }
+    int64_t rows_count = b0 - a0;
+    if (pp.count_include_pad) {
+      const int64_t lo = std::max<int64_t>(s0, -w.pb[1]);
+      const int64_t hi = std::min<int64_t>(s0 + (w.k[1] - 1) * w.d[1] + 1, in_h + w.pe[1]);
+      rows_count = hi > lo ? (hi - lo + w.d[1] - 1) / w.d[1] : 0;
+    }
+    for (int64_t ow = 0; ow < out_w; ++ow) {
+      const float* t = row.data() + ow * sw;
+      float sum = 0.f;
+      for (int64_t k = 0; k < kw; ++k) sum += t[k * dw];
+      int64_t s2, a2, b2;
+      tap_range(w, 2, ow, &s2, &a2, &b2);
+      int64_t cols = b2 - a2;
+      if (pp.count_include_pad) {
+        const int64_t lo = std::max<int64_t>(s2, -w.pb[2]);
+        const int64_t hi = std::min<int64_t>(s2 + (kw - 1) * dw + 1, in_w + w.pe[2]);
+        cols = hi > lo ? (hi - lo + dw - 1) / dw : 0;
+      }
+      const int64_t count = rows_count * cols;
+      yr[ow] = count > 0 ? sum / static_cast<float>(count) : 0.f;
+    }
+  }
+}
+
 class PoolKernel final : public Kernel {
  public:
   explicit PoolKernel(PoolKind kind) : kind_(kind) {}
@@ -198,8 +279,17 @@ class PoolKernel final : public Kernel {
         const T* xd = x.data<T>();
         T* yd = y->data<T>();
         int64_t* id = indices ? indices->data<int64_t>() : nullptr;
+        const bool fast = std::is_same_v<T, float> && !id && w.in[0] == 1 && w.out[0] == 1 &&
+                          kind_ != PoolKind::kLp;
         parallel_for(ctx.pool(), planes, grain, [&](int64_t b, int64_t e) {
+          std::vector<float> row;
           for (int64_t plane = b; plane < e; ++plane) {
+            if constexpr (std::is_same_v<T, float>) {
+              if (fast) {
+                pool_plane_fast(w, params_, xd + plane * in_size, yd + plane * out_size, row);
+                continue;
+              }
+            }
             int64_t* pidx = id ? id + plane * out_size : nullptr;
             pool_plane<T>(w, params_, xd + plane * in_size, yd + plane * out_size, pidx);
             if (pidx)

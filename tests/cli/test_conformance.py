@@ -149,3 +149,28 @@ def test_bad_arguments(kiln, suite, tmp_path):
                                                             tmp_path / "none.txt")
     assert "unknown flag '--fast'" in kiln.error("conformance", suite, "--fast")
     assert "--rtol expects a non-negative number" in kiln.error("conformance", suite, "--rtol", "x")
+
+
+def test_timeout_fails_only_that_test(kiln, tmp_path):
+    # A Loop that would run for days: the child is killed, the run goes on.
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Constant", [], ["one"], value=helper.make_tensor("c", TensorProto.FLOAT, [1], [1.0])),
+         helper.make_node("Add", ["v_in", "one"], ["v_out"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [1])])
+    make_test(tmp_path, "test_endless_loop",
+              [helper.make_node("Loop", ["m", "cond", "v0"], ["v"], body=body)],
+              [helper.make_tensor_value_info("m", TensorProto.INT64, []),
+               helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+               helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1])],
+              [helper.make_tensor_value_info("v", TensorProto.FLOAT, [1])],
+              [([np.array(10**15, np.int64), np.array(True), np.zeros(1, np.float32)], [np.zeros(1, np.float32)])])
+    add_test(tmp_path, "test_z_add_ok", [X + Y])
+    r, lines = run_suite(kiln, tmp_path, "--timeout", "1")
+    assert lines == ["FAIL test_endless_loop: timed out after 1 s", "PASS test_z_add_ok",
+                     "1 passed, 1 failed, 0 skipped"]

@@ -91,7 +91,23 @@ struct DirectionParams {
   const float* rb = nullptr;  // [G*H] or null
   const float* p = nullptr;   // LSTM [3*H] or null
   const Activation* act = nullptr;  // num_activations entries
+  // W^T and R^T packed at load when W and R are constants (then w, r are
+  // unused). For GRU without linear_before_reset, r_packed holds the z and r
+  // rows and rh_packed the h rows.
+  const PackedMatrix* w_packed = nullptr;
+  const PackedMatrix* r_packed = nullptr;
+  const PackedMatrix* rh_packed = nullptr;
 };
+
+// C[m, n] = A[m, k] * B^T where B is [n, k] row-major (`b`) or packed.
+void gemm_bt(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, const PackedMatrix* packed,
+             float* c, int64_t ldc, ThreadPool* pool) {
+  if (packed) {
+    sgemm_ex(m, n, k, 1.f, GemmOperand::raw(a, lda), GemmOperand::prepacked(*packed), 0.f, c, ldc, pool);
+  } else {
+    sgemm(false, true, m, n, k, 1.f, a, lda, b, k, 0.f, c, ldc, pool);
+  }
+}
 
 class RecurrentKernel final : public Kernel {
  public:
@@ -139,6 +155,7 @@ class RecurrentKernel final : public Kernel {
       KILN_ASSIGN_OR_RETURN(Activation a, parse_activation(n, alphas, &ai, betas, &bi, node));
       acts_.push_back(a);
     }
+    pack_constant_weights(init);
     return Status::ok();
   }
 
@@ -151,6 +168,27 @@ class RecurrentKernel final : public Kernel {
 
   float clip(float v) const { return clip_ > 0 ? std::min(std::max(v, -clip_), clip_) : v; }
 
+  // Packs W^T and R^T per direction when both are constants of the expected
+  // shape (anything else is left to compute, which checks and reports it).
+  void pack_constant_weights(const KernelInit& init) {
+    const Tensor* w = init.constant_input(1);
+    const Tensor* r = init.constant_input(2);
+    const int64_t gh = num_gates(kind_) * hidden_, hs = hidden_, nd = num_dir_;
+    if (!w || !r || !dtype_is_float(w->dtype()) || w->dtype() != r->dtype()) return;
+    if (w->rank() != 3 || w->dim(0) != nd || w->dim(1) != gh || r->shape() != Shape{nd, gh, hs}) return;
+    const int64_t in_size = w->dim(2);
+    const std::vector<float> wf = to_float_vector(*w);
+    const std::vector<float> rf = to_float_vector(*r);
+    const bool split = kind_ == CellKind::kGru && !linear_before_reset_;
+    for (int64_t d = 0; d < nd; ++d) {
+      const float* wd = wf.data() + d * gh * in_size;
+      const float* rd = rf.data() + d * gh * hs;
+      packed_w_.push_back(PackedMatrix::pack_b(true, in_size, gh, wd, in_size));
+      packed_r_.push_back(PackedMatrix::pack_b(true, hs, split ? 2 * hs : gh, rd, hs));
+      if (split) packed_rh_.push_back(PackedMatrix::pack_b(true, hs, hs, rd + 2 * hs * hs, hs));
+    }
+  }
+
   CellKind kind_;
   int64_t hidden_ = 0;
   int num_dir_ = 1;
@@ -160,6 +198,7 @@ class RecurrentKernel final : public Kernel {
   bool linear_before_reset_ = false;
   bool input_forget_ = false;
   std::vector<Activation> acts_;
+  std::vector<PackedMatrix> packed_w_, packed_r_, packed_rh_;  // per direction, or empty
 };
 
 Status check_shape(const ir::Node& node, const Tensor& t, size_t index, const char* name,
@@ -194,8 +233,9 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
     }
   }
   const std::vector<float> x = to_float_vector(xt);
-  const std::vector<float> w = to_float_vector(ctx.input(1));
-  const std::vector<float> r = to_float_vector(ctx.input(2));
+  const bool packed = !packed_w_.empty();
+  const std::vector<float> w = packed ? std::vector<float>() : to_float_vector(ctx.input(1));
+  const std::vector<float> r = packed ? std::vector<float>() : to_float_vector(ctx.input(2));
   std::vector<float> b, p;
   if (ctx.has_input(3)) {
     KILN_RETURN_IF_ERROR(check_shape(node, ctx.input(3), 3, "B", {nd, 2 * g * hs}));
@@ -258,8 +298,14 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
   std::vector<float> y(static_cast<size_t>(seq * nd * batch * hs), 0.f);
   for (int64_t d = 0; d < nd; ++d) {
     DirectionParams dp;
-    dp.w = w.data() + d * g * hs * in_size;
-    dp.r = r.data() + d * g * hs * hs;
+    if (packed) {
+      dp.w_packed = &packed_w_[static_cast<size_t>(d)];
+      dp.r_packed = &packed_r_[static_cast<size_t>(d)];
+      if (!packed_rh_.empty()) dp.rh_packed = &packed_rh_[static_cast<size_t>(d)];
+    } else {
+      dp.w = w.data() + d * g * hs * in_size;
+      dp.r = r.data() + d * g * hs * hs;
+    }
     if (!b.empty()) {
       dp.wb = b.data() + d * 2 * g * hs;
       dp.rb = dp.wb + g * hs;
@@ -319,7 +365,7 @@ void RecurrentKernel::run_direction(const DirectionParams& p, bool reverse, int6
   // xw[t][b][gate*H] = X_t W^T + Wb (+ Rb, except GRU's h gate with
   // linear_before_reset, where Rb_h sits inside the reset product).
   std::vector<float> xw(static_cast<size_t>(seq * batch * gh));
-  sgemm(false, true, seq * batch, gh, in_size, 1.f, x, in_size, p.w, in_size, 0.f, xw.data(), gh, pool);
+  gemm_bt(seq * batch, gh, in_size, x, in_size, p.w, p.w_packed, xw.data(), gh, pool);
   if (p.wb) {
     std::vector<float> bias(static_cast<size_t>(gh));
     for (int64_t k = 0; k < gh; ++k) {
@@ -341,9 +387,9 @@ void RecurrentKernel::run_direction(const DirectionParams& p, bool reverse, int6
     float* yt = y + (t * nd + dir) * batch * hs;
     if (kind_ == CellKind::kGru && !linear_before_reset_) {
       // z and r need H R^T; h needs (r (.) H) Rh^T, computed after r.
-      sgemm(false, true, batch, 2 * hs, hs, 1.f, h, hs, p.r, hs, 0.f, hr.data(), gh, pool);
+      gemm_bt(batch, 2 * hs, hs, h, hs, p.r, p.r_packed, hr.data(), gh, pool);
     } else {
-      sgemm(false, true, batch, gh, hs, 1.f, h, hs, p.r, hs, 0.f, hr.data(), gh, pool);
+      gemm_bt(batch, gh, hs, h, hs, p.r, p.r_packed, hr.data(), gh, pool);
     }
     for (int64_t bb = 0; bb < batch; ++bb) {
       if (t >= lens[bb]) continue;
@@ -387,8 +433,8 @@ void RecurrentKernel::run_direction(const DirectionParams& p, bool reverse, int6
     if (kind_ == CellKind::kGru) {
       if (!linear_before_reset_) {
         // h gate: (r (.) H_{t-1}) Rh^T + Rbh, into the h columns of hr.
-        sgemm(false, true, batch, hs, hs, 1.f, rh.data(), hs, p.r + 2 * hs * hs, hs, 0.f, hr.data() + 2 * hs, gh,
-              pool);
+        gemm_bt(batch, hs, hs, rh.data(), hs, p.r ? p.r + 2 * hs * hs : nullptr, p.rh_packed, hr.data() + 2 * hs, gh,
+                pool);
       }
       for (int64_t bb = 0; bb < batch; ++bb) {
         if (t >= lens[bb]) continue;

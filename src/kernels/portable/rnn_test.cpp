@@ -147,6 +147,59 @@ TEST(RnnTest, LstmBidirectionalPeepholesClipSequenceLens) {
   expect_values((*res)[2], Shape{2, 2, 2}, kLstmYc);
 }
 
+TEST(RnnTest, ConstantWeightsPackedAtLoadGiveTheSameResults) {
+  // With W and R known at load the kernel packs them once; results must not
+  // change. GRU without linear_before_reset packs R in two parts.
+  std::vector<Value> in = lstm_bidirectional_inputs();
+  for (const char* op : {"GRU", "LSTM"}) {
+    for (int lbr = 0; lbr < 2; ++lbr) {
+      std::vector<Value> inputs = in;
+      const int64_t gates = std::string(op) == "GRU" ? 3 : 4;
+      // Trim W, R, B of the LSTM case to the GRU's gate count.
+      auto trim = [&](const Tensor& t, int64_t rows_per_dir, int64_t keep) {
+        std::vector<float> v;
+        const int64_t inner = t.numel() / (2 * rows_per_dir);
+        for (int64_t d = 0; d < 2; ++d)
+          for (int64_t r = 0; r < keep; ++r)
+            for (int64_t k = 0; k < inner; ++k) v.push_back(t.data<float>()[(d * rows_per_dir + r) * inner + k]);
+        Shape s = t.shape();
+        if (s.rank() == 3) s[1] = keep; else s[1] = keep * inner;
+        return Tensor::from_vector(v, s);
+      };
+      inputs[1] = trim(in[1].tensor(), 8, gates * 2);
+      inputs[2] = trim(in[2].tensor(), 8, gates * 2);
+      inputs[3] = trim(in[3].tensor(), 16, gates * 4);
+      if (gates == 3) inputs.resize(6);
+      std::vector<ir::Attribute> attrs = {attr("hidden_size", 2), attr("direction", "bidirectional"),
+                                          attr("linear_before_reset", lbr)};
+      auto plain = run_rnn(op, inputs, attrs);
+      OpCall call;
+      call.op_type = op;
+      call.inputs = inputs;
+      call.attrs = attrs;
+      call.opset = 14;
+      call.num_outputs = 2;
+      call.inputs_are_constant = true;
+      auto packed = run_op(call);
+      ASSERT_TRUE(plain.ok() && packed.ok()) << op;
+      const Tensor& a = (*plain)[0].tensor();
+      const Tensor& b = (*packed)[0].tensor();
+      ASSERT_EQ(a.shape(), b.shape());
+      for (int64_t i = 0; i < a.numel(); ++i) EXPECT_NEAR(a.data<float>()[i], b.data<float>()[i], 1e-6f) << op << " " << i;
+    }
+  }
+  OpCall lstm;
+  lstm.op_type = "LSTM";
+  lstm.inputs = in;
+  lstm.attrs = {attr("hidden_size", 2), attr("direction", "bidirectional"), attr("clip", 0.9f)};
+  lstm.opset = 14;
+  lstm.num_outputs = 3;
+  lstm.inputs_are_constant = true;
+  auto res = run_op(lstm);
+  ASSERT_TRUE(res.ok()) << res.status().to_string();
+  expect_values((*res)[0], Shape{3, 2, 2, 2}, kLstmY);
+}
+
 TEST(RnnTest, LayoutOneTransposesInputsAndOutputs) {
   // The same LSTM with batch-first tensors: X [batch, seq, in], states
   // [batch, dir, hidden], Y [batch, seq, dir, hidden].

@@ -104,7 +104,7 @@ void relu(kiln::sdk::ExecContext& ctx, const F32& x, const F32& out) {
   const float* px = x.data;
   float* po = out.data;
   ctx.parallel_for(x.numel(), 1 << 14, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) po[i] = px[i] > 0.f ? px[i] : 0.f;
+    for (int64_t i = lo; i < hi; ++i) po[i] = px[i] < 0.f ? 0.f : px[i];  // NaN stays NaN
   });
 }
 

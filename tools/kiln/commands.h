@@ -16,4 +16,11 @@ int bench_command(std::span<const std::string> args);
 /// kiln demo-model OUT.onnx: writes the small CNN used by `make demo`.
 int demo_model_command(std::span<const std::string> args);
 
+/// kiln backends [--backend-path P]... [--json]: the plugins found and why others did not load.
+int backends_command(std::span<const std::string> args);
+/// kiln inspect MODEL [--backends LIST] [--json] ...: where each node goes and why.
+int inspect_command(std::span<const std::string> args);
+/// kiln check-backend LIB.so [--suite DIR]: the plugin conformance kit.
+int check_backend_command(std::span<const std::string> args);
+
 }  // namespace kiln::cli

@@ -17,6 +17,9 @@ commands:
   conformance DIR... run ONNX backend tests and compare with their expected outputs
   bench MODEL        time a model: latency quantiles, load time, peak RSS, --profile, --trace
   demo-model OUT     write the small demo CNN to OUT (an .onnx file)
+  backends           list the backend plugins found (and why others did not load)
+  inspect MODEL      show how a model is partitioned over backends, and why nodes fall back
+  check-backend LIB  check a backend plugin's contract (conformance kit)
 
 `kiln COMMAND --help` describes a command's flags.
 )";
@@ -36,6 +39,9 @@ int main(int argc, char** argv) {
   if (command == "conformance") return conformance_command(rest);
   if (command == "bench") return bench_command(rest);
   if (command == "demo-model") return demo_model_command(rest);
+  if (command == "backends") return backends_command(rest);
+  if (command == "inspect") return inspect_command(rest);
+  if (command == "check-backend") return check_backend_command(rest);
   if (command == "help" || command == "--help" || command == "-h") {
     std::cout << kUsage;
     return kExitOk;
@@ -44,6 +50,6 @@ int main(int argc, char** argv) {
     std::cout << "kiln " KILN_VERSION "\n";
     return kExitOk;
   }
-  return fail("unknown command '" + command + "' (commands: run, conformance, bench, demo-model; see kiln --help)",
+  return fail("unknown command '" + command + "' (commands: run, conformance, bench, demo-model, backends, inspect, check-backend; see kiln --help)",
               kExitUsage);
 }

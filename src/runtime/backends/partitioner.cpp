@@ -412,10 +412,11 @@ Result<PartitionOutcome> partition_graph(const ir::Graph& g,
       ++considered;
       if (out.claimed_by[n] >= 0 || portable_claimed[n]) continue;
       ++count;
-      list += "\n  " + g.nodes[n].label();
+      list += (list.empty() ? "" : "; ") + g.nodes[n].label() + " (";
       const auto& r = rep.nodes[n].reasons;
-      if (r.empty()) list += ": no backend was offered it";
-      for (size_t i = 0; i < r.size(); ++i) list += (i ? "; " : ": ") + r[i].first + ": " + r[i].second;
+      if (r.empty()) list += "no backend was offered it";
+      for (size_t i = 0; i < r.size(); ++i) list += (i ? ", " : "") + r[i].first + ": " + r[i].second;
+      list += ")";
     }
     if (count > 0) {
       return make_status(StatusCode::kUnimplemented, "fallback policy 'require': ", count, " of ", considered,
@@ -425,7 +426,7 @@ Result<PartitionOutcome> partition_graph(const ir::Graph& g,
                            for (const SelectedBackend& b : request.backends) s += (s.empty() ? "" : ", ") + b.name;
                            return s.empty() ? std::string("none") : s;
                          }(),
-                         "):", list);
+                         "): ", list);
     }
   }
   return out;

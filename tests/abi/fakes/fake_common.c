@@ -9,6 +9,8 @@ typedef struct fake_instance {
 
 typedef struct fake_compiled {
   fake_plugin* plugin;
+  int64_t rank;     /* of the input as compiled; -1 unknown */
+  int64_t dims[8];  /* -1 where unknown */
 } fake_compiled;
 
 fake_plugin* fake_plugin_new(const kiln_backend_entry_args_t* args, const char* name) {
@@ -120,8 +122,19 @@ kiln_status_t* fake_relu_compile(kiln_instance_t* instance, const kiln_graph_t* 
   fake_compiled* c = (fake_compiled*)h->alloc(p->ctx, sizeof(fake_compiled), 0);
   if (!c) return fake_error(p, KILN_STATUS_INTERNAL, "out of memory");
   c->plugin = p;
+  c->rank = h->value_rank(partition->inputs[0]);
+  if (c->rank > 8) c->rank = -1;
+  for (int64_t i = 0; i < c->rank; ++i) c->dims[i] = h->value_dim(partition->inputs[0], (size_t)i, NULL);
   *out = (kiln_compiled_t*)c;
   return NULL;
+}
+
+kiln_compiled_t* fake_relu_make(fake_plugin* p) {
+  fake_compiled* c = (fake_compiled*)p->host->alloc(p->ctx, sizeof(fake_compiled), 0);
+  if (!c) return NULL;
+  c->plugin = p;
+  c->rank = -1;
+  return (kiln_compiled_t*)c;
 }
 
 void fake_relu_release(kiln_compiled_t* compiled) {
@@ -138,6 +151,14 @@ kiln_status_t* fake_relu_execute(kiln_compiled_t* compiled, kiln_exec_context_t*
   kiln_status_t* st;
   if (num_inputs != 1 || !inputs || !inputs[0]) return fake_error(p, KILN_STATUS_INVALID_ARGUMENT, "Relu takes one input");
   if (inputs[0]->dtype != KILN_DTYPE_FLOAT32) return fake_error(p, KILN_STATUS_INVALID_ARGUMENT, "Relu input must be float32");
+  n = 1;
+  for (i = 0; i < inputs[0]->rank; ++i) n *= (size_t)inputs[0]->dims[i];
+  if (inputs[0]->nbytes < n * sizeof(float)) return fake_error(p, KILN_STATUS_INVALID_ARGUMENT, "input buffer is smaller than its shape");
+  if (c->rank >= 0) {
+    int ok = (int64_t)inputs[0]->rank == c->rank;
+    for (i = 0; ok && i < inputs[0]->rank; ++i) ok = c->dims[i] < 0 || c->dims[i] == inputs[0]->dims[i];
+    if (!ok) return fake_error(p, KILN_STATUS_INVALID_ARGUMENT, "input shape differs from the compiled one");
+  }
   memset(&out, 0, sizeof(out));
   out.struct_size = sizeof(out);
   st = p->host->exec_allocate_output(ctx, 0, KILN_DTYPE_FLOAT32, inputs[0]->dims, inputs[0]->rank, &out);
@@ -154,4 +175,12 @@ void fake_fill_header(kiln_abi_header_t* h, uint32_t size, uint16_t major, uint1
   h->struct_size = size;
   h->abi_major = major;
   h->abi_minor = minor;
+}
+
+kiln_status_t* fake_check_range(const kiln_backend_entry_args_t* args) {
+  char msg[160];
+  if (KILN_BACKEND_ABI_MAJOR >= args->min_abi_major && KILN_BACKEND_ABI_MAJOR <= args->max_abi_major) return NULL;
+  snprintf(msg, sizeof(msg), "plugin speaks backend ABI %d.x, host speaks %d.%d to %d.%d", KILN_BACKEND_ABI_MAJOR,
+           args->min_abi_major, args->min_abi_minor, args->max_abi_major, args->max_abi_minor);
+  return args->host_api->status_create(KILN_STATUS_FAILED_PRECONDITION, msg);
 }

@@ -32,8 +32,14 @@ kiln_status_t* fake_relu_capability(kiln_instance_t* instance, const kiln_graph_
 kiln_status_t* fake_relu_compile(kiln_instance_t* instance, const kiln_graph_t* graph,
                                  const kiln_partition_t* partition, kiln_compiled_t** out);
 void fake_relu_release(kiln_compiled_t* compiled);
+/* A compiled Relu that accepts any input shape (for imports); NULL on failure. */
+kiln_compiled_t* fake_relu_make(fake_plugin* p);
 kiln_status_t* fake_relu_execute(kiln_compiled_t* compiled, kiln_exec_context_t* ctx,
                                  const kiln_tensor_t* const* inputs, size_t num_inputs);
+
+/* NULL when the host's ABI range includes this plugin's major; else an error
+ * naming both (what every entry must check before returning its table). */
+kiln_status_t* fake_check_range(const kiln_backend_entry_args_t* args);
 
 /* Sets the header of a 1.x table. */
 void fake_fill_header(kiln_abi_header_t* h, uint32_t size, uint16_t major, uint16_t minor);

@@ -117,17 +117,16 @@ static kiln_status_t* import_compiled(kiln_instance_t* i, const void* bytes, siz
   fake_plugin* p = plugin_of_instance(i);
   FAIL_IF(p, "import");
   if (size != 4 || memcmp(bytes, "FAKE", 4) != 0) return fake_error(p, KILN_STATUS_INVALID_ARGUMENT, "not a fake blob");
-  inst_t* c = (inst_t*)p->host->alloc(p->ctx, sizeof(inst_t), 0);
-  if (!c) return fake_error(p, KILN_STATUS_INTERNAL, "out of memory");
-  c->plugin = p;
-  *out = (kiln_compiled_t*)c;
-  return NULL;
+  *out = fake_relu_make(p);
+  return *out ? NULL : fake_error(p, KILN_STATUS_INTERNAL, "out of memory");
 }
 
 static kiln_backend_api_t g_api;
 
 KILN_BACKEND_EXPORT kiln_status_t* kiln_backend_entry(const kiln_backend_entry_args_t* args,
                                                       const kiln_backend_api_t** out_api, kiln_plugin_t** out_plugin) {
+  kiln_status_t* range = fake_check_range(args);
+  if (range) return range;
   fake_plugin* p = fake_plugin_new(args, "failing");
   if (!p) return args->host_api->status_create(KILN_STATUS_INTERNAL, "out of memory");
   memset(&g_api, 0, sizeof(g_api));

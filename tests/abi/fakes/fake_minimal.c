@@ -12,6 +12,8 @@ static kiln_backend_api_t g_api;
 
 KILN_BACKEND_EXPORT kiln_status_t* kiln_backend_entry(const kiln_backend_entry_args_t* args,
                                                       const kiln_backend_api_t** out_api, kiln_plugin_t** out_plugin) {
+  kiln_status_t* range = fake_check_range(args);
+  if (range) return range;
   fake_plugin* p = fake_plugin_new(args, "minimal");
   if (!p) return args->host_api->status_create(KILN_STATUS_INTERNAL, "out of memory");
   memset(&g_api, 0, sizeof(g_api));

@@ -22,6 +22,8 @@ static kiln_status_t* future_b(kiln_plugin_t* p, int x) { (void)p; (void)x; retu
 
 KILN_BACKEND_EXPORT kiln_status_t* kiln_backend_entry(const kiln_backend_entry_args_t* args,
                                                       const kiln_backend_api_t** out_api, kiln_plugin_t** out_plugin) {
+  kiln_status_t* range = fake_check_range(args);
+  if (range) return range;
   fake_plugin* p = fake_plugin_new(args, "newer");
   if (!p) return args->host_api->status_create(KILN_STATUS_INTERNAL, "out of memory");
   if (KILN_ABI_HAS(kiln_host_api_t, log_enabled, args->host_api->header.struct_size) && args->host_api->log_enabled &&

@@ -1,0 +1,473 @@
+// kiln check-backend: the groups that run things — capability answers and
+// compile errors, execute against portable kernels and with wrong inputs,
+// export/import, concurrent execute, and the ONNX node tests.
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "check_backend.h"
+#include "compare.h"
+#include "kiln/session.h"
+#include "runtime/backends/graph_view.h"
+#include "runtime/backends/partition_kernel.h"
+#include "runtime/backends/registry.h"
+#include "runtime/backends/selection.h"
+#include "runtime/program.h"
+#include "value_io.h"
+
+namespace kiln::cli::check {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<ir::Dim> dims_of(const std::vector<int64_t>& d) {
+  std::vector<ir::Dim> out;
+  for (int64_t x : d) out.push_back(ir::Dim{x, {}});
+  return out;
+}
+
+Tensor random_tensor(const Shape& shape, uint32_t seed) {
+  Tensor t = Tensor::allocate(DType::kFloat32, shape);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+// A small graph of common float32 ops (and, with `unknown`, an op of a
+// domain no plugin can know), every shape static.
+std::shared_ptr<ir::Graph> probe_graph(bool unknown) {
+  auto g = std::make_shared<ir::Graph>();
+  g->name = "kiln_check_probe";
+  g->opsets[""] = 17;
+  g->opsets["kiln.check"] = 1;
+  auto value = [&](const std::string& n, std::vector<int64_t> d) {
+    return g->add_value(n, ir::ValueType::tensor(DType::kFloat32, dims_of(d)));
+  };
+  auto constant = [&](const std::string& n, std::vector<int64_t> d, uint32_t seed) {
+    ir::ValueId id = value(n, d);
+    g->initializers.emplace(id, random_tensor(Shape(d), seed));
+    return id;
+  };
+  auto node = [&](const std::string& op, std::vector<ir::ValueId> in, const std::string& name, std::vector<int64_t> d,
+                  std::vector<ir::Attribute> attrs = {}, const std::string& domain = "") {
+    ir::ValueId out = value(name, d);
+    ir::Node n;
+    n.name = name;
+    n.op_type = op;
+    n.domain = domain;
+    n.opset = g->opsets[domain];
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    n.attributes = std::move(attrs);
+    g->nodes.push_back(std::move(n));
+    return out;
+  };
+  auto ints = [](const char* name, std::vector<int64_t> v) {
+    ir::Attribute a;
+    a.name = name;
+    a.type = ir::AttrType::kInts;
+    a.ints = std::move(v);
+    return a;
+  };
+  ir::ValueId x = value("x", {2, 16}), img = value("img", {1, 3, 8, 8});
+  g->inputs = {x, img};
+  ir::ValueId c = constant("c", {16}, 1), w = constant("w", {16, 8}, 2), s = constant("s", {}, 3);
+  ir::ValueId cw = constant("cw", {4, 3, 3, 3}, 4);
+  ir::ValueId a = node("Add", {x, c}, "add", {2, 16});
+  ir::ValueId r1 = node("Relu", {a}, "relu", {2, 16});
+  ir::ValueId m = node("MatMul", {r1, w}, "matmul", {2, 8});
+  ir::ValueId mu = node("Mul", {m, s}, "mul", {2, 8});
+  ir::ValueId sg = node("Sigmoid", {mu}, "sigmoid", {2, 8});
+  ir::ValueId sm = node("Softmax", {sg}, "softmax", {2, 8});
+  ir::ValueId out1 = node("Add", {sm, mu}, "add2", {2, 8});
+  ir::ValueId conv = node("Conv", {img, cw}, "conv", {1, 4, 8, 8}, {ints("kernel_shape", {3, 3}), ints("pads", {1, 1, 1, 1})});
+  ir::ValueId cr = node("Relu", {conv}, "relu2", {1, 4, 8, 8});
+  ir::ValueId out2 = node("Mul", {cr, cr}, "square", {1, 4, 8, 8});
+  if (unknown) out1 = node("Unknown", {out1}, "unknown", {2, 8}, {}, "kiln.check");
+  g->outputs = {out1, out2};
+  return g;
+}
+
+class HeapOutputs final : public runtime::ExecOutputs {
+ public:
+  explicit HeapOutputs(size_t n) : t_(n) {}
+  size_t num_outputs() const override { return t_.size(); }
+  Result<Tensor*> allocate(size_t i, DType dt, const Shape& s) override {
+    t_[i] = Tensor::allocate(dt, s);
+    return &t_[i];
+  }
+  std::vector<Tensor> t_;
+};
+
+// Runs a compiled partition directly on `inputs` (views of them, possibly altered).
+Status execute(const runtime::CompiledPartition& cp, std::vector<kiln_tensor_t> views, size_t num_outputs,
+               std::vector<Tensor>* outputs = nullptr) {
+  std::vector<const kiln_tensor_t*> ptrs;
+  for (const kiln_tensor_t& v : views) ptrs.push_back(&v);
+  HeapOutputs outs(num_outputs);
+  kiln_exec_context ec;
+  ec.outputs = &outs;
+  Status st = cp.execute(&ec, ptrs.data(), ptrs.size());
+  if (outputs) *outputs = std::move(outs.t_);
+  return st;
+}
+
+std::string compare_all(const std::vector<Tensor>& got, const std::vector<Tensor>& want, const Tolerance& tol) {
+  if (got.size() != want.size()) return std::to_string(got.size()) + " outputs, expected " + std::to_string(want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!got[i].defined()) return "output " + std::to_string(i) + " was not produced";
+    std::string d = compare_values(Value(got[i]), Value(want[i]), tol);
+    if (!d.empty()) return "output " + std::to_string(i) + ": " + d;
+  }
+  return "";
+}
+
+struct Loaded {
+  std::shared_ptr<BackendRegistry> registry;
+  std::shared_ptr<runtime::LoadedPlugin> plugin;
+};
+
+// Loads the plugin; adds a failure or skip and returns false when it cannot be used.
+bool load_usable(const Options& o, LogCapture& capture, Report& r, const char* what, Loaded* out) {
+  auto reg = load_for_check(o, capture);
+  if (!reg.ok()) {
+    r.fail(what, reg.status().message());
+    return false;
+  }
+  out->registry = *reg;
+  out->plugin = (*reg)->impl().all().at(0);
+  if (!out->plugin->available()) {
+    r.skip(what, "the plugin is not available here: " + out->plugin->info().unavailable_reason);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void check_capability(const Options& o, Report& r) {
+  LogCapture capture;
+  Loaded l;
+  if (!load_usable(o, capture, r, "capability", &l)) return;
+  auto inst = l.plugin->create_instance(0, {});
+  if (!inst.ok()) {
+    r.fail("capability", "create_instance: " + inst.status().message());
+    return;
+  }
+  auto g = probe_graph(true);
+  std::vector<int32_t> all(g->nodes.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int32_t>(i);
+  auto view = runtime::make_graph_view(*g, nullptr, all, {});
+  auto cap = (*inst)->get_capability(view.get());
+  if (!cap.ok()) {
+    r.fail("capability answer", cap.status().message());
+    return;
+  }
+  std::string problems;
+  for (const std::string& p : cap->problems) problems += (problems.empty() ? "" : "; ") + p;
+  size_t claimed = 0;
+  for (const auto& grp : cap->groups) claimed += grp.size();
+  if (problems.empty()) {
+    r.pass("capability answer", std::to_string(cap->groups.size()) + " groups (" + std::to_string(claimed) + " of " +
+                                    std::to_string(all.size()) + " probe nodes), " +
+                                    std::to_string(cap->declined.size()) + " declined with reasons");
+  } else {
+    r.fail("capability answer", problems);
+  }
+  auto foreign = capture.find("not allocated with the host allocator");
+  auto twice = capture.find("freed twice");
+  if (!foreign.empty() || !twice.empty()) {
+    r.fail("returned arrays use the host allocator",
+           std::to_string(foreign.size()) + " arrays or strings not from kiln_host_api_t.alloc, " +
+               std::to_string(twice.size()) + " freed twice");
+  } else {
+    r.pass("returned arrays use the host allocator", "every array and string came from the host");
+  }
+  const size_t unknown = g->nodes.size() - 1;
+  bool unknown_claimed = false;
+  for (const auto& grp : cap->groups)
+    unknown_claimed |= std::find(grp.begin(), grp.end(), unknown) != grp.end();
+  std::string reason;
+  for (const auto& [n, why] : cap->declined)
+    if (n == unknown) reason = why;
+  if (unknown_claimed) r.fail("unknown op declined", "it claimed kiln.check.Unknown, an op it cannot know");
+  else if (reason.empty()) r.fail("unknown op declined", "kiln.check.Unknown was declined without a reason");
+  else r.pass("unknown op declined", reason);
+
+  // Compiling a group it did not claim must fail, not crash.
+  const kiln_value_t* in_ptr = &view->values[static_cast<size_t>(g->nodes[unknown].inputs[0])];
+  const kiln_value_t* out_ptr = &view->values[static_cast<size_t>(g->nodes[unknown].outputs[0])];
+  kiln_partition_t desc{};
+  desc.struct_size = sizeof(desc);
+  desc.id = "kiln_check:unclaimed";
+  desc.num_nodes = 1;
+  desc.nodes = &unknown;
+  desc.num_inputs = 1;
+  desc.inputs = &in_ptr;
+  desc.num_outputs = 1;
+  desc.outputs = &out_ptr;
+  auto compiled = (*inst)->compile(view.get(), desc);
+  if (compiled.ok()) r.fail("compile of an unclaimed group fails", "compiled kiln.check.Unknown");
+  else r.pass("compile of an unclaimed group fails", compiled.status().message());
+}
+
+void check_execute(const Options& o, Report& r) {
+  LogCapture capture;
+  Loaded l;
+  if (!load_usable(o, capture, r, "execute vs portable", &l)) return;
+  auto request = runtime::select_backends(*l.registry, {l.plugin->name()}, {}, FallbackPolicy::kAllow);
+  if (!request.ok()) {
+    r.fail("execute vs portable", request.status().message());
+    return;
+  }
+  runtime::ProgramOptions with_plugin;
+  with_plugin.partition = &*request;
+  auto program = runtime::Program::build(probe_graph(false), with_plugin);
+  auto reference = runtime::Program::build(probe_graph(false), runtime::ProgramOptions{});
+  if (!program.ok() || !reference.ok()) {
+    r.fail("execute vs portable", "building the probe graph failed: " +
+                                      (program.ok() ? reference.status().message() : program.status().message()));
+    return;
+  }
+  const PlacementReport& rep = (*program)->placement();
+  if (rep.partitions.empty()) {
+    const char* why = "the plugin claims none of the probe graph's nodes (Add, Relu, MatMul, Mul, Sigmoid, Softmax, Conv)";
+    for (const char* c : {"execute vs portable", "execute rejects wrong inputs", "export/import", "concurrent execute"})
+      r.skip(c, why);
+    return;
+  }
+  std::vector<Value> inputs{Value(random_tensor(Shape{2, 16}, 11)), Value(random_tensor(Shape{1, 3, 8, 8}, 12))};
+  auto got = (*program)->run(inputs, {}, nullptr);
+  auto want = (*reference)->run(inputs, {}, nullptr);
+  Tolerance tol{1e-3, 1e-5};
+  std::vector<Tensor> want_t;
+  if (want.ok())
+    for (const Value& v : *want) want_t.push_back(v.tensor());
+  if (!got.ok()) {
+    r.fail("execute vs portable", got.status().message());
+    return;
+  }
+  std::vector<Tensor> got_t;
+  for (const Value& v : *got) got_t.push_back(v.tensor());
+  std::string diff = want.ok() ? compare_all(got_t, want_t, tol) : "portable failed: " + want.status().message();
+  size_t nodes = 0;
+  for (const PartitionInfo& p : rep.partitions) nodes += p.nodes.size();
+  if (diff.empty()) {
+    r.pass("execute vs portable", std::to_string(rep.partitions.size()) + " partitions, " + std::to_string(nodes) +
+                                      " nodes: outputs match");
+  } else {
+    r.fail("execute vs portable", diff);
+  }
+
+  // Error paths, on the first partition that takes inputs.
+  const runtime::PartitionKernel* pk = nullptr;
+  for (const runtime::Step& s : (*program)->steps()) {
+    auto* k = dynamic_cast<const runtime::PartitionKernel*>(s.kernel.get());
+    if (k && !k->node()->inputs.empty() && !pk) pk = k;
+  }
+  if (!pk) {
+    r.skip("execute rejects wrong inputs", "no partition takes inputs");
+  } else {
+    const ir::Graph& g = (*program)->graph();
+    const runtime::CompiledPartition& cp = pk->compiled();
+    const size_t nout = pk->node()->outputs.size();
+    std::vector<Tensor> good;
+    for (ir::ValueId id : pk->node()->inputs) good.push_back(random_tensor(g.value(id).type.static_shape(), 21));
+    std::vector<kiln_tensor_t> views(good.size());
+    for (size_t i = 0; i < good.size(); ++i) (void)runtime::tensor_view(good[i], &views[i]);
+    Status ok = execute(cp, views, nout);
+    if (!ok.is_ok()) {
+      r.fail("execute rejects wrong inputs", "the right inputs failed: " + ok.message());
+    } else {
+      std::string accepted, messages;
+      auto expect_error = [&](const std::string& what, std::vector<kiln_tensor_t> v) {
+        Status st = execute(cp, std::move(v), nout);
+        if (st.is_ok()) accepted += (accepted.empty() ? "" : ", ") + what;
+        else if (messages.empty()) messages = st.message();
+      };
+      std::vector<kiln_tensor_t> fewer(views.begin(), views.end() - 1);
+      expect_error("one input too few", fewer);
+      std::vector<kiln_tensor_t> more = views;
+      more.push_back(views[0]);
+      expect_error("one input too many", more);
+      std::vector<kiln_tensor_t> dtype = views;
+      dtype[0].dtype = dtype[0].dtype == KILN_DTYPE_FLOAT32 ? KILN_DTYPE_INT32 : KILN_DTYPE_FLOAT32;
+      expect_error("wrong dtype", dtype);
+      std::vector<kiln_tensor_t> rank = views;
+      int64_t flat[2] = {1, good[0].numel()};
+      rank[0].dims = good[0].rank() == 2 ? flat + 1 : flat;
+      rank[0].rank = good[0].rank() == 2 ? 1 : 2;
+      expect_error("wrong rank", rank);
+      std::vector<kiln_tensor_t> shortbuf = views;
+      shortbuf[0].nbytes /= 2;
+      if (shortbuf[0].nbytes != views[0].nbytes) expect_error("buffer smaller than its shape", shortbuf);
+      if (accepted.empty()) r.pass("execute rejects wrong inputs", "count, dtype, rank, short buffer: " + messages);
+      else r.fail("execute rejects wrong inputs", "accepted: " + accepted);
+    }
+
+    // Export, compatibility check, import.
+    if (!l.plugin->info().supports_export) {
+      r.skip("export/import", "the plugin does not export compiled partitions");
+    } else {
+      auto bytes = cp.export_bytes();
+      std::string problem;
+      if (!bytes.ok()) problem = "export: " + bytes.status().message();
+      else if (Status c = l.plugin->check_compiled(bytes->data(), bytes->size()); !c.is_ok())
+        problem = "check_compiled of its own export: " + c.message();
+      std::vector<Tensor> a, b;
+      if (problem.empty()) {
+        auto imported = cp.instance().import_compiled(bytes->data(), bytes->size());
+        if (!imported.ok()) {
+          problem = "import: " + imported.status().message();
+        } else {
+          Status s1 = execute(cp, views, nout, &a), s2 = execute(**imported, views, nout, &b);
+          if (!s1.is_ok() || !s2.is_ok()) problem = "execute: " + (s1.is_ok() ? s2.message() : s1.message());
+          else if (std::string d = compare_all(b, a, tol); !d.empty()) problem = "imported handle differs: " + d;
+        }
+      }
+      if (problem.empty()) {
+        std::string accepted;
+        std::vector<std::pair<std::string, std::vector<uint8_t>>> corrupt = {
+            {"truncated", std::vector<uint8_t>(bytes->begin(), bytes->begin() + static_cast<std::ptrdiff_t>(bytes->size() / 2))},
+            {"garbage", std::vector<uint8_t>(64, 0xa5)},
+            {"empty", {}}};
+        for (auto& [what, blob] : corrupt) {
+          bool checked = l.plugin->check_compiled(blob.data(), blob.size()).is_ok();
+          bool imported = cp.instance().import_compiled(blob.data(), blob.size()).ok();
+          if (checked || imported) accepted += (accepted.empty() ? "" : ", ") + what;
+        }
+        if (!accepted.empty()) problem = "accepted corrupt blobs: " + accepted;
+      }
+      if (problem.empty()) r.pass("export/import", std::to_string(bytes->size()) + " bytes; check, import, same outputs; corrupt blobs refused");
+      else r.fail("export/import", problem);
+    }
+  }
+
+  // Concurrent runs: the host serializes SERIAL handles; REENTRANT ones run at once.
+  bool serial = false;
+  for (const PartitionInfo& p : rep.partitions) serial |= p.serial;
+  std::atomic<int> mismatches{0};
+  std::string first;
+  std::mutex mu;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) {
+        auto out = (*program)->run(inputs, {}, nullptr);
+        std::string d;
+        if (!out.ok()) {
+          d = out.status().message();
+        } else {
+          std::vector<Tensor> ts;
+          for (const Value& v : *out) ts.push_back(v.tensor());
+          d = compare_all(ts, got_t, Tolerance{0, 0});
+        }
+        if (!d.empty()) {
+          ++mismatches;
+          std::lock_guard<std::mutex> lock(mu);
+          if (first.empty()) first = d;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const std::string declared = serial ? "declared serial (host serializes)" : "declared reentrant";
+  if (mismatches == 0) r.pass("concurrent execute", declared + "; 4 threads x 20 runs match the serial result");
+  else r.fail("concurrent execute", declared + "; " + std::to_string(mismatches.load()) + " of 80 runs differ: " + first);
+}
+
+void check_node_tests(const Options& o, Report& r) {
+  if (o.suite.empty()) {
+    r.skip("node tests", "--no-suite");
+    return;
+  }
+  std::error_code ec;
+  if (!fs::is_directory(o.suite, ec)) {
+    r.skip("node tests", "no folder " + o.suite + " (apt-get install libonnx-testdata, or pass --suite DIR)");
+    return;
+  }
+  LogCapture capture;
+  Loaded l;
+  if (!load_usable(o, capture, r, "node tests", &l)) return;
+  std::vector<fs::path> tests;
+  for (const auto& e : fs::directory_iterator(o.suite, ec))
+    if (e.is_directory() && fs::exists(e.path() / "model.onnx")) tests.push_back(e.path());
+  std::sort(tests.begin(), tests.end());
+  size_t tried = 0, claimed = 0, failed = 0;
+  const Tolerance tol{1e-3, 1e-5};
+  for (const fs::path& dir : tests) {
+    const std::string name = dir.filename().string();
+    if (!o.filter.empty() && name.find(o.filter) == std::string::npos) continue;
+    ++tried;
+    const std::string model = (dir / "model.onnx").string();
+    SessionOptions with;
+    with.backend_registry = l.registry;
+    with.backends = {l.plugin->name()};
+    SessionOptions portable;
+    portable.backends = {"portable"};
+    auto s = Session::load(model, with);
+    if (!s.ok()) {
+      auto p = Session::load(model, portable);
+      if (p.ok()) {
+        ++failed;
+        r.fail("node " + name, "loads on portable kernels but not with the plugin: " + s.status().message());
+      }
+      continue;
+    }
+    if ((*s)->placement().partitions.empty()) continue;
+    ++claimed;
+    const fs::path data = dir / "test_data_set_0";
+    std::vector<NamedValue> feeds;
+    std::string problem;
+    const auto& ins = (*s)->inputs();
+    for (size_t i = 0; i < ins.size() && problem.empty(); ++i) {
+      fs::path f = data / ("input_" + std::to_string(i) + ".pb");
+      if (!fs::exists(f, ec)) continue;
+      auto v = read_value_for(f.string(), ins[i]);
+      if (!v.ok()) problem = "input " + std::to_string(i) + ": " + v.status().message();
+      else feeds.emplace_back(ins[i].name, std::move(v).value());
+    }
+    std::vector<Value> got;
+    if (problem.empty()) {
+      auto out = (*s)->run(feeds);
+      if (!out.ok()) problem = "run through the plugin failed: " + out.status().message();
+      else got = std::move(out).value();
+    }
+    const auto& outs = (*s)->outputs();
+    for (size_t i = 0; i < outs.size() && problem.empty(); ++i) {
+      fs::path f = data / ("output_" + std::to_string(i) + ".pb");
+      auto want = read_value_for(f.string(), outs[i]);
+      if (!want.ok()) continue;
+      std::string d = compare_values(got[i], *want, tol);
+      if (!d.empty()) problem = "output '" + outs[i].name + "' differs from the expected output: " + d;
+    }
+    std::string against = "expected outputs";
+    if (problem.empty()) {
+      auto p = Session::load(model, portable);
+      auto pout = p.ok() ? (*p)->run(feeds) : Result<std::vector<Value>>(p.status().clone());
+      if (pout.ok()) {
+        against += " and portable kernels";
+        for (size_t i = 0; i < got.size() && problem.empty(); ++i) {
+          std::string d = compare_values(got[i], (*pout)[i], tol);
+          if (!d.empty()) problem = "output '" + outs[i].name + "' differs from portable: " + d;
+        }
+      }
+    }
+    size_t nodes = 0;
+    for (const PartitionInfo& p : (*s)->placement().partitions) nodes += p.nodes.size();
+    if (problem.empty()) {
+      r.pass("node " + name, std::to_string(nodes) + " node(s) on the plugin; matches " + against);
+    } else {
+      ++failed;
+      r.fail("node " + name, problem);
+    }
+  }
+  if (claimed == 0) r.skip("node tests", "the plugin claims nothing in the " + std::to_string(tried) + " tests tried");
+  else r.expect(failed == 0, "node tests", std::to_string(claimed) + " of " + std::to_string(tried) +
+                                               " tests run through the plugin, " + std::to_string(failed) + " failed");
+}
+
+}  // namespace kiln::cli::check

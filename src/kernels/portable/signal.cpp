@@ -128,7 +128,9 @@ void store(const std::vector<double>& v, Tensor* out) {
 class DftKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    axis_ = init.node.attr_int("axis", 1);
+    // Opset 20 moved axis from an attribute (default 1) to input 2 (default -2).
+    axis_from_input_ = init.opset >= 20;
+    axis_ = axis_from_input_ ? -2 : init.node.attr_int("axis", 1);
     inverse_ = init.node.attr_int("inverse", 0) != 0;
     onesided_ = init.node.attr_int("onesided", 0) != 0;
     return Status::ok();
@@ -144,15 +146,19 @@ class DftKernel final : public Kernel {
       return invalid_argument(node.label(), ": input 0 (input) must be [batch, ..., 1 or 2], got ",
                               x.shape().to_string());
     }
-    int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
+    int64_t axis_given = axis_;
+    if (axis_from_input_ && ctx.has_input(2)) {
+      KILN_ASSIGN_OR_RETURN(axis_given, scalar_int(ctx, 2, "axis"));
+    }
+    int64_t axis = axis_given < 0 ? axis_given + rank : axis_given;
     if (axis < 0 || axis >= rank - 1) {
-      return invalid_argument(node.label(), ": attribute axis ", axis_, " is out of range for input rank ", rank,
+      return invalid_argument(node.label(), ": axis ", axis_given, " is out of range for input rank ", rank,
                               " (the last dimension holds the complex parts)");
     }
     const bool complex_in = x.dim(x.rank() - 1) == 2;
     const int64_t in_len = x.dim(static_cast<size_t>(axis));
     int64_t n = in_len;
-    if (ctx.has_input(1)) {
+    if (ctx.has_input(1) && ctx.input(1).numel() > 0) {
       KILN_ASSIGN_OR_RETURN(n, scalar_int(ctx, 1, "dft_length"));
       if (n <= 0) return invalid_argument(node.label(), ": input 1 (dft_length) must be positive, got ", n);
     }
@@ -195,6 +201,7 @@ class DftKernel final : public Kernel {
 
  private:
   int64_t axis_ = 1;
+  bool axis_from_input_ = false;
   bool inverse_ = false;
   bool onesided_ = false;
 };

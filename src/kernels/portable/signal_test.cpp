@@ -61,6 +61,21 @@ TEST(SignalTest, DftInverseRoundTripsComplexInputAlongAxis) {
   for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(back->data<float>()[i], x[i], 1e-6f);
 }
 
+TEST(SignalTest, DftOpset20TakesAxisFromInput) {
+  // [1, 2, 2, 1]: transform along axis 1 (of length 2) given as input 2.
+  Tensor x = Tensor::from_vector<float>({1, 2, 3, 5}, Shape{1, 2, 2, 1});
+  auto y = run_op1("DFT", {x, Value::none(), Tensor::scalar<int64_t>(1)}, {}, 20);
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  ASSERT_EQ(y->shape(), (Shape{1, 2, 2, 2}));
+  const float want[] = {4, 0, 7, 0, -2, 0, -3, 0};  // column sums, then differences
+  for (int i = 0; i < 8; ++i) EXPECT_NEAR(y->data<float>()[i], want[i], 1e-6f) << i;
+  // The default axis is -2, the last signal axis: here axis 2.
+  auto d = run_op1("DFT", {x}, {}, 20);
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  EXPECT_NEAR(d->data<float>()[0], 3, 1e-6f);
+  EXPECT_NEAR(d->data<float>()[2], -1, 1e-6f);
+}
+
 TEST(SignalTest, DftOnesidedAndDftLengthPadding) {
   // x = [1, 1] padded to 4: X = [2, 1-i, 0, 1+i]; onesided keeps 3 bins.
   auto y = run_op1("DFT", {Tensor::from_vector<float>({1, 1}, Shape{1, 2, 1}), Tensor::scalar<int64_t>(4)},

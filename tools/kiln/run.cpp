@@ -7,6 +7,7 @@
 #include <iostream>
 #include <system_error>
 
+#include "backend_flags.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "kiln/session.h"
@@ -32,7 +33,7 @@ Runs an ONNX model once and prints a short table of its outputs.
   --output-dir DIR    write the outputs to DIR as output_0.pb, output_1.pb, ...
   --threads N         intra-op threads, counting the caller (default 1; 0 = one per core)
   --seed N            seed of the random inputs (default 0)
-)";
+)";  // + kBackendFlagsUsage
 
 constexpr FlagSpec kFlags[] = {
     {"--input-dir", true, false}, {"--input", true, true}, {"--output-dir", true, false},
@@ -45,6 +46,22 @@ struct InputSource {
 
 bool usable_as_file_name(const std::string& name) {
   return !name.empty() && name.find('/') == std::string::npos && name != "." && name != "..";
+}
+
+// N for a file named input_N.pb or input_N.npy, else -1.
+int64_t input_file_index(const std::string& name) {
+  constexpr std::string_view kPrefix = "input_";
+  if (name.rfind(kPrefix, 0) != 0) return -1;
+  const size_t dot = name.find('.', kPrefix.size());
+  if (dot == std::string::npos || dot == kPrefix.size() || dot - kPrefix.size() > 9) return -1;
+  const std::string ext = name.substr(dot);
+  if (ext != ".pb" && ext != ".npy") return -1;
+  int64_t n = 0;
+  for (size_t i = kPrefix.size(); i < dot; ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    n = n * 10 + (name[i] - '0');
+  }
+  return n;
 }
 
 // Finds the file of input `i` in `dir`, or returns an empty string.
@@ -83,13 +100,11 @@ Status resolve_input_files(const Args& args, const std::vector<IoInfo>& inputs, 
       }
     }
     // A file for an input the model does not have means the wrong folder or model.
-    for (size_t i = inputs.size(); i < inputs.size() + 64; ++i) {
-      for (const char* ext : {".pb", ".npy"}) {
-        const fs::path extra = dir / ("input_" + std::to_string(i) + ext);
-        if (fs::exists(extra, ec)) {
-          return invalid_argument("'", extra.string(), "' has no model input to go to: the model has ",
-                                  inputs.size(), " input", inputs.size() == 1 ? "" : "s");
-        }
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      const int64_t index = input_file_index(entry.path().filename().string());
+      if (index >= static_cast<int64_t>(inputs.size())) {
+        return invalid_argument("'", entry.path().string(), "' has no model input to go to: the model has ",
+                                inputs.size(), " input", inputs.size() == 1 ? "" : "s");
       }
     }
     return Status::ok();
@@ -130,11 +145,12 @@ std::string plural(size_t n, const char* word) {
 }  // namespace
 
 int run_command(std::span<const std::string> argv) {
-  Result<Args> parsed = Args::parse(argv, kFlags, "run");
+  const std::vector<FlagSpec> specs = with_backend_flags(kFlags);
+  Result<Args> parsed = Args::parse(argv, specs, "run");
   if (!parsed.ok()) return fail(parsed.status().message(), kExitUsage);
   const Args& args = *parsed;
   if (args.has("--help")) {
-    std::cout << kUsage;
+    std::cout << kUsage << kBackendFlagsUsage;
     return kExitOk;
   }
   if (args.positionals().empty()) return fail("kiln run needs a MODEL file (see kiln run --help)", kExitUsage);
@@ -149,6 +165,7 @@ int run_command(std::span<const std::string> argv) {
     if (!n.ok()) return fail(n.status().message(), kExitUsage);
     options.threads = static_cast<int>(*n);
   }
+  if (Status s = apply_backend_flags(args, &options); !s.is_ok()) return fail(s.message(), kExitUsage);
   uint64_t seed = 0;
   if (auto s = args.value("--seed")) {
     Result<int64_t> n = parse_int_flag("--seed", *s, 0, INT64_MAX);
@@ -210,6 +227,7 @@ int run_command(std::span<const std::string> argv) {
 
   std::cout << "model " << model_path << ": " << plural((*session)->num_nodes(), "node") << ", "
             << plural(inputs.size(), "input") << ", " << plural(outputs.size(), "output") << "\n";
+  if (std::string b = placement_summary((*session)->placement()); !b.empty()) std::cout << "backends: " << b << "\n";
   if (!input_rows.empty()) {
     input_rows.insert(input_rows.begin(), {"input", "type", "from"});
     print_table(input_rows);

@@ -174,6 +174,11 @@ TEST(ConvTest, DepthwiseAndPointwisePaths) {
   check_conv(cc({1, 5, 11, 9}, {5, 1, 3, 2}, 5, {1, 2}, {2, 2}, {2, 2, 2, 2}), rng, "dw dilated");
   check_conv(cc({1, 5, 11, 9}, {5, 1, 5, 5}, 5, {}, {}, {}, "SAME_UPPER"), rng, "dw same 5x5");
   check_conv(cc({2, 6, 17}, {6, 1, 3}, 6, {2}, {}, {1, 1}), rng, "dw 1-D");
+  // wide rows reach the 16-wide vector steps of the 3x3 path (and their tails)
+  check_conv(cc({1, 3, 5, 53}, {3, 1, 3, 3}, 3, {}, {}, {1, 1, 1, 1}), rng, "dw 3x3 wide");
+  check_conv(cc({1, 3, 6, 71}, {3, 1, 3, 3}, 3, {2, 2}, {}, {1, 1, 1, 1}), rng, "dw 3x3 s2 wide");
+  check_conv(cc({1, 2, 4, 68}, {2, 1, 3, 3}, 2, {1, 2}, {}, {0, 0, 0, 0}), rng, "dw 3x3 s(1,2) no pad");
+  check_conv(cc({1, 2, 7, 40}, {4, 1, 3, 3}, 2, {3, 1}, {}, {2, 3, 1, 0}), rng, "dw 3x3 odd pads mult 2");
   // pointwise: 1x1 stride 1 (direct GEMM), grouped, and 1x1 strided (im2col)
   check_conv(cc({2, 16, 7, 9}, {24, 16, 1, 1}), rng, "pw");
   check_conv(cc({1, 16, 7, 9}, {8, 4, 1, 1}, 4), rng, "pw grouped");

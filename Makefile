@@ -31,5 +31,12 @@ models: deps
 	@scripts/install-deps.sh --with-torch
 	$(PY) bench/models/export.py --out bench/models/out
 
+# Kiln side by side with ONNX Runtime (not part of `make test`; ~10 minutes on
+# 2 cores): exports missing models (torch on demand), installs the npm peer,
+# alternates Kiln and ORT per model x threads x backends, runs kiln_microbench;
+# writes bench/results/latest.json and docs/performance.md.
+bench: build
+	$(PY) bench/run_bench.py --kiln $(BUILD)/bin/kiln --microbench $(BUILD)/bin/kiln_microbench
+
 clean:
 	rm -rf $(BUILD)

@@ -193,14 +193,15 @@ def run_microbench(path):
         return {"error": (p.stderr.strip().splitlines() or ["exit code %d" % p.returncode])[-1]}
     out = {}
     for b in json.loads(p.stdout)["benchmarks"]:
-        entry = {"real_time": b["real_time"], "time_unit": b["time_unit"]}
+        if b.get("error_occurred"):
+            out[b["name"]] = {"error": b.get("error_message", "failed")}
+            continue
+        entry = {"real_time": b["real_time"], "cpu_time": b["cpu_time"], "time_unit": b["time_unit"],
+                 "iterations": b["iterations"]}
         for key, value in b.items():
-            if key not in ("name", "run_name", "run_type", "repetitions", "repetition_index", "threads",
-                           "iterations", "real_time", "cpu_time", "time_unit", "family_index",
-                           "per_family_instance_index", "aggregate_name", "label"):
+            if key not in entry and isinstance(value, (int, float)) and key not in (
+                    "repetitions", "repetition_index", "threads", "family_index", "per_family_instance_index"):
                 entry[key] = value
-        if b.get("label"):
-            entry["label"] = b["label"]
         out[b["name"]] = entry
     return out
 
@@ -290,7 +291,7 @@ def goals(report):
         line = (f"- Per-node cost on op_chain_500 (p50 / {nodes} nodes, 1 thread, the [1,64] Add/Mul "
                 f"kernels included): Kiln {k_us:.3f} µs"
                 + (f", ONNX Runtime {o_us:.3f} µs" if o_us is not None else ""))
-        line += ". Goal: ≤ 0.1 µs per node."
+        line += f". Goal: ≤ 0.1 µs per node: {'met' if k_us <= 0.1 else 'not met'} in this run."
         lines.append(line)
     portable = [r for r in report["rows"] if r["config"] == "portable" and r.get("latency_ratio") is not None]
     if portable:
@@ -304,14 +305,25 @@ def goals(report):
         plural = "s" if r["threads"] > 1 else ""
         lines.append(f"- {r['model']} ({r['threads']} thread{plural}): Kiln failed: {r['errors'].get('kiln', '?')}")
     micro = report.get("microbench") or {}
-    plugin = [(n, b) for n, b in micro.items() if isinstance(b, dict) and "PluginExecute" in n]
+    plugin = [(n, b) for n, b in micro.items() if "PluginExecute" in n and "real_time" in b]
     if plugin:
-        for n, b in plugin:
-            lines.append(f"- One plugin execute call through the ABI ({n}): {b['real_time']:.1f} {b['time_unit']}; "
-                         "goal < 100 ns.")
+        parts = [f"{n.replace('BM_PluginExecute', '')} {b['cpu_time']:.0f} {b['time_unit']} CPU "
+                 f"({b['real_time']:.0f} wall)" for n, b in plugin]
+        raw = micro.get("BM_PluginExecuteRaw/width:1")
+        verdict = ""
+        if raw and raw.get("time_unit") == "ns":
+            verdict = f": {'met' if raw['cpu_time'] < 100 else 'not met'} in this run (Raw/width:1, CPU time)"
+        lines.append("- One plugin execute call through the ABI (template plugin, one Add node, the Add "
+                     "included; Raw = the C call, Host = through the host's wrapper): " + "; ".join(parts)
+                     + f". Goal: < 100 ns{verdict}.")
     else:
         lines.append("- One plugin execute call through the ABI: not measured in this run "
                      "(kiln_microbench was not built or has no PluginExecute benchmark).")
+    chain = [(n, b) for n, b in micro.items() if n.startswith("BM_OpChainRun") and "per_node" in b]
+    if chain:
+        lines.append("- kiln_microbench per-node cost (CPU time per run / nodes): "
+                     + "; ".join(f"{n.replace('BM_OpChainRun/', '')} {b['per_node'] * 1e9:.0f} ns" for n, b in chain)
+                     + ".")
     return "\n".join(lines)
 
 
@@ -321,16 +333,19 @@ def write_doc(path, report, rows):
     busy = max(load["before"][0], load["after"][0]) > 0.5 * (m.get("cores") or 1)
     micro = report.get("microbench") or {}
     micro_lines = "\n".join(
-        f"| {name} | {b['real_time']:.1f} {b['time_unit']} | "
-        + ", ".join(f"{k}={v:.4g}" for k, v in b.items()
-                    if k not in ("real_time", "time_unit", "label") and isinstance(v, (int, float)))
-        + " |" for name, b in micro.items() if isinstance(b, dict) and "real_time" in b)
+        f"| {name} | {b['real_time']:.4g} {b['time_unit']} | {b['cpu_time']:.4g} {b['time_unit']} | "
+        + ", ".join((f"{k}={v * 1e9:.1f} ns" if k == "per_node" else f"{k}={v:.4g}") for k, v in b.items()
+                    if k not in ("real_time", "cpu_time", "time_unit", "iterations"))
+        + " |" if "real_time" in b else f"| {name} | failed: {b.get('error')} | | |"
+        for name, b in micro.items())
     text = f"""# Kiln performance
 
 Kiln's performance goals are ratios to ONNX Runtime measured in the same run
 on the same machine. This page is written by `make bench`
-(bench/run_bench.py); the raw numbers, every sample included, are in
-bench/results/latest.json.
+(bench/run_bench.py); the raw numbers (per round, per runtime) are in
+bench/results/latest.json. Numbers taken while other work shares the
+machine are noisy (see the load average below): re-take them on a quiet
+machine before drawing conclusions.
 
 ## How to reproduce
 
@@ -351,6 +366,11 @@ get the same input (test_data_set_0/input_0.pb) and the same thread count
 (ORT: intraOpNumThreads, interOpNumThreads 1, sequential, all graph
 optimizations, its default spinning pool; ORT's times include the
 Node.js binding's per-call cost, a few µs).
+
+On op_chain_500 ONNX Runtime 1.30 takes about 0.14 ms per run in this
+harness (≈ 0.28 µs per node, with or without graph optimizations), not the
+0.57 ms (1.1 µs per node) quoted when the goals were set; the ratios here
+are the side-by-side ones.
 
 Columns: latency = Kiln p50 / ORT p50; load = median load time ratio;
 RSS = median ratio of (peak RSS − RSS before load), so that neither
@@ -376,8 +396,12 @@ smaller.
         text += f"""
 ## Micro-benchmarks (kiln_microbench)
 
-| benchmark | time | counters |
-|---|---|---|
+Wall and CPU time per iteration (Google Benchmark). On a busy machine wall
+time includes waiting for a core; CPU time is the better estimate there.
+Counters: per_node is CPU time per executed node.
+
+| benchmark | wall | CPU | counters |
+|---|---|---|---|
 {micro_lines}
 """
     if report.get("notes"):

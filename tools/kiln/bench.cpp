@@ -17,6 +17,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "backend_flags.h"
 #include "bench_report.h"
 #include "cli_util.h"
 #include "commands.h"
@@ -43,14 +44,6 @@ test_data_set_0 when it has one, else they are deterministic random values
   --warmup N        untimed runs first (default 10)
   --max-seconds S   stop the timed runs after S seconds (at least 5 runs; default: no limit)
   --threads N       intra-op threads, counting the caller (default 1; 0 = one per core)
-  --backends LIST   comma-separated backends to try, in order ("portable" is
-                    implied last; "portable" alone: no plugins). Default: every
-                    available plugin of priority > 0, then portable
-  --backend-path P  load plugins from file or folder P too (repeatable)
-  --backend-option NAME.KEY=VALUE
-                    an option for backend NAME (repeatable)
-  --fallback MODE   allow (default): nodes no plugin claims run on portable
-                    kernels; require: loading fails if any node would
   --seed N          seed of the random inputs (default 0)
   --profile         after the timed runs, profile some runs and print a per-node
                     table (top N) and a per-op-type table, with shares of the run
@@ -62,14 +55,15 @@ test_data_set_0 when it has one, else they are deterministic random values
   --json            print one JSON object instead of tables (samples included)
 
 Timed runs are never profiled: profiling costs two clock reads per node.
+
+Backends:
 )";
 
 constexpr FlagSpec kFlags[] = {
     {"--runs", true, false},       {"--warmup", true, false}, {"--max-seconds", true, false},
-    {"--threads", true, false},    {"--backends", true, false}, {"--seed", true, false},
+    {"--threads", true, false},    {"--seed", true, false},
     {"--profile", false, false},   {"--top", true, false},    {"--profile-runs", true, false},
     {"--trace", true, false},      {"--json", false, false},  {"--help", false, false},
-    {"--backend-path", true, true}, {"--backend-option", true, true}, {"--fallback", true, false},
 };
 
 struct BenchConfig {
@@ -80,10 +74,7 @@ struct BenchConfig {
   int64_t warmup = 10;
   double max_seconds = 0;
   int threads = 1;
-  std::vector<std::string> backends;  // empty: every available plugin, then portable
-  std::vector<std::string> backend_paths;
-  std::vector<BackendOption> backend_options;
-  FallbackPolicy fallback = FallbackPolicy::kAllow;
+  SessionOptions session;  // threads and the backend flags
   uint64_t seed = 0;
   bool profile = false;
   int64_t top = 20;
@@ -96,20 +87,6 @@ Result<int64_t> int_flag(const Args& args, std::string_view flag, int64_t fallba
   auto text = args.value(flag);
   if (!text) return fallback;
   return parse_int_flag(flag, *text, lo, hi);
-}
-
-Result<std::vector<std::string>> parse_backends(std::string_view text) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t comma = text.find(',', pos);
-    if (comma == std::string_view::npos) comma = text.size();
-    std::string name(text.substr(pos, comma - pos));
-    if (name.empty()) return invalid_argument("--backends '", text, "' has an empty name");
-    out.push_back(std::move(name));
-    pos = comma + 1;
-  }
-  return out;
 }
 
 Result<BenchConfig> parse_config(const Args& args) {
@@ -132,17 +109,8 @@ Result<BenchConfig> parse_config(const Args& args) {
     if (s->empty() || end != s->c_str() + s->size() || !(c.max_seconds >= 0) || c.max_seconds > 1e6)
       return invalid_argument("--max-seconds expects a number of seconds in [0, 1e6], got '", *s, "'");
   }
-  if (auto b = args.value("--backends")) {
-    KILN_ASSIGN_OR_RETURN(c.backends, parse_backends(*b));
-  }
-  c.backend_paths = args.values("--backend-path");
-  for (const std::string& text : args.values("--backend-option")) {
-    KILN_ASSIGN_OR_RETURN(BackendOption o, parse_backend_option(text));
-    c.backend_options.push_back(std::move(o));
-  }
-  if (auto f = args.value("--fallback")) {
-    KILN_ASSIGN_OR_RETURN(c.fallback, parse_fallback_policy(*f));
-  }
+  c.session.threads = c.threads;
+  KILN_RETURN_IF_ERROR(apply_backend_flags(args, &c.session));
   c.profile = args.has("--profile");
   if (auto t = args.value("--trace")) {
     if (t->empty()) return invalid_argument("--trace needs a file name");
@@ -212,26 +180,10 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
   return out;
 }
 
-// "template: 2 partitions (480 nodes); portable: 20 nodes; folded: 3 nodes".
-std::string placement_summary(const PlacementReport& p) {
-  std::vector<std::pair<std::string, std::pair<size_t, size_t>>> per_backend;  // name -> (partitions, nodes)
-  auto slot = [&](const std::string& name) -> std::pair<size_t, size_t>& {
-    for (auto& entry : per_backend)
-      if (entry.first == name) return entry.second;
-    per_backend.push_back({name, {0, 0}});
-    return per_backend.back().second;
-  };
-  for (const PartitionInfo& part : p.partitions) ++slot(part.backend).first;
-  for (const NodePlacement& n : p.nodes) ++slot(n.placement).second;
-  std::string out;
-  for (const auto& [name, counts] : per_backend) {
-    out += out.empty() ? "" : "; ";
-    out += name + ": ";
-    if (counts.first > 0) out += std::to_string(counts.first) + " partition" + (counts.first == 1 ? "" : "s") + " (";
-    out += std::to_string(counts.second) + " node" + (counts.second == 1 ? "" : "s");
-    if (counts.first > 0) out += ")";
-  }
-  return out.empty() ? "no nodes" : out;
+// Where the nodes went, also when only portable kernels ran.
+std::string placement_text(const PlacementReport& p) {
+  std::string text = placement_summary(p);
+  return text.empty() ? "portable: " + std::to_string(p.num_fallback()) + " nodes" : text;
 }
 
 std::string fixed(double value, int digits) {
@@ -247,7 +199,9 @@ void print_json(const BenchConfig& c, const Session& session, double load_ms, co
     << ",\"threads\":" << c.threads << ",\"backends\":[";
   const std::vector<std::string>& tried = session.placement().backends;
   for (size_t i = 0; i < tried.size(); ++i) o << (i ? "," : "") << json_string(tried[i]);
-  o << "],\"placement\":" << json_string(placement_summary(session.placement())) << ",\"nodes\":" << session.num_nodes() << ",\"inputs\":" << json_string(c.data_dir.empty() ? "random" : c.data_dir)
+  o << "],\"placement\":" << json_string(placement_text(session.placement()))
+    << ",\"nodes\":" << session.num_nodes()
+    << ",\"inputs\":" << json_string(c.data_dir.empty() ? "random" : c.data_dir)
     << ",\"load_ms\":" << json_number(load_ms) << ",\"warmup\":" << c.warmup << ",\"runs\":" << st.runs
     << ",\"p50_ms\":" << json_number(st.p50_ms) << ",\"p90_ms\":" << json_number(st.p90_ms)
     << ",\"p99_ms\":" << json_number(st.p99_ms) << ",\"mean_ms\":" << json_number(st.mean_ms)
@@ -282,10 +236,11 @@ void print_json(const BenchConfig& c, const Session& session, double load_ms, co
 }  // namespace
 
 int bench_command(std::span<const std::string> argv) {
-  Result<Args> parsed = Args::parse(argv, kFlags, "bench");
+  const std::vector<FlagSpec> specs = with_backend_flags(kFlags);
+  Result<Args> parsed = Args::parse(argv, specs, "bench");
   if (!parsed.ok()) return fail(parsed.status().message(), kExitUsage);
   if (parsed->has("--help")) {
-    std::cout << kUsage;
+    std::cout << kUsage << kBackendFlagsUsage;
     return kExitOk;
   }
   Result<BenchConfig> config = parse_config(*parsed);
@@ -295,12 +250,7 @@ int bench_command(std::span<const std::string> argv) {
   }
   const BenchConfig& c = *config;
 
-  SessionOptions options;
-  options.threads = c.threads;
-  options.backends = c.backends;
-  options.backend_paths = c.backend_paths;
-  options.backend_options = c.backend_options;
-  options.fallback = c.fallback;
+  const SessionOptions& options = c.session;
   const double baseline_rss = current_rss_mib();
   using Clock = std::chrono::steady_clock;
   auto ms_since = [](Clock::time_point t0) {
@@ -317,7 +267,9 @@ int bench_command(std::span<const std::string> argv) {
 
   auto run_once = [&](RunProfile* profile) -> Status {
     Result<std::vector<Value>> out = session.run(*feeds, profile);
-    if (!out.ok()) return Status(out.status().code(), "running '" + c.model_file + "' failed: " + out.status().message());
+    if (!out.ok()) {
+      return Status(out.status().code(), "running '" + c.model_file + "' failed: " + out.status().message());
+    }
     return Status::ok();
   };
   for (int64_t i = 0; i < c.warmup; ++i) {
@@ -354,7 +306,7 @@ int bench_command(std::span<const std::string> argv) {
                        {{"model", c.model_file},
                         {"threads", std::to_string(c.threads)},
                         {"backends", join(session.placement().backends, ",")},
-                        {"placement", placement_summary(session.placement())},
+                        {"placement", placement_text(session.placement())},
                         {"nodes", std::to_string(session.num_nodes())},
                         {"runs", std::to_string(profiles.size())}});
     trace.close();
@@ -365,11 +317,12 @@ int bench_command(std::span<const std::string> argv) {
     print_json(c, session, load_ms, samples, stats, baseline_rss, peak_rss, c.profile ? &summary : nullptr);
     return kExitOk;
   }
-  std::cout << "model " << c.model_file << ": " << session.num_nodes() << (session.num_nodes() == 1 ? " step" : " steps") << ", threads " << c.threads
-            << ", inputs " << (c.data_dir.empty() ? std::string("random") : c.data_dir) << "\n";
+  const size_t steps = session.num_nodes();
+  std::cout << "model " << c.model_file << ": " << steps << (steps == 1 ? " step" : " steps") << ", threads "
+            << c.threads << ", inputs " << (c.data_dir.empty() ? std::string("random") : c.data_dir) << "\n";
   std::cout.flush();
   print_table({
-      {"backends", join(session.placement().backends, ", ") + " (" + placement_summary(session.placement()) + ")"},
+      {"backends", join(session.placement().backends, ", ") + " (" + placement_text(session.placement()) + ")"},
       {"load", fixed(load_ms, 2) + " ms"},
       {"latency", "p50 " + fixed(stats.p50_ms, 3) + " ms, p90 " + fixed(stats.p90_ms, 3) + " ms, p99 " +
                       fixed(stats.p99_ms, 3) + " ms, mean " + fixed(stats.mean_ms, 3) + " ms, min " +

@@ -120,7 +120,8 @@ void print_profile(const ProfileSummary& s, size_t top) {
       s.events_per_run > 0 ? s.between_nodes_ms() * 1e3 / static_cast<double>(s.events_per_run) : 0;
   out << "profile: " << s.runs << " profiled run" << (s.runs == 1 ? "" : "s") << ", mean " << ms_text(s.mean_run_ms)
       << " ms per run: nodes " << ms_text(s.mean_nodes_ms) << " ms, between nodes "
-      << ms_text(s.between_nodes_ms()) << " ms (" << fixed(per_node_us, 3) << " us per node event,\n         profiler included: timed runs without it are faster)\n";
+      << ms_text(s.between_nodes_ms()) << " ms (" << fixed(per_node_us, 3) << " us per node event,\n"
+      << "         profiler included: timed runs without it are faster)\n";
 
   const size_t shown = std::min(top, s.nodes.size());
   out << "top " << shown << " of " << s.nodes.size() << " nodes:\n";

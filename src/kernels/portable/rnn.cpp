@@ -115,8 +115,10 @@ class RecurrentKernel final : public Kernel {
 
   Status init(const KernelInit& init) {
     const ir::Node& node = init.node;
+    // hidden_size may be omitted: it is then R's last dimension.
     hidden_ = node.attr_int("hidden_size", 0);
-    if (hidden_ <= 0) return invalid_argument(node.label(), ": attribute hidden_size must be given and positive");
+    if (node.has_attr("hidden_size") && hidden_ <= 0)
+      return invalid_argument(node.label(), ": attribute hidden_size must be positive, got ", hidden_);
     const std::string dir = node.attr_string("direction", "forward");
     if (dir == "forward") num_dir_ = 1;
     else if (dir == "reverse") { num_dir_ = 1; reverse_only_ = true; }
@@ -163,7 +165,7 @@ class RecurrentKernel final : public Kernel {
 
  private:
   void run_direction(const DirectionParams& p, bool reverse, int64_t seq, int64_t batch, int64_t input_size,
-                     const float* x, const int64_t* lens, float* h, float* c, float* y, int64_t dir,
+                     int64_t hidden, const float* x, const int64_t* lens, float* h, float* c, float* y, int64_t dir,
                      ThreadPool* pool) const;
 
   float clip(float v) const { return clip_ > 0 ? std::min(std::max(v, -clip_), clip_) : v; }
@@ -173,7 +175,8 @@ class RecurrentKernel final : public Kernel {
   void pack_constant_weights(const KernelInit& init) {
     const Tensor* w = init.constant_input(1);
     const Tensor* r = init.constant_input(2);
-    const int64_t gh = num_gates(kind_) * hidden_, hs = hidden_, nd = num_dir_;
+    if (!w || !r || r->rank() != 3) return;
+    const int64_t hs = hidden_ > 0 ? hidden_ : r->dim(2), gh = num_gates(kind_) * hs, nd = num_dir_;
     if (!w || !r || !dtype_is_float(w->dtype()) || w->dtype() != r->dtype()) return;
     if (w->rank() != 3 || w->dim(0) != nd || w->dim(1) != gh || r->shape() != Shape{nd, gh, hs}) return;
     const int64_t in_size = w->dim(2);
@@ -213,9 +216,13 @@ Status check_shape(const ir::Node& node, const Tensor& t, size_t index, const ch
 
 Status RecurrentKernel::compute(KernelContext& ctx) const {
   const ir::Node& node = ctx.node();
-  const int64_t g = num_gates(kind_), hs = hidden_, nd = num_dir_;
   if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.has_input(2))
     return invalid_argument(node.label(), ": inputs 0 (X), 1 (W) and 2 (R) are required");
+  if (hidden_ <= 0 && ctx.input(2).rank() != 3) {
+    return invalid_argument(node.label(), ": input 2 (R) must have rank 3, got shape ",
+                            ctx.input(2).shape().to_string());
+  }
+  const int64_t g = num_gates(kind_), hs = hidden_ > 0 ? hidden_ : ctx.input(2).dim(2), nd = num_dir_;
   const Tensor& xt = ctx.input(0);
   const DType dt = xt.dtype();
   if (!dtype_is_float(dt)) return invalid_argument(node.label(), ": input 0 (X) must be float, got ", dtype_name(dt));
@@ -313,7 +320,7 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
     if (!p.empty()) dp.p = p.data() + d * 3 * hs;
     dp.act = acts_.data() + d * num_activations(kind_);
     const bool reverse = d == 1 || reverse_only_;
-    run_direction(dp, reverse, seq, batch, in_size, xseq, lens.data(), h.data() + d * batch * hs,
+    run_direction(dp, reverse, seq, batch, in_size, hs, xseq, lens.data(), h.data() + d * batch * hs,
                   c.empty() ? nullptr : c.data() + d * batch * hs, y.data(), d, ctx.pool());
   }
 
@@ -358,9 +365,9 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
 }
 
 void RecurrentKernel::run_direction(const DirectionParams& p, bool reverse, int64_t seq, int64_t batch,
-                                    int64_t in_size, const float* x, const int64_t* lens, float* h, float* c,
-                                    float* y, int64_t dir, ThreadPool* pool) const {
-  const int64_t hs = hidden_, g = num_gates(kind_), gh = g * hs;
+                                    int64_t in_size, int64_t hs, const float* x, const int64_t* lens, float* h,
+                                    float* c, float* y, int64_t dir, ThreadPool* pool) const {
+  const int64_t g = num_gates(kind_), gh = g * hs;
   const int64_t nd = num_dir_;
   // xw[t][b][gate*H] = X_t W^T + Wb (+ Rb, except GRU's h gate with
   // linear_before_reset, where Rb_h sits inside the reset product).

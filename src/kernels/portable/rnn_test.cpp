@@ -47,6 +47,13 @@ TEST(RnnTest, SimpleRnnDefaults) {
                  0.800499f, 0.800499f, 0.800499f, 0.800499f});
 }
 
+TEST(RnnTest, HiddenSizeDefaultsToRsLastDimension) {
+  auto r = run_rnn("RNN", {x_1to6(), filled({1, 4, 2}, 0.1f), filled({1, 4, 4}, 0.1f)}, {});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_EQ((*r)[1].tensor().shape(), (Shape{1, 3, 4}));
+  EXPECT_NEAR((*r)[1].tensor().data<float>()[4], 0.6043678f, 1e-5f);
+}
+
 TEST(RnnTest, GruDefaults) {
   auto r = run_rnn("GRU", {x_1to6(), filled({1, 15, 2}, 0.1f), filled({1, 15, 5}, 0.1f)}, {attr("hidden_size", 5)});
   ASSERT_TRUE(r.ok()) << r.status().to_string();
@@ -262,9 +269,9 @@ TEST(RnnTest, RejectsBadShapesAndAttributes) {
   ASSERT_FALSE(bad_w.ok());
   EXPECT_NE(bad_w.status().message().find("input 1 (W) has shape [1, 12, 2], expected [1, 15, 2]"), std::string::npos)
       << bad_w.status().message();
-  auto no_hidden = run_rnn("RNN", {x_1to6(), filled({1, 4, 2}, 0.1f), filled({1, 4, 4}, 0.1f)}, {});
-  ASSERT_FALSE(no_hidden.ok());
-  EXPECT_NE(no_hidden.status().message().find("hidden_size"), std::string::npos);
+  auto zero_hidden = run_rnn("RNN", {x_1to6(), filled({1, 4, 2}, 0.1f), filled({1, 4, 4}, 0.1f)}, {attr("hidden_size", 0)});
+  ASSERT_FALSE(zero_hidden.ok());
+  EXPECT_NE(zero_hidden.status().message().find("hidden_size"), std::string::npos);
   auto bad_act = run_rnn("RNN", {x_1to6(), filled({1, 4, 2}, 0.1f), filled({1, 4, 4}, 0.1f)},
                          {attr("hidden_size", 4), attr("activations", std::vector<std::string>{"Swish"})});
   ASSERT_FALSE(bad_act.ok());

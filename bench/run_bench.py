@@ -180,6 +180,21 @@ def measure(args, model, threads, config):
     return row
 
 
+def default_configs(kiln):
+    """portable, then '<plugin>,portable' for each available plugin of priority > 0."""
+    configs = ["portable"]
+    p = subprocess.run([kiln, "backends", "--json"], capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        log(f"kiln backends failed ({p.stderr.strip()}); measuring portable only")
+        return configs
+    for b in json.loads(p.stdout).get("backends", []):
+        if b.get("available") and b.get("priority", 0) > 0:
+            configs.append(f"{b['name']},portable")
+        elif not b.get("available"):
+            log(f"backend {b['name']} is not available: {b.get('unavailable_reason', '')}")
+    return configs
+
+
 def run_microbench(path):
     """Runs kiln_microbench (Google Benchmark) and returns {name: {ns, counters}}."""
     if not path or not os.path.isfile(path):
@@ -417,9 +432,11 @@ def main(argv):
     parser.add_argument("--node", default=shutil.which("node") or "node", help="node (v20)")
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated (default: all five)")
     parser.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
-    parser.add_argument("--configs", default=os.environ.get("KILN_BENCH_CONFIGS", "portable"),
+    parser.add_argument("--configs", default=os.environ.get("KILN_BENCH_CONFIGS"),
                         help="semicolon-separated backend configurations, each a --backends list for "
-                             "kiln bench (default: portable; env KILN_BENCH_CONFIGS)")
+                             "kiln bench, e.g. 'portable;xnnpack,portable' (default, or env "
+                             "KILN_BENCH_CONFIGS: portable, then each available plugin of priority > 0 "
+                             "that `kiln backends` lists, ahead of portable)")
     parser.add_argument("--rounds", type=int, default=4, help="A B rounds per row (default 4)")
     parser.add_argument("--seconds", type=float, default=2.0, help="timed seconds per process (default 2)")
     parser.add_argument("--models-dir", default=MODELS_OUT)
@@ -434,11 +451,12 @@ def main(argv):
     if unknown:
         parser.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}")
     threads = [int(t) for t in args.threads.split(",") if t]
-    configs = [c.strip() for c in args.configs.split(";") if c.strip()]
-    if args.rounds < 1 or args.seconds <= 0:
-        parser.error("--rounds must be >= 1 and --seconds > 0")
     if not os.access(args.kiln, os.X_OK):
         die(f"kiln binary '{args.kiln}' is missing; build it first (make build) or pass --kiln")
+    configs = ([c.strip() for c in args.configs.split(";") if c.strip()] if args.configs
+               else default_configs(args.kiln))
+    if args.rounds < 1 or args.seconds <= 0:
+        parser.error("--rounds must be >= 1 and --seconds > 0")
     if not args.no_setup:
         ensure_models(models, args.models_dir)
         ensure_peer(args.node)

@@ -125,9 +125,38 @@ void conv_depthwise_f32(const ConvProblem& p, const float* x, const float* w, co
   const bool fast3x3 = k_h == 3 && k_w == 3 && d_h == 1 && d_w == 1 && (s_w == 1 || s_w == 2);
   const int64_t planes = p.n * p.m;
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_h * out_w * k_h * k_w));
+  // Narrow rows (7x7, 14x14 maps) would be mostly edge columns: copy each
+  // input row into a zero-padded buffer instead, so whole output rows run
+  // as vector steps without bounds checks.
+  const int64_t out_w16 = (out_w + 15) / 16 * 16;
+  const bool narrow = fast3x3 && out_w < 48;
+  const int64_t padded_w = out_w16 * s_w + 34;  // what the vector steps read
   parallel_for(pool, planes, grain, [&](int64_t b, int64_t e) {
+    std::vector<float> padded, ytmp;
+    if (narrow) {
+      padded.assign(static_cast<size_t>(in_h * padded_w), 0.f);
+      ytmp.resize(static_cast<size_t>(out_w16));
+    }
     for (int64_t plane = b; plane < e; ++plane) {
       const int64_t img = plane / p.m, oc = plane % p.m, ic = oc / mult;
+      if (narrow) {
+        const float* xp = x + (img * p.c + ic) * in_h * in_w;
+        for (int64_t ih = 0; ih < in_h; ++ih)
+          std::copy_n(xp + ih * in_w, std::min(in_w, padded_w - p_w), padded.data() + ih * padded_w + p_w);
+        const float* wp = w + oc * 9;
+        float* yp = y + plane * out_h * out_w;
+        for (int64_t oh = 0; oh < out_h; ++oh) {
+          const float* rows[3];
+          for (int64_t kh = 0; kh < 3; ++kh) {
+            const int64_t ih = oh * s_h - p_h + kh;
+            rows[kh] = ih >= 0 && ih < in_h ? padded.data() + ih * padded_w : nullptr;
+          }
+          // Column ow reads padded[ow * s .. ow * s + 2] (input column - pad).
+          depthwise3x3_row(ytmp.data(), 0, out_w16, rows, wp, bias ? bias[oc] : 0.f, s_w, 0, padded_w);
+          std::copy_n(ytmp.data(), out_w, yp + oh * out_w);
+        }
+        continue;
+      }
       const float* xp = x + (img * p.c + ic) * in_h * in_w;
       const float* wp = w + oc * k_h * k_w;
       float* yp = y + plane * out_h * out_w;

@@ -179,6 +179,9 @@ TEST(ConvTest, DepthwiseAndPointwisePaths) {
   check_conv(cc({1, 3, 6, 71}, {3, 1, 3, 3}, 3, {2, 2}, {}, {1, 1, 1, 1}), rng, "dw 3x3 s2 wide");
   check_conv(cc({1, 2, 4, 68}, {2, 1, 3, 3}, 2, {1, 2}, {}, {0, 0, 0, 0}), rng, "dw 3x3 s(1,2) no pad");
   check_conv(cc({1, 2, 7, 40}, {4, 1, 3, 3}, 2, {3, 1}, {}, {2, 3, 1, 0}), rng, "dw 3x3 odd pads mult 2");
+  check_conv(cc({1, 2, 7, 60}, {4, 1, 3, 3}, 2, {1, 1}, {}, {2, 3, 1, 0}), rng, "dw 3x3 odd pads wide");
+  check_conv(cc({2, 5, 7, 7}, {5, 1, 3, 3}, 5, {}, {}, {1, 1, 1, 1}), rng, "dw 3x3 7x7");
+  check_conv(cc({1, 4, 14, 14}, {4, 1, 3, 3}, 4, {2, 2}, {}, {0, 0, 1, 1}), rng, "dw 3x3 s2 14x14");
   // pointwise: 1x1 stride 1 (direct GEMM), grouped, and 1x1 strided (im2col)
   check_conv(cc({2, 16, 7, 9}, {24, 16, 1, 1}), rng, "pw");
   check_conv(cc({1, 16, 7, 9}, {8, 4, 1, 1}, 4), rng, "pw grouped");

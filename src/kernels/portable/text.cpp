@@ -6,7 +6,10 @@
 // n-gram of size n with skip distance d takes tokens t, t+d, ..., t+(n-1)d
 // of one row, for every d in 1..max_skip_count+1; unigrams do not depend on
 // d and are counted once. Modes: TF (counts), IDF (counts capped at 1, times
-// weights[i]), TFIDF (counts times weights[i]); weights default to 1.
+// the weight), TFIDF (counts times the weight); weights default to 1. A
+// weight belongs to an output column, as in ONNX Runtime and the ONNX
+// reference (onnx/reference/ops/op_tfidf_vectorizer.py), which is what
+// converters such as skl2onnx rely on.
 #include <algorithm>
 #include <map>
 #include <string>
@@ -65,12 +68,7 @@ class TfIdfVectorizer final : public Kernel {
         }
         const int64_t column = indexes[static_cast<size_t>(ordinal)];
         if (column < 0) return invalid_argument(node.label(), ": attribute ngram_indexes has negative ", column);
-        if (!weights_.empty() && ordinal >= static_cast<int64_t>(weights_.size())) {
-          return invalid_argument(node.label(), ": attribute weights has ", weights_.size(),
-                                  " entries, fewer than the pool's n-grams");
-        }
-        const double w = weights_.empty() ? 1.0 : static_cast<double>(weights_[static_cast<size_t>(ordinal)]);
-        Entry e{column, w};
+        Entry e{column};
         if (strings_) {
           std::vector<std::string> key(pool_s.begin() + at, pool_s.begin() + at + n);
           string_pool_[key] = e;
@@ -81,13 +79,17 @@ class TfIdfVectorizer final : public Kernel {
         num_columns_ = std::max(num_columns_, column + 1);
       }
     }
+    if (!weights_.empty() && static_cast<int64_t>(weights_.size()) < num_columns_) {
+      return invalid_argument(node.label(), ": attribute weights has ", weights_.size(), " entries, fewer than the ",
+                              num_columns_, " output columns");
+    }
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
     const ir::Node& node = ctx.node();
     const Tensor& x = ctx.input(0);
-    if (x.rank() != 1 && x.rank() != 2) {
+    if (x.rank() > 2) {
       return invalid_argument(node.label(), ": input 0 (X) must be 1-D or 2-D, got ", x.shape().to_string());
     }
     if (strings_ != (x.dtype() == DType::kString)) {
@@ -95,7 +97,7 @@ class TfIdfVectorizer final : public Kernel {
                               strings_ ? "strings" : "integers");
     }
     const int64_t rows = x.rank() == 2 ? x.dim(0) : 1;
-    const int64_t len = x.rank() == 2 ? x.dim(1) : x.dim(0);
+    const int64_t len = x.rank() == 2 ? x.dim(1) : x.numel();  // a scalar is one token
     const Shape out_shape = x.rank() == 2 ? Shape{rows, num_columns_} : Shape{num_columns_};
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, DType::kFloat32, out_shape));
     std::fill(out->data<float>(), out->data<float>() + out->numel(), 0.f);
@@ -120,16 +122,15 @@ class TfIdfVectorizer final : public Kernel {
  private:
   struct Entry {
     int64_t column = 0;
-    double weight = 1.0;
   };
 
   template <class T>
   void count_rows(const T* x, int64_t rows, int64_t len, const std::map<std::vector<T>, Entry>& pool, float* out) const {
-    std::map<const Entry*, double> counts;
+    std::vector<double> counts(static_cast<size_t>(num_columns_));
     std::vector<T> key;
     for (int64_t r = 0; r < rows; ++r) {
       const T* row = x + r * len;
-      counts.clear();
+      std::fill(counts.begin(), counts.end(), 0.0);
       for (int64_t d = 1; d <= max_skip_ + 1; ++d) {
         const int64_t first_n = d > 1 ? std::max<int64_t>(min_gram_, 2) : min_gram_;
         if (first_n > max_gram_) break;
@@ -141,16 +142,17 @@ class TfIdfVectorizer final : public Kernel {
             key.push_back(row[at]);
             if (n < first_n) continue;
             auto it = pool.find(key);
-            if (it != pool.end()) counts[&it->second] += 1;
+            if (it != pool.end()) counts[static_cast<size_t>(it->second.column)] += 1;
           }
         }
       }
       float* o = out + r * num_columns_;
-      for (const auto& [entry, count] : counts) {
-        double v = count;
-        if (mode_ == TfIdfMode::kIdf) v = std::min(v, 1.0) * entry->weight;
-        else if (mode_ == TfIdfMode::kTfIdf) v *= entry->weight;
-        o[entry->column] += static_cast<float>(v);
+      for (int64_t j = 0; j < num_columns_; ++j) {
+        double v = counts[static_cast<size_t>(j)];
+        const double w = weights_.empty() ? 1.0 : static_cast<double>(weights_[static_cast<size_t>(j)]);
+        if (mode_ == TfIdfMode::kIdf) v = v > 0 ? w : 0.0;
+        else if (mode_ == TfIdfMode::kTfIdf) v *= w;
+        o[j] = static_cast<float>(v);
       }
     }
   }

@@ -55,6 +55,25 @@ TEST(TfIdfVectorizerTest, IdfCapsCountsAndTfIdfScales) {
   expect_floats(*tfidf, Shape{7}, {0, 6, 1, 0, 1, 1.5f, 1});
 }
 
+TEST(TfIdfVectorizerTest, WeightsBelongToOutputColumns) {
+  // Pool unigrams 7 -> column 1 and 9 -> column 0; weights are per column.
+  std::vector<ir::Attribute> a = {attr("mode", "TFIDF"),
+                                  attr("min_gram_length", int64_t{1}),
+                                  attr("max_gram_length", int64_t{1}),
+                                  attr("max_skip_count", int64_t{0}),
+                                  attr("ngram_counts", std::vector<int64_t>{0}),
+                                  attr("ngram_indexes", std::vector<int64_t>{1, 0}),
+                                  attr("pool_int64s", std::vector<int64_t>{7, 9}),
+                                  attr("weights", std::vector<float>{10, 100})};
+  auto y = run_op1("TfIdfVectorizer", {Tensor::from_vector<int64_t>({7, 7, 9})}, a, 9);
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  expect_floats(*y, Shape{2}, {10, 200});
+  a.back() = attr("weights", std::vector<float>{10});
+  auto short_weights = run_op1("TfIdfVectorizer", {Tensor::from_vector<int64_t>({7})}, a, 9);
+  ASSERT_FALSE(short_weights.ok());
+  EXPECT_NE(short_weights.status().message().find("weights has 1 entries"), std::string::npos);
+}
+
 TEST(TfIdfVectorizerTest, StringPoolAndIndexMapping) {
   // Unigram "b" -> column 2, bigram ("a", "b") -> column 0.
   std::vector<ir::Attribute> a = {attr("mode", "TF"),

@@ -67,8 +67,21 @@ class RoiAlignKernel final : public Kernel {
       if (bidx[static_cast<size_t>(i)] < 0 || bidx[static_cast<size_t>(i)] >= n)
         return invalid_argument(node.label(), ": input 2 (batch_indices) has ", bidx[static_cast<size_t>(i)],
                                 " at ", i, ", expected [0, ", n, ")");
-    KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, x.dtype(), Shape{num, c, out_h_, out_w_}));
     const std::vector<float> xf = to_float_vector(x), rf = to_float_vector(rois);
+    // Sampling grids follow the roi size when sampling_ratio is 0: refuse
+    // rois that are not finite or whose grid would not fit in memory.
+    for (int64_t r = 0; r < num; ++r) {
+      const float* roi = rf.data() + r * 4;
+      bool finite = true;
+      for (int i = 0; i < 4; ++i) finite &= std::isfinite(roi[i] * spatial_scale_);
+      const double gh = sampling_ratio_ > 0 ? sampling_ratio_ : std::ceil((roi[3] - roi[1]) * spatial_scale_ / out_h_);
+      const double gw = sampling_ratio_ > 0 ? sampling_ratio_ : std::ceil((roi[2] - roi[0]) * spatial_scale_ / out_w_);
+      if (!finite || std::max(gh, 1.0) * std::max(gw, 1.0) * static_cast<double>(out_h_ * out_w_) > 1e8) {
+        return invalid_argument(node.label(), ": input 1 (rois) row ", r, " (", roi[0], ", ", roi[1], ", ", roi[2],
+                                ", ", roi[3], ") is not finite or needs too many samples");
+      }
+    }
+    KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, x.dtype(), Shape{num, c, out_h_, out_w_}));
     std::vector<float> yf(static_cast<size_t>(y->numel()));
     parallel_for(ctx.pool(), num, 1, [&](int64_t r0, int64_t r1) {
       std::vector<Sample> samples;

@@ -29,6 +29,9 @@ TEST(RoiAlignTest, AveragesBilinearSamples) {
   auto bad = run_op1("RoiAlign", {x, rois, Tensor::from_vector<int64_t>({3})}, {}, 16);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("batch_indices"), std::string::npos);
+  auto huge = run_op1("RoiAlign", {x, Tensor::from_vector<float>({0.f, 0.f, 1e30f, 1e30f}, {1, 4}), idx}, {}, 16);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("input 1 (rois)"), std::string::npos);
   auto mode = run_op1("RoiAlign", {x, rois, idx}, {attr("mode", "median")}, 16);
   ASSERT_FALSE(mode.ok());
 }

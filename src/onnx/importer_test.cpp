@@ -398,6 +398,49 @@ g (float[2, 3, 4] X, float[24] Z) => (float[?, ?, ?] Y)
   EXPECT_EQ(value_named(r->graph, "Y").type.to_string(), "float32[2, 3, 4]");
 }
 
+TEST(ImporterTest, InferenceSeesSmallConstantsAndKeepsLargeData) {
+  // Shape inference works on a copy without the data of large tensors; the
+  // small shape initializer must still reach Reshape's inference, and the
+  // large tensors must come out of the import intact.
+  auto m = parse_text(R"(
+<ir_version: 8, opset_import: ["" : 15]>
+g (float[2000] X) => (float[?, ?] Y)
+{
+  C = Constant <value = float[1] {0.5}> ()
+  A = Add(X, W)
+  B = Mul(A, C)
+  Y = Reshape(B, S)
+}
+)");
+  auto* w = m.mutable_graph()->add_initializer();
+  w->set_name("W");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(2000);
+  for (int i = 0; i < 2000; ++i) w->add_float_data(static_cast<float>(i));
+  auto* c = m.mutable_graph()->mutable_node(0)->mutable_attribute(0)->mutable_t();
+  c->clear_dims();
+  c->add_dims(2000);
+  c->clear_float_data();
+  for (int i = 0; i < 2000; ++i) c->add_float_data(-static_cast<float>(i));
+  auto* shape = m.mutable_graph()->add_initializer();
+  shape->set_name("S");
+  shape->set_data_type(onnx::TensorProto::INT64);
+  shape->add_dims(2);
+  shape->add_int64_data(40);
+  shape->add_int64_data(50);
+  auto r = import_proto(m);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const ir::Graph& g = r->graph;
+  EXPECT_EQ(value_named(g, "Y").type.to_string(), "float32[40, 50]");
+  EXPECT_EQ(value_named(g, "C").type.to_string(), "float32[2000]");
+  const Tensor* wt = g.initializer(g.find_value("W"));
+  ASSERT_NE(wt, nullptr);
+  EXPECT_EQ(wt->data<float>()[1999], 1999.f);
+  const Tensor* ct = g.nodes[0].attr_tensor("value");
+  ASSERT_NE(ct, nullptr);
+  EXPECT_EQ(ct->data<float>()[1999], -1999.f);
+}
+
 TEST(ImporterTest, SymbolicDimsAreKept) {
   auto r = import_text(R"(
 <ir_version: 8, opset_import: ["" : 15]>

@@ -175,23 +175,25 @@ Result<DType> dtype_from_onnx(int64_t data_type) {
 }
 
 Result<int64_t> checked_numel(const int64_t* dims, int rank, size_t elem_size, const std::string& what) {
-  // Bound numel * elem_size by 2^62 so byte counts never overflow.
+  // Bound numel * elem_size by 2^62 so byte counts never overflow. The
+  // product of the non-zero dims is bounded too, even when a dim is 0:
+  // Shape::numel() multiplies left to right in int64.
   const uint64_t limit = (uint64_t{1} << 62) / (elem_size ? elem_size : 1);
   uint64_t n = 1;
   bool zero = false;
   for (int i = 0; i < rank; ++i) {
     if (dims[i] < 0)
       return invalid_argument(what, " has a negative dimension ", dims[i], " in dims ", dims_string(dims, rank));
-    if (dims[i] == 0) zero = true;
-  }
-  if (zero) return int64_t{0};
-  for (int i = 0; i < rank; ++i) {
+    if (dims[i] == 0) {
+      zero = true;
+      continue;
+    }
     const auto d = static_cast<uint64_t>(dims[i]);
     if (n > limit / d)
       return invalid_argument(what, " has dims ", dims_string(dims, rank), " whose element count is too large");
     n *= d;
   }
-  return static_cast<int64_t>(n);
+  return zero ? int64_t{0} : static_cast<int64_t>(n);
 }
 
 Result<Tensor> tensor_from_proto(const onnx::TensorProto& p, ExternalData* external) {

@@ -1,5 +1,6 @@
 #include "onnx/type_inference.h"
 
+#include <deque>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -11,9 +12,10 @@ namespace kiln::importer {
 
 namespace {
 
-// Initializers up to this many elements keep their data in the copy that
-// shape inference sees (data propagation reads small shape constants); larger
-// ones are copied without data, so inference never doubles a model's size.
+// Tensors (initializers, Constant values) up to this many elements keep their
+// data in the copy that shape inference sees (data propagation reads small
+// shape constants); larger ones are copied without data, so inference never
+// doubles a model's size.
 constexpr int64_t kInferenceDataLimit = 1024;
 
 bool is_small(const onnx::TensorProto& t) {
@@ -26,23 +28,61 @@ bool is_small(const onnx::TensorProto& t) {
   return true;
 }
 
-std::unique_ptr<onnx::ModelProto> copy_for_inference(onnx::ModelProto& m) {
-  auto copy = std::make_unique<onnx::ModelProto>();
-  google::protobuf::RepeatedPtrField<onnx::TensorProto> saved;
-  saved.Swap(m.mutable_graph()->mutable_initializer());
-  copy->CopyFrom(m);
-  saved.Swap(m.mutable_graph()->mutable_initializer());
-  auto* inits = copy->mutable_graph()->mutable_initializer();
-  for (const auto& t : m.graph().initializer()) {
-    onnx::TensorProto* c = inits->Add();
-    if (is_small(t)) {
-      c->CopyFrom(t);
-    } else {
-      c->set_name(t.name());
-      c->set_data_type(t.data_type());
-      *c->mutable_dims() = t.dims();
+// Moves the data of large tensors out of a model while it is copied, so the
+// copy gets them without data (dims and type stay), and puts it back after.
+class DataStash {
+ public:
+  explicit DataStash(onnx::ModelProto& m) {
+    stash_graph(m.mutable_graph());
+    for (auto& f : *m.mutable_functions())
+      for (auto& n : *f.mutable_node()) stash_node(&n);
+  }
+  ~DataStash() {
+    for (Entry& e : entries_) swap_data(e.tensor, &e.data);
+  }
+  DataStash(const DataStash&) = delete;
+  DataStash& operator=(const DataStash&) = delete;
+
+ private:
+  struct Entry {
+    onnx::TensorProto* tensor;
+    onnx::TensorProto data;
+  };
+
+  static void swap_data(onnx::TensorProto* a, onnx::TensorProto* b) {
+    a->mutable_raw_data()->swap(*b->mutable_raw_data());
+    a->mutable_float_data()->Swap(b->mutable_float_data());
+    a->mutable_int32_data()->Swap(b->mutable_int32_data());
+    a->mutable_int64_data()->Swap(b->mutable_int64_data());
+    a->mutable_double_data()->Swap(b->mutable_double_data());
+    a->mutable_uint64_data()->Swap(b->mutable_uint64_data());
+    a->mutable_string_data()->Swap(b->mutable_string_data());
+  }
+  void stash(onnx::TensorProto* t) {
+    if (is_small(*t)) return;
+    entries_.push_back(Entry{t, {}});
+    swap_data(t, &entries_.back().data);
+  }
+  void stash_node(onnx::NodeProto* n) {
+    for (auto& a : *n->mutable_attribute()) {
+      if (a.has_t()) stash(a.mutable_t());
+      for (auto& t : *a.mutable_tensors()) stash(&t);
+      if (a.has_g()) stash_graph(a.mutable_g());
+      for (auto& g : *a.mutable_graphs()) stash_graph(&g);
     }
   }
+  void stash_graph(onnx::GraphProto* g) {
+    for (auto& t : *g->mutable_initializer()) stash(&t);
+    for (auto& n : *g->mutable_node()) stash_node(&n);
+  }
+
+  std::deque<Entry> entries_;  // stable addresses
+};
+
+std::unique_ptr<onnx::ModelProto> copy_for_inference(onnx::ModelProto& m) {
+  auto copy = std::make_unique<onnx::ModelProto>();
+  DataStash stash(m);
+  copy->CopyFrom(m);
   return copy;
 }
 

@@ -10,13 +10,15 @@
 
 namespace kiln::importer {
 
-/// Returns a copy of `model` (large initializers without their data) after
+/// Returns a copy of `model` (large tensors without their data) after
 /// onnx::shape_inference::InferShapes with check_type off, error_mode 0 and
 /// data propagation on; or null when inference throws or cannot be run
 /// safely, in which case the model's own declarations are the only types.
+/// `model` is briefly changed (large tensor data moved out and back) while
+/// it is copied.
 /// `model` must already have passed the importer's structural checks (every
 /// name a node reads is defined): libonnx dereferences unchecked pointers
-/// otherwise. `model` is not changed.
+/// otherwise.
 ///
 /// Guards: a model with a node that does not fit its schema (input/output
 /// counts, required attributes, attribute types; Scan without body or

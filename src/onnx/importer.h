@@ -1,4 +1,26 @@
 // ONNX -> Kiln IR. The only place in Kiln that sees protobuf and libonnx.
+//
+// What the imported ir::Model looks like:
+// - Every graph (main, subgraph, function body) is topologically sorted and
+//   validated. Values are named as in the file. Graph inputs exclude the
+//   initializers (an initializer also listed as an input is a constant).
+//   Trailing omitted inputs/outputs of a node are dropped; omitted ones in
+//   the middle are kNoValue.
+// - A subgraph's outer_refs are values with the same name as the enclosing
+//   graph's value they stand for (bind them by name). A name a nested
+//   subgraph reads is an outer ref of every graph in between as well.
+//   Graph::topological_sort() orders a node after what its subgraphs read.
+// - Node::domain is "" for ai.onnx; Node::opset is the opset the node is
+//   imported with (the model's, or an inlined function's own import).
+// - Constant nodes stay nodes. Sparse tensors (sparse_initializer, a
+//   SPARSE_TENSOR(S) attribute such as Constant's sparse_value) arrive dense,
+//   as kTensor / kTensors attributes under their own names.
+// - Initializers from external data whose bytes start 64-byte aligned in
+//   the side file map it read-only (never write into initializers).
+// - Value types come from the model and from ONNX shape inference (with
+//   data propagation) when infer_shapes is on; kUnknown where neither knows.
+// - Inlined function bodies get value and node names "<caller>/<name>",
+//   where <caller> is the calling node's name or "<function>_<n>".
 #pragma once
 
 #include <cstdint>
@@ -12,9 +34,11 @@
 namespace kiln::importer {
 
 struct ImportOptions {
-  /// Folder that external-data locations are relative to ("" = cwd).
+  /// Folder that external-data locations are relative to ("" = the current
+  /// folder; import_model_file uses the model file's folder instead).
   std::string base_dir;
   /// Run ONNX shape inference (with data propagation) to type every value.
+  /// A failure of inference never fails the import; types stay as declared.
   bool infer_shapes = true;
   /// Inline model-local functions, and schema-defined function bodies of ops
   /// for which `has_kernel(domain, op, opset)` is false.

@@ -379,8 +379,9 @@ bench/peers/ort_bench.js alternately (Kiln, ORT, Kiln, ORT, ...;
 warmup), pools the samples of all rounds and reports p50/p90. Both sides
 get the same input (test_data_set_0/input_0.pb) and the same thread count
 (ORT: intraOpNumThreads, interOpNumThreads 1, sequential, all graph
-optimizations, its default spinning pool; ORT's times include the
-Node.js binding's per-call cost, a few µs).
+optimizations, its default spinning pool). ORT's times include the
+Node.js binding's per-call cost: a one-node model (Neg on [1, 64]) takes
+about 6 µs per call through it, which matters only for op_chain_500.
 
 On op_chain_500 ONNX Runtime 1.30 takes about 0.14 ms per run in this
 harness (≈ 0.28 µs per node, with or without graph optimizations), not the
@@ -478,6 +479,10 @@ def main(argv):
         notes.append(f"Load average was {load_before[0]:.2f} before and {load_after[0]:.2f} after the run on "
                      f"{os.cpu_count()} cores: other work competed for the CPU and these numbers are noisy. "
                      "Re-take them on a quiet machine before drawing conclusions.")
+        if any(t > 1 for t in threads):
+            notes.append("On a saturated machine the multi-thread rows mostly measure contention: a second "
+                         "thread rarely gets a core, and ONNX Runtime's spinning pool loses more to that "
+                         "than Kiln's sleeping one, so those ratios flatter Kiln.")
     report = {
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "machine": machine(),

@@ -95,6 +95,25 @@ struct ArithF32Run {
   }
 };
 
+/// Add/Sub/Mul/Div on 16-bit floats: blocks converted to float32, the
+/// float32 loop, and back (the same roundings as element by element).
+template <class H>
+struct HalfArithRun {
+  simd::Arith op;
+  void operator()(const H* a, int64_t sa, const H* b, int64_t sb, H* o, int64_t n) const {
+    float ba[kHalfBlock], bb[kHalfBlock], bo[kHalfBlock];
+    if (sa == 0) to_f32(a, ba, 1);
+    if (sb == 0) to_f32(b, bb, 1);
+    for (int64_t i = 0; i < n; i += kHalfBlock) {
+      const int64_t m = std::min(kHalfBlock, n - i);
+      if (sa != 0) to_f32(a + i, ba, m);
+      if (sb != 0) to_f32(b + i, bb, m);
+      simd::arith_f32(op, ba, sa, bb, sb, bo, m);
+      from_f32(bo, o + i, m);
+    }
+  }
+};
+
 /// Applies legacy (opset < 7) broadcasting to input b: returns b itself or a
 /// view of it reshaped to A's rank in `storage`.
 Result<const Tensor*> legacy_b(const KernelContext& ctx, const LegacyBroadcast& legacy, const Tensor& a,
@@ -130,6 +149,8 @@ class ArithKernel final : public Kernel {
       using T = decltype(tag);
       if constexpr (std::is_same_v<T, float>) {
         return binary_apply_run<float, float, float>(ctx, *a, *b, dt, kGrainCheap, ArithF32Run{Op::kSimd});
+      } else if constexpr (kIsHalf<T>) {
+        return binary_apply_run<T, T, T>(ctx, *a, *b, dt, kGrainCheap, HalfArithRun<T>{Op::kSimd});
       } else if constexpr (kIsNumeric<T>) {
         if constexpr (Op::kDivides && kIsInt<T>) KILN_RETURN_IF_ERROR(check_no_zero<T>(ctx, *b, 1));
         return binary_apply<T, T, T>(ctx, *a, *b, dt, kGrainCheap, Op{});

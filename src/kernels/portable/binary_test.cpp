@@ -76,6 +76,28 @@ TEST(BinaryTest, HalfAndDoubleTypes) {
   EXPECT_DOUBLE_EQ(values<double>(d)[0], 1.0 / 3.0);
 }
 
+TEST(BinaryTest, LongHalfInputsRoundLikeElementByElement) {
+  // More than one conversion block, with a scalar and a broadcast operand.
+  const int64_t n = 1500;
+  std::vector<Float16> a(n), b(n);
+  std::vector<BFloat16> c(n);
+  for (int64_t i = 0; i < n; ++i) {
+    a[i] = Float16(static_cast<float>(i) * 0.37f - 200.f);
+    b[i] = Float16(static_cast<float>(i % 17) * 1.3f + 0.1f);
+    c[i] = BFloat16(static_cast<float>(i) * -0.61f);
+  }
+  Tensor div = run_ok("Div", {make<Float16>(a, {n}), make<Float16>(b, {n})});
+  Tensor sub = run_ok("Sub", {make<Float16>({Float16(1.f)}, {}), make<Float16>(a, {n})});
+  Tensor mul = run_ok("Mul", {make<BFloat16>(c, {3, 500}), make<BFloat16>({BFloat16(0.3f), BFloat16(-2.f)}, {2, 1, 1})});
+  EXPECT_EQ(mul.shape(), (Shape{2, 3, 500}));
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(div.data<Float16>()[i].bits, Float16(static_cast<float>(a[i]) / static_cast<float>(b[i])).bits) << i;
+    ASSERT_EQ(sub.data<Float16>()[i].bits, Float16(1.f - static_cast<float>(a[i])).bits) << i;
+    ASSERT_EQ(mul.data<BFloat16>()[i].bits, BFloat16(static_cast<float>(c[i]) * static_cast<float>(BFloat16(0.3f))).bits) << i;
+    ASSERT_EQ(mul.data<BFloat16>()[n + i].bits, BFloat16(static_cast<float>(c[i]) * -2.f).bits) << i;
+  }
+}
+
 TEST(BinaryTest, ShapesThatDoNotBroadcastAreAnError) {
   std::string s = run_error("Add", {f32({1, 2, 3}, {3}), f32({1, 2}, {2})});
   EXPECT_NE(s.find("[3]"), std::string::npos) << s;

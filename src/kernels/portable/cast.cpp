@@ -300,13 +300,13 @@ Status cast_loop(KernelContext& ctx, const Tensor& x, Tensor* y, bool truncate_b
       return Status::ok();
     }
   }
-  if constexpr (std::is_same_v<From, float> && std::is_same_v<To, Float16>) {
+  if constexpr ((std::is_same_v<From, float> && kIsHalf<To>) || (kIsHalf<From> && std::is_same_v<To, float>)) {
     parallel_for(ctx.pool(), n, kGrainCheap, [&](int64_t i0, int64_t i1) {
-      simd::f32_to_f16(px + i0, reinterpret_cast<uint16_t*>(py + i0), i1 - i0);
-    });
-  } else if constexpr (std::is_same_v<From, Float16> && std::is_same_v<To, float>) {
-    parallel_for(ctx.pool(), n, kGrainCheap, [&](int64_t i0, int64_t i1) {
-      simd::f16_to_f32(reinterpret_cast<const uint16_t*>(px + i0), py + i0, i1 - i0);
+      if constexpr (std::is_same_v<To, float>) {
+        to_f32(px + i0, py + i0, i1 - i0);
+      } else {
+        from_f32(px + i0, py + i0, i1 - i0);
+      }
     });
   } else if constexpr (std::is_same_v<From, std::string> && !std::is_same_v<To, std::string>) {
     for (int64_t i = 0; i < n; ++i) {

@@ -90,6 +90,24 @@ TEST(CastTest, FloatToBfloat16TruncatesBeforeOpset19) {
   EXPECT_EQ(r.data<BFloat16>()[0].bits, 0x3ef6);
 }
 
+TEST(CastTest, FloatToBfloat16RoundsToNearestEvenFromOpset19) {
+  std::vector<float> x;
+  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 65521) {
+    float f;
+    const auto bits = static_cast<uint32_t>(b);
+    std::memcpy(&f, &bits, 4);
+    x.push_back(f);
+  }
+  Tensor y = cast(f32(x), DType::kBFloat16, 19);
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) {
+      ASSERT_TRUE(std::isnan(static_cast<float>(y.data<BFloat16>()[i])));
+    } else {
+      ASSERT_EQ(y.data<BFloat16>()[i].bits, BFloat16(x[i]).bits) << x[i];
+    }
+  }
+}
+
 TEST(CastTest, FloatToIntegerTruncatesAndWraps) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   EXPECT_EQ(values<int32_t>(cast(f32({1.9f, -1.9f, nan, 3e9f}), DType::kInt32)),

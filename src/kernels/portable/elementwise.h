@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/kernel.h"
+#include "kernels/portable/elementwise_simd.h"
 #include "kernels/util.h"
 
 namespace kiln::kernels::ew {
@@ -74,6 +75,24 @@ inline I float_to_int(double v) {
     i = static_cast<int64_t>(v);
   }
   return static_cast<I>(i);
+}
+
+// ---- 16-bit floats through float32 blocks ---------------------------------
+
+/// Elements per stack block when 16-bit float data is computed in float32.
+inline constexpr int64_t kHalfBlock = 512;
+
+inline void to_f32(const Float16* x, float* y, int64_t n) {
+  simd::f16_to_f32(reinterpret_cast<const uint16_t*>(x), y, n);
+}
+inline void to_f32(const BFloat16* x, float* y, int64_t n) {
+  simd::bf16_to_f32(reinterpret_cast<const uint16_t*>(x), y, n);
+}
+inline void from_f32(const float* x, Float16* y, int64_t n) {
+  simd::f32_to_f16(x, reinterpret_cast<uint16_t*>(y), n);
+}
+inline void from_f32(const float* x, BFloat16* y, int64_t n) {
+  simd::f32_to_bf16(x, reinterpret_cast<uint16_t*>(y), n);
 }
 
 // ---- inputs and errors -----------------------------------------------------
@@ -278,6 +297,17 @@ class UnaryKernel final : public Kernel {
         const int64_t n = x->numel();
         if constexpr (std::is_same_v<T, float> && requires(const Op& o) { o.f32(px, py, n); }) {
           parallel_for(ctx.pool(), n, Op::kGrain, [&](int64_t i0, int64_t i1) { op_.f32(px + i0, py + i0, i1 - i0); });
+        } else if constexpr (kIsHalf<T> && requires(const Op& o, float* f) { o.f32(f, f, n); }) {
+          // 16-bit floats: convert a block, run the float32 loop, convert back.
+          parallel_for(ctx.pool(), n, Op::kGrain, [&](int64_t i0, int64_t i1) {
+            float buf[kHalfBlock];
+            for (int64_t i = i0; i < i1; i += kHalfBlock) {
+              const int64_t m = std::min(kHalfBlock, i1 - i);
+              to_f32(px + i, buf, m);
+              op_.f32(buf, buf, m);
+              from_f32(buf, py + i, m);
+            }
+          });
         } else {
           unary_map(ctx.pool(), px, py, n, Op::kGrain, op_);
         }

@@ -250,6 +250,23 @@ KILN_SIMD_CLONES void erf_f32(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = erf_one(x[i]);
 }
 
+KILN_SIMD_CLONES void f32_to_bf16(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t b;
+    std::memcpy(&b, &x[i], 4);
+    const uint32_t rounded = (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+    const uint32_t nan = (b >> 16) | 0x40u;
+    y[i] = static_cast<uint16_t>((b & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+  }
+}
+
+KILN_SIMD_CLONES void bf16_to_f32(const uint16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t b = static_cast<uint32_t>(x[i]) << 16;
+    std::memcpy(&y[i], &b, 4);
+  }
+}
+
 // Half conversions: F16C's vcvtps2ph / vcvtph2ps where the CPU has them,
 // the bit-exact scalar code elsewhere; picked once per process. Both round
 // to nearest even and keep NaNs NaN.

@@ -32,5 +32,8 @@ void pow_half_f32(const float* x, float* y, int64_t n);
 /// float32 <-> IEEE half (bits), round to nearest even; F16C when present.
 void f32_to_f16(const float* x, uint16_t* y, int64_t n);
 void f16_to_f32(const uint16_t* x, float* y, int64_t n);
+/// float32 <-> bfloat16 (bits), round to nearest even, NaN stays NaN.
+void f32_to_bf16(const float* x, uint16_t* y, int64_t n);
+void bf16_to_f32(const uint16_t* x, float* y, int64_t n);
 
 }  // namespace kiln::kernels::simd

@@ -97,6 +97,27 @@ TEST(UnaryTest, HalfPrecisionGoesThroughFloat) {
   expect_floats(y, {3, static_cast<float>(Float16(std::sqrt(2.f)))}, 0);
 }
 
+TEST(UnaryTest, LongHalfInputsGoThroughFloatBlocks) {
+  const int64_t n = 1300;
+  std::vector<Float16> h(n);
+  std::vector<BFloat16> b(n);
+  for (int64_t i = 0; i < n; ++i) {
+    h[i] = Float16(static_cast<float>(i) * 0.01f);
+    b[i] = BFloat16(static_cast<float>(i) * 0.5f - 300.f);
+  }
+  Tensor sh = run_ok("Sqrt", {make<Float16>(h, {n})});
+  Tensor eb = run_ok("Exp", {make<BFloat16>(b, {n})});
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(sh.data<Float16>()[i].bits, Float16(std::sqrt(static_cast<float>(h[i]))).bits) << i;
+    const float want = std::exp(static_cast<float>(b[i]));
+    if (std::isinf(want)) {
+      ASSERT_EQ(static_cast<float>(eb.data<BFloat16>()[i]), want) << i;
+    } else {
+      ASSERT_NEAR(static_cast<float>(eb.data<BFloat16>()[i]), want, std::fabs(want) * 8e-3 + 1e-38) << i;
+    }
+  }
+}
+
 TEST(UnaryTest, UnsupportedDtypeIsAnError) {
   run_error("Sqrt", {make<int32_t>({4}, {1})});
   run_error("Neg", {make<uint8_t>({4}, {1})});

@@ -102,6 +102,16 @@ inline Tensor Tensor::from_vector<bool>(const std::vector<bool>& values, Shape s
   return t;
 }
 
+/// Bytes of a tensor of `dtype` and `shape`, or an error when a dim is
+/// negative, the size overflows, or it exceeds tensor_byte_limit(). Every
+/// kernel output goes through this check, so a model asking for an absurd
+/// tensor gets an error, not an allocation failure.
+Result<size_t> checked_tensor_bytes(DType dtype, const Shape& shape);
+/// The largest single tensor Kiln allocates for a kernel output (default 1 TiB).
+size_t tensor_byte_limit();
+/// Sets it process-wide (fuzzers and memory-capped deployments lower it).
+void set_tensor_byte_limit(size_t bytes);
+
 /// Allocates `bytes` aligned to kTensorAlignment; never returns null for bytes > 0.
 void* aligned_alloc_bytes(size_t bytes);
 void aligned_free_bytes(void* p);

@@ -114,3 +114,22 @@ TEST(ThreadPoolTest, ConcurrentCallersAndNestedCalls) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(TensorBytesTest, RejectsNegativeOverflowAndLimit) {
+  EXPECT_EQ(*checked_tensor_bytes(DType::kFloat32, Shape{2, 3}), 24u);
+  EXPECT_EQ(*checked_tensor_bytes(DType::kFloat32, Shape{int64_t{1} << 62, 0}), 0u);
+  EXPECT_FALSE(checked_tensor_bytes(DType::kFloat32, Shape{-1, 3}).ok());
+  EXPECT_FALSE(checked_tensor_bytes(DType::kInt64, Shape{int64_t{1} << 31, int64_t{1} << 31}).ok());
+  size_t old = tensor_byte_limit();
+  set_tensor_byte_limit(1000);
+  auto r = checked_tensor_bytes(DType::kFloat32, Shape{251});
+  set_tensor_byte_limit(old);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("1000-byte tensor limit"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,5 +1,6 @@
 #include "kiln/tensor.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -15,6 +16,33 @@ void* aligned_alloc_bytes(size_t bytes) {
 }
 
 void aligned_free_bytes(void* p) { std::free(p); }
+
+namespace {
+std::atomic<size_t> g_tensor_byte_limit{size_t{1} << 40};
+}
+
+size_t tensor_byte_limit() { return g_tensor_byte_limit.load(std::memory_order_relaxed); }
+void set_tensor_byte_limit(size_t bytes) { g_tensor_byte_limit.store(bytes, std::memory_order_relaxed); }
+
+Result<size_t> checked_tensor_bytes(DType dtype, const Shape& shape) {
+  const size_t es = dtype_size(dtype);
+  const size_t limit = tensor_byte_limit();
+  size_t bytes = es;
+  bool zero = false;
+  for (int64_t d : shape) {
+    if (d < 0) return invalid_argument("tensor shape ", shape.to_string(), " has a negative dimension");
+    if (d == 0) zero = true;
+  }
+  if (zero) return size_t{0};
+  for (int64_t d : shape) {
+    if (bytes > limit / static_cast<size_t>(d)) {
+      return make_status(StatusCode::kOutOfRange, "a ", dtype_name(dtype), " tensor of shape ", shape.to_string(),
+                         " exceeds the ", limit, "-byte tensor limit");
+    }
+    bytes *= static_cast<size_t>(d);
+  }
+  return bytes;
+}
 
 namespace {
 

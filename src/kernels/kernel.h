@@ -100,7 +100,7 @@ class KernelContext {
   OutputAllocator* allocator_;
   ThreadPool* pool_;
   SubgraphRunner* subgraphs_;
-  std::vector<Tensor> scratch_;  // omitted outputs
+  std::vector<std::unique_ptr<Tensor>> scratch_;  // omitted outputs (pointers stay valid)
 };
 
 class Kernel {

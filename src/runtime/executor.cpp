@@ -114,6 +114,18 @@ uint64_t thread_number() {
 
 }  // namespace
 
+Status compute_guarded(const kernels::Kernel& kernel, kernels::KernelContext& ctx) {
+  // Kiln code does not throw, but the standard library can (bad_alloc,
+  // length_error on absurd sizes a model asks for); turn that into a status.
+  try {
+    return kernel.compute(ctx);
+  } catch (const std::bad_alloc&) {
+    return make_status(StatusCode::kOutOfRange, "out of memory");
+  } catch (const std::exception& e) {
+    return internal_error("unexpected exception: ", e.what());
+  }
+}
+
 Result<std::vector<Value>> Program::run(std::span<const Value> inputs, std::span<const Value* const> outer,
                                         ThreadPool* pool, RunProfile* profile) const {
   const ir::Graph& g = *graph_;
@@ -158,7 +170,7 @@ Result<std::vector<Value>> Program::run(std::span<const Value> inputs, std::span
     kernels::KernelContext ctx(*step.node, st->in_ptrs.data() + ib, st->in_begin[s + 1] - ib,
                                st->out_ptrs.data() + ob, st->out_begin[s + 1] - ob, &alloc, pool, &subgraphs);
     const int64_t t0 = profile ? now_ns() : 0;
-    status = step.kernel->compute(ctx);
+    status = compute_guarded(*step.kernel, ctx);
     if (profile) {
       const ir::Node& n = *step.node;
       profile->events.push_back(NodeEvent{n.name.empty() ? n.op_type : n.name, n.op_type, n.domain, t0 - run_start,

@@ -36,6 +36,17 @@ bool reads_only_shape(const ir::Node& n) {
   return n.domain.empty() && (n.op_type == "Shape" || n.op_type == "Size");
 }
 
+// A factory may pack large constants; allocation failure becomes a status.
+Result<std::unique_ptr<kernels::Kernel>> make_guarded(const kernels::KernelDef& def, const kernels::KernelInit& init) {
+  try {
+    return def.factory(init);
+  } catch (const std::bad_alloc&) {
+    return make_status(StatusCode::kOutOfRange, "out of memory while preparing the kernel");
+  } catch (const std::exception& e) {
+    return internal_error("unexpected exception: ", e.what());
+  }
+}
+
 }  // namespace
 
 Program::~Program() = default;
@@ -140,7 +151,7 @@ Status Program::fold_and_make_kernels(const ProgramOptions& options) {
       if (!def && pass == 0) continue;  // maybe a backend runs it
       if (!def) return unimplemented("node ", node.label(), ": ", why);
       kernels::KernelInit init{node, g, infos, node.opset};
-      auto made = def->factory(init);
+      auto made = make_guarded(*def, init);
       if (!made.ok()) return std::move(made).status().with_context("node " + node.label());
       std::unique_ptr<kernels::Kernel> kernel = std::move(made).value();
 

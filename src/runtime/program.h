@@ -43,6 +43,9 @@ struct Step {
 
 class RunState;
 
+/// Runs kernel.compute, turning a std exception from library code into a Status.
+Status compute_guarded(const kernels::Kernel& kernel, kernels::KernelContext& ctx);
+
 class Program {
  public:
   /// Builds a program over `graph`, which the program takes ownership of.

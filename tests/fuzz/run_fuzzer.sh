@@ -1,0 +1,17 @@
+#!/bin/sh
+# Runs one libFuzzer target for a bounded time over a corpus seeded with the
+# ONNX backend-test models. Exit status is the fuzzer's: non-zero on a crash,
+# leak, sanitizer report or timeout, with the reproducer saved in ARTIFACTS.
+# usage: run_fuzzer.sh FUZZER CORPUS_DIR ARTIFACTS_DIR SECONDS
+set -eu
+fuzzer=$1 corpus=$2 artifacts=$3 seconds=$4
+data=/usr/include/onnx/backend/test/data
+mkdir -p "$corpus" "$artifacts"
+if [ -z "$(ls -A "$corpus")" ] && [ -d "$data" ]; then
+  for m in "$data"/*/*/model.onnx; do
+    name=$(basename "$(dirname "$m")")
+    cp "$m" "$corpus/$name.onnx"
+  done
+fi
+exec "$fuzzer" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 \
+  -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus"

@@ -208,10 +208,12 @@ struct PowOp {
   }
 };
 
-/// Fast paths for a float32 base with one scalar float exponent.
+/// Fast paths for a float32 base with one scalar exponent `e` (the exponent
+/// input itself is not read again).
 struct PowScalarF32Run {
   float e;
-  void operator()(const float* a, int64_t sa, const float* b, int64_t sb, float* o, int64_t n) const {
+  template <class E>
+  void operator()(const float* a, int64_t sa, const E* b, int64_t sb, float* o, int64_t n) const {
     (void)b;
     (void)sb;
     if (sa == 0) {
@@ -253,10 +255,16 @@ class PowKernel final : public Kernel {
         return visit_dtype(b->dtype(), [&](auto exp_tag) -> Status {
           using E = decltype(exp_tag);
           if constexpr (kIsNumeric<E>) {
-            if constexpr (std::is_same_v<T, float> && std::is_same_v<E, float>) {
+            if constexpr (std::is_same_v<T, float>) {
+              // One exponent for all: the float32 fast paths. An exponent of
+              // another type goes there only for values where pow through
+              // double rounds the same (0.5, 1, 2, 3).
               if (b->numel() == 1 && b->rank() <= a->rank()) {
-                return binary_apply_run<float, float, float>(ctx, *a, *b, dt, kGrainMedium,
-                                                             PowScalarF32Run{b->data<float>()[0]});
+                const double e = static_cast<double>(static_cast<Compute<E>>(b->data<E>()[0]));
+                if (std::is_same_v<E, float> || e == 0.5 || e == 1.0 || e == 2.0 || e == 3.0) {
+                  return binary_apply_run<float, E, float>(ctx, *a, *b, dt, kGrainMedium,
+                                                           PowScalarF32Run{static_cast<float>(e)});
+                }
               }
             }
             return binary_apply<T, E, T>(ctx, *a, *b, dt, kGrainHeavy, PowOp{});

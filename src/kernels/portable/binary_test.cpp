@@ -176,6 +176,14 @@ TEST(BinaryTest, PowFloatScalarFastPathsMatchPow) {
   }
 }
 
+TEST(BinaryTest, PowIntegerScalarExponentOnFloat) {
+  const std::vector<float> x = {-1.5f, 0.25f, 3.f};
+  expect_floats(run_ok("Pow", {f32(x), make<int64_t>({2}, {})}, {}, 15), {2.25, 0.0625, 9}, 0);
+  expect_floats(run_ok("Pow", {f32(x), make<int32_t>({3}, {1})}, {}, 15), {-3.375, 0.015625, 27}, 0);
+  expect_floats(run_ok("Pow", {f32(x), make<int32_t>({-2}, {1})}, {}, 15), {1 / 2.25, 16, 1.0 / 9}, 1e-7);
+  expect_floats(run_ok("Pow", {f32(x), make<double>({0.5}, {})}, {}, 15), {NAN, 0.5, std::sqrt(3.0)}, 1e-7);
+}
+
 TEST(BinaryTest, PowMixedDtypes) {
   Tensor a = run_ok("Pow", {make<int32_t>({1, 2, 3}, {3}), f32({4, 5, 6})}, {}, 15);
   EXPECT_EQ(a.dtype(), DType::kInt32);

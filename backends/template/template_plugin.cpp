@@ -53,7 +53,7 @@ std::string decline_reason(const Node& node) {
   } else if (op == "MatMul") {
     arity = 2;
   } else {
-    return "op " + op + " is not supported (the template runs Add, Mul, Relu and MatMul)";
+    return "op " + op + " is not one of Add, Mul, Relu, MatMul";
   }
   if (node.opset() < min_opset) {
     return op + " at opset " + std::to_string(node.opset()) + " is older than the template supports (" +

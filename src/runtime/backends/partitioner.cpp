@@ -390,6 +390,17 @@ Result<PartitionOutcome> partition_graph(const ir::Graph& g,
     rep.nodes.push_back(std::move(p));
   }
 
+  // Partitions in the order of their first node, for reading.
+  std::vector<size_t> first(rep.partitions.size(), n_nodes);
+  for (size_t n = n_nodes; n-- > 0;)
+    if (out.claimed_by[n] >= 0) first[static_cast<size_t>(out.claimed_by[n])] = n;
+  std::vector<size_t> order(rep.partitions.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return first[a] < first[b]; });
+  std::vector<PartitionInfo> sorted;
+  for (size_t i : order) sorted.push_back(std::move(rep.partitions[i]));
+  rep.partitions = std::move(sorted);
+
   // 4. Custom ops of plugins the user did not select.
   for (size_t n = 0; n < n_nodes; ++n) {
     if (states[n] == NodeState::kFolded || out.claimed_by[n] >= 0) continue;

@@ -1,0 +1,167 @@
+// The C++ SDK: options against a schema, older host tables, and every
+// exception type turned into a status at the boundary.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "abi_test_util.h"
+#include "kiln/c/backend_sdk.hpp"
+#include "runtime/backends/graph_view.h"
+#include "runtime/backends/host.h"
+
+namespace kiln::abi_test {
+namespace {
+
+std::vector<sdk::OptionSpec> schema() {
+  return {{"n", KILN_OPTION_INT, "3", "a count"},
+          {"on", KILN_OPTION_BOOL, "false", "a switch"},
+          {"x", KILN_OPTION_FLOAT, "0.5", "a ratio"},
+          {"s", KILN_OPTION_STRING, "", "text"}};
+}
+
+TEST(SdkTest, OptionsAreTypedAndUnknownKeysListTheKnownOnes) {
+  sdk::Options o(schema());
+  EXPECT_EQ(o.get_int("n"), 3);
+  EXPECT_FALSE(o.get_bool("on"));
+  EXPECT_DOUBLE_EQ(o.get_float("x"), 0.5);
+  o.set("n", "-7");
+  o.set("on", "yes");
+  o.set("x", "1e-3");
+  EXPECT_EQ(o.get_int("n"), -7);
+  EXPECT_TRUE(o.get_bool("on"));
+  EXPECT_DOUBLE_EQ(o.get_float("x"), 1e-3);
+  try {
+    o.set("m", "1");
+    FAIL() << "no error";
+  } catch (const sdk::Error& e) {
+    EXPECT_EQ(e.code(), KILN_STATUS_INVALID_ARGUMENT);
+    EXPECT_STREQ(e.what(), "unknown option 'm'; known options: n (int), on (bool), x (float), s (string)");
+  }
+  for (auto [k, v] : std::vector<std::pair<const char*, const char*>>{
+           {"n", "1.5"}, {"n", ""}, {"n", "99999999999999999999"}, {"on", "maybe"}, {"x", "nan"}, {"x", "1x"}}) {
+    EXPECT_THROW(o.set(k, v), sdk::Error) << k << "=" << v;
+  }
+  EXPECT_EQ(o.get_int("n"), -7);  // a failed set changes nothing
+}
+
+TEST(SdkTest, OlderHostTableIsZeroExtended) {
+  // A host whose table ends before log_enabled (as an older 1.x host might).
+  kiln_host_api_t old;
+  std::memcpy(&old, runtime::host_api(), sizeof(old));
+  old.header.struct_size = offsetof(kiln_host_api_t, log_enabled);
+  old.log_enabled = nullptr;
+  kiln_host ctx;
+  std::vector<std::string> got;
+  ctx.sink = [&](kiln_log_level_t, const std::string&, const std::string& m) { got.push_back(m); };
+  sdk::Host host(&old, &ctx);
+  EXPECT_EQ(host.api().log_enabled, nullptr);
+  EXPECT_EQ(host.api().parallel_for, nullptr);  // beyond its size: never read
+  EXPECT_TRUE(host.log_enabled(KILN_LOG_ERROR));  // falls back to "log exists"
+  host.log(KILN_LOG_ERROR, "hello");
+  EXPECT_EQ(got, (std::vector<std::string>{"hello"}));
+  sdk::ExecContext ec(&host, nullptr);
+  int64_t covered = 0;
+  ec.parallel_for(10, 1, [&](int64_t b, int64_t e) { covered += e - b; });  // inline without a host pool
+  EXPECT_EQ(covered, 10);
+  EXPECT_EQ(ec.num_threads(), 1);
+}
+
+TEST(SdkTest, HostStatusesBecomeErrors) {
+  kiln_host ctx;
+  sdk::Host host(runtime::host_api(), &ctx);
+  try {
+    host.check(runtime::host_api()->status_create(KILN_STATUS_OUT_OF_RANGE, "index 9"));
+    FAIL();
+  } catch (const sdk::Error& e) {
+    EXPECT_EQ(e.code(), KILN_STATUS_OUT_OF_RANGE);
+    EXPECT_STREQ(e.what(), "index 9");
+  }
+  EXPECT_NO_THROW(host.check(nullptr));
+  char* s = host.strdup("abc");
+  EXPECT_STREQ(s, "abc");
+  EXPECT_EQ(ctx.stats().live_blocks, 1);
+  host.free(s);
+  EXPECT_EQ(ctx.stats().live_blocks, 0);
+}
+
+// Every override throws something different; every call must come back as a status.
+class Thrower final : public sdk::Plugin {
+ public:
+  Info info() const override { return {"thrower", "1", "tests", "", "", 0}; }
+  std::string unavailable_reason() override { throw std::runtime_error("avail"); }
+  std::vector<sdk::OptionSpec> option_schema() const override { return {{"k", KILN_OPTION_INT, "0", "k"}}; }
+  bool supports_export() const override { return true; }
+  void check_compiled(const uint8_t*, size_t) const override { throw 7; }
+  std::unique_ptr<sdk::Instance> create_instance(size_t, sdk::Options o) override {
+    if (o.get_int("k") == 1) throw std::bad_alloc();
+    class Inst final : public sdk::Instance {
+     public:
+      using Instance::Instance;
+      void get_capability(const sdk::Graph&, sdk::Capability&) override { throw std::logic_error("cap"); }
+      std::unique_ptr<sdk::Compiled> compile(const sdk::Graph&, const sdk::Partition&) override {
+        struct Weird {};
+        throw Weird{};
+      }
+      void set_property(const std::string&, const std::string&) override {
+        sdk::fail(KILN_STATUS_NOT_FOUND, "no such property");
+      }
+    };
+    return std::make_unique<Inst>(std::move(o));
+  }
+};
+KILN_BACKEND_DEFINE_ENTRY(thrower_entry, Thrower)
+
+TEST(SdkTest, EveryExceptionBecomesAStatus) {
+  auto reg = registry_of({});
+  ASSERT_TRUE(reg->impl().add_entry(&thrower_entry, "(test)").is_ok());
+  auto p = reg->impl().all().at(0);
+  EXPECT_FALSE(p->available());
+  EXPECT_EQ(p->info().unavailable_reason, "uncaught exception in plugin_is_available: avail");
+  const kiln_backend_api_t& api = p->api();
+  kiln_instance_t* inst = nullptr;
+  const char* k[] = {"k"};
+  const char* one[] = {"1"};
+  Status st = runtime::take_status(api.instance_create(p->handle(), 0, k, one, 1, &inst));
+  EXPECT_EQ(st.message(), "out of memory");
+  EXPECT_EQ(inst, nullptr);
+  ASSERT_EQ(api.instance_create(p->handle(), 0, nullptr, nullptr, 0, &inst), nullptr);
+  GraphBuilder b;
+  ir::ValueId x = b.input("x", {1});
+  b.output(b.node("Relu", {x}, "r", {1}));
+  auto g = b.graph();
+  std::vector<int32_t> all{0};
+  auto view = runtime::make_graph_view(*g, nullptr, all, {});
+  kiln_capability_t cap{};
+  cap.struct_size = sizeof(cap);
+  st = runtime::take_status(api.instance_get_capability(inst, view.get(), &cap));
+  EXPECT_EQ(st.message(), "uncaught exception in instance_get_capability: cap");
+  EXPECT_EQ(cap.group_sizes, nullptr);
+  kiln_partition_t part{};
+  part.struct_size = sizeof(part);
+  size_t node = 0;
+  part.num_nodes = 1;
+  part.nodes = &node;
+  kiln_compiled_t* c = nullptr;
+  st = runtime::take_status(api.instance_compile(inst, view.get(), &part, &c));
+  EXPECT_EQ(st.message(), "uncaught exception in instance_compile: an exception that is not a std::exception");
+  st = runtime::take_status(api.instance_set_property(inst, "a", "b"));
+  EXPECT_EQ(st.code(), StatusCode::kNotFound);
+  char* value = nullptr;
+  st = runtime::take_status(api.instance_get_property(inst, "zz", &value));
+  EXPECT_EQ(st.message(), "unknown option 'zz'; known options: k (int)");
+  st = runtime::take_status(api.plugin_check_compiled(p->handle(), "x", 1));
+  EXPECT_EQ(st.message(), "uncaught exception in plugin_check_compiled: an exception that is not a std::exception");
+  st = runtime::take_status(api.instance_import(inst, "x", 1, &c));
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_EQ(c, nullptr);
+  // NULL out-parameters are errors, not crashes.
+  st = runtime::take_status(api.instance_create(p->handle(), 0, nullptr, nullptr, 0, nullptr));
+  EXPECT_NE(st.message().find("out_instance is NULL"), std::string::npos);
+  st = runtime::take_status(api.instance_create(p->handle(), 5, nullptr, nullptr, 0, &inst));
+  EXPECT_NE(st.message().find("device 5 does not exist"), std::string::npos);
+  api.instance_release(inst);
+  EXPECT_EQ(p->stats().live_blocks, 1);  // only the plugin object is left
+}
+
+}  // namespace
+}  // namespace kiln::abi_test

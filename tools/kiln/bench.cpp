@@ -324,9 +324,9 @@ int bench_command(std::span<const std::string> argv) {
   print_table({
       {"backends", join(session.placement().backends, ", ") + " (" + placement_text(session.placement()) + ")"},
       {"load", fixed(load_ms, 2) + " ms"},
-      {"latency", "p50 " + fixed(stats.p50_ms, 3) + " ms, p90 " + fixed(stats.p90_ms, 3) + " ms, p99 " +
-                      fixed(stats.p99_ms, 3) + " ms, mean " + fixed(stats.mean_ms, 3) + " ms, min " +
-                      fixed(stats.min_ms, 3) + " ms"},
+      {"latency", "p50 " + ms_text(stats.p50_ms) + " ms, p90 " + ms_text(stats.p90_ms) + " ms, p99 " +
+                      ms_text(stats.p99_ms) + " ms, mean " + ms_text(stats.mean_ms) + " ms, min " +
+                      ms_text(stats.min_ms) + " ms"},
       {"runs", std::to_string(stats.runs) + " timed after " + std::to_string(c.warmup) + " warmup"},
       {"peak RSS", fixed(peak_rss, 1) + " MiB (" + fixed(baseline_rss, 1) + " MiB before load)"},
   });

@@ -20,14 +20,6 @@ std::string fixed(double value, int digits) {
   return buf;
 }
 
-// Milliseconds with about four significant digits for tables.
-std::string ms_text(double ms) {
-  if (ms >= 100) return fixed(ms, 1);
-  if (ms >= 10) return fixed(ms, 2);
-  if (ms >= 1) return fixed(ms, 3);
-  return fixed(ms, 4);
-}
-
 std::string percent(double share) { return fixed(share * 100.0, 1) + "%"; }
 
 void sort_rows(std::vector<ProfileRow>* rows) {
@@ -36,6 +28,16 @@ void sort_rows(std::vector<ProfileRow>* rows) {
 }
 
 }  // namespace
+
+std::string ms_text(double ms) {
+  if (ms >= 100) return fixed(ms, 1);
+  if (ms >= 10) return fixed(ms, 2);
+  if (ms >= 1) return fixed(ms, 3);
+  if (ms <= 0) return "0";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3g", ms);  // 0.0493, 0.000421: three significant digits
+  return buf;
+}
 
 double nearest_rank(const std::vector<double>& sorted, double q) {
   if (sorted.empty()) return 0;

@@ -61,6 +61,10 @@ void print_profile(const ProfileSummary& summary, size_t top);
 void write_chrome_trace(std::ostream& out, const std::vector<RunProfile>& runs, std::string_view process_name,
                         const std::vector<std::pair<std::string, std::string>>& other);
 
+/// Milliseconds for tables: 4 significant digits from 1 ms up, 3 below
+/// ("123.4", "12.35", "1.234", "0.0493", "0.000421").
+std::string ms_text(double ms);
+
 /// `text` as a JSON string literal, quotes included.
 std::string json_string(std::string_view text);
 /// A finite number as JSON (NaN and infinities become null).

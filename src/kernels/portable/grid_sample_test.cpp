@@ -61,6 +61,25 @@ TEST(GridSampleTest, VolumeLinearAtCenterIsMean) {
   EXPECT_NEAR(y->data<float>()[1], 1.f, 1e-6f);  // x = 1 (last axis), y = -1, z = -1
 }
 
+TEST(GridSampleTest, ThreadedRunMatchesSingleThreaded) {
+  std::vector<float> x(2 * 3 * 16 * 16), grid(2 * 24 * 24 * 2);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 13) % 29);
+  for (size_t i = 0; i < grid.size(); ++i) grid[i] = static_cast<float>(static_cast<int>((i * 7) % 23) - 11) / 10.f;
+  testing::OpCall call;
+  call.op_type = "GridSample";
+  call.inputs = {Tensor::from_vector(x, Shape{2, 3, 16, 16}), Tensor::from_vector(grid, Shape{2, 24, 24, 2})};
+  call.attrs = {attr("mode", "bicubic"), attr("padding_mode", "reflection")};
+  call.opset = 16;
+  auto one = testing::run_op(call);
+  call.threads = 2;
+  auto two = testing::run_op(call);
+  ASSERT_TRUE(one.ok() && two.ok());
+  const Tensor& a = (*one)[0].tensor();
+  const Tensor& b = (*two)[0].tensor();
+  ASSERT_EQ(a.shape(), (Shape{2, 3, 24, 24}));
+  for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(a.data<float>()[i], b.data<float>()[i]) << i;
+}
+
 TEST(GridSampleTest, RejectsBadGridAndMode) {
   auto shape = run_op1("GridSample", {image(), Tensor::from_vector<float>({0, 0, 0}, Shape{1, 1, 1, 3})}, {}, 16);
   ASSERT_FALSE(shape.ok());

@@ -160,6 +160,25 @@ TEST(ResizeTest, AxesAndKeepAspectRatioPolicy) {
   EXPECT_EQ(y->shape(), (Shape{1, 1, 3, 3}));
 }
 
+TEST(ResizeTest, ThreadedRunMatchesSingleThreaded) {
+  std::vector<float> v(4 * 64 * 64);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 37) % 101) * 0.25f;
+  testing::OpCall call;
+  call.op_type = "Resize";
+  call.inputs = {Tensor::from_vector(v, Shape{1, 4, 64, 64}), Value::none(), scales({1, 1, 2, 1.5f})};
+  call.attrs = {attr("mode", "cubic")};
+  call.opset = 13;
+  auto one = run_op(call);
+  call.threads = 2;
+  auto two = run_op(call);
+  ASSERT_TRUE(one.ok() && two.ok());
+  const Tensor& a = (*one)[0].tensor();
+  const Tensor& b = (*two)[0].tensor();
+  ASSERT_EQ(a.shape(), (Shape{1, 4, 128, 96}));
+  ASSERT_EQ(a.shape(), b.shape());
+  for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(a.data<float>()[i], b.data<float>()[i]) << i;
+}
+
 TEST(ResizeTest, RejectsBothScalesAndSizes) {
   Tensor x = Tensor::from_vector<float>({1, 2, 3, 4}, Shape{1, 1, 2, 2});
   auto y = run_op1("Resize", {x, Value::none(), scales({1, 1, 2, 2}), sizes({1, 1, 4, 4})}, {}, 13);

@@ -393,6 +393,22 @@ TEST(PartitionTest, LibraryOutlivesRegistryWhileProgramLives) {
   expect_close(run(*p, {x})[0].tensor(), run(**ref, {x})[0].tensor());
 }
 
+TEST(PartitionTest, SessionsOnManyThreadsShareOneRegistry) {
+  auto reg = registry_of({template_plugin(), fake("non_convex")});
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        auto p = build(t % 2 ? chain_graph() : diamond_graph(), reg.get(), {t % 2 ? "template" : "nonconvex"});
+        if (p.ok() && !(*p)->placement().partitions.empty()) ++ok;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(ok.load(), 40);
+}
+
 TEST(PartitionTest, ThreadPoolReachesThePlugin) {
   GraphBuilder b;
   ir::ValueId x = b.input("x", {64, 256});

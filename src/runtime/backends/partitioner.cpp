@@ -61,10 +61,15 @@ std::string partition_id(const std::string& backend, const ir::Graph& g, std::sp
   return backend + ":" + std::string(hex, 12);
 }
 
-std::vector<std::vector<int32_t>> split_convex(const ir::Graph& g, std::span<const int32_t> unit_of,
-                                               std::span<const int32_t> group) {
+namespace {
+
+// split_convex with the producer of every value and the reads of every node
+// precomputed (the partitioner calls it once per claimed group).
+std::vector<std::vector<int32_t>> split_convex_with(const ir::Graph& g, std::span<const int32_t> unit_of,
+                                                    std::span<const int32_t> group,
+                                                    const std::vector<int32_t>& producers,
+                                                    const std::vector<std::vector<ir::ValueId>>& reads) {
   const size_t n_nodes = g.nodes.size();
-  const std::vector<int32_t> producers = g.producers();
   // Compact unit ids and unit-level edges (parallel edges are harmless).
   std::unordered_map<int32_t, int32_t> compact;
   for (size_t n = 0; n < n_nodes; ++n)
@@ -74,7 +79,7 @@ std::vector<std::vector<int32_t>> split_convex(const ir::Graph& g, std::span<con
   for (size_t n = 0; n < n_nodes; ++n) {
     if (unit_of[n] < 0) continue;
     const int32_t u = compact[unit_of[n]];
-    for (ir::ValueId v : reads_of(g.nodes[n], g)) {
+    for (ir::ValueId v : reads[n]) {
       int32_t p = producers[static_cast<size_t>(v)];
       if (p < 0 || unit_of[static_cast<size_t>(p)] < 0) continue;
       const int32_t pu = compact[unit_of[static_cast<size_t>(p)]];
@@ -123,6 +128,16 @@ std::vector<std::vector<int32_t>> split_convex(const ir::Graph& g, std::span<con
     parts.push_back(std::move(nodes));
   }
   return parts;
+}
+
+}  // namespace
+
+std::vector<std::vector<int32_t>> split_convex(const ir::Graph& g, std::span<const int32_t> unit_of,
+                                               std::span<const int32_t> group) {
+  std::vector<std::vector<ir::ValueId>> reads(g.nodes.size());
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    if (unit_of[n] >= 0) reads[n] = reads_of(g.nodes[n], g);
+  return split_convex_with(g, unit_of, group, g.producers(), reads);
 }
 
 Result<std::vector<size_t>> order_nodes(std::span<const ir::Node* const> nodes, const ir::Graph& g) {
@@ -355,7 +370,7 @@ Result<PartitionOutcome> partition_graph(const ir::Graph& g,
         answered[vi] = 1;
       }
       std::sort(ir_nodes.begin(), ir_nodes.end());
-      std::vector<std::vector<int32_t>> parts = split_convex(g, unit_of, ir_nodes);
+      std::vector<std::vector<int32_t>> parts = split_convex_with(g, unit_of, ir_nodes, producers, reads);
       if (parts.size() > 1) {
         rep.notes.push_back("backend '" + sb.name + "': a group of " + std::to_string(ir_nodes.size()) +
                             " nodes was not convex (a path leaves it and comes back); split into " +

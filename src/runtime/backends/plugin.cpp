@@ -302,6 +302,7 @@ LoadedPlugin::~LoadedPlugin() {
 
 Status LoadedPlugin::check_available() const {
   if (!api_.plugin_is_available) return Status::ok();
+  std::lock_guard<std::mutex> lock(mu_);
   Status s = take_status(api_.plugin_is_available(plugin_));
   if (s.is_ok()) return s;
   return Status(StatusCode::kUnavailable, s.message());
@@ -320,6 +321,7 @@ Result<std::shared_ptr<BackendInstance>> LoadedPlugin::create_instance(
     values.push_back(v.c_str());
   }
   kiln_instance_t* inst = nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
   KILN_RETURN_IF_ERROR(take_status(
       api_.instance_create(plugin_, device_index, keys.data(), values.data(), keys.size(), &inst),
       label() + ": instance_create"));
@@ -329,6 +331,7 @@ Result<std::shared_ptr<BackendInstance>> LoadedPlugin::create_instance(
 
 Status LoadedPlugin::check_compiled(const void* bytes, size_t size) const {
   if (!api_.plugin_check_compiled) return unimplemented(label(), " cannot check compiled blobs");
+  std::lock_guard<std::mutex> lock(mu_);
   return take_status(api_.plugin_check_compiled(plugin_, bytes, size), label() + ": check_compiled");
 }
 
@@ -339,6 +342,7 @@ BackendInstance::~BackendInstance() { plugin_->api().instance_release(instance_)
 Status BackendInstance::set_property(const std::string& key, const std::string& value) {
   if (!plugin_->api().instance_set_property) return unimplemented(plugin_->label(), " has no properties to set");
   KILN_RETURN_IF_ERROR(check_options(plugin_->info(), {{key, value}}));
+  std::lock_guard<std::mutex> lock(mu_);
   return take_status(plugin_->api().instance_set_property(instance_, key.c_str(), value.c_str()),
                      plugin_->label() + ": set_property");
 }
@@ -346,6 +350,7 @@ Status BackendInstance::set_property(const std::string& key, const std::string& 
 Result<std::string> BackendInstance::get_property(const std::string& key) {
   if (!plugin_->api().instance_get_property) return unimplemented(plugin_->label(), " has no properties to read");
   char* out = nullptr;
+  std::unique_lock<std::mutex> lock(mu_);
   Status st = take_status(plugin_->api().instance_get_property(instance_, key.c_str(), &out),
                           plugin_->label() + ": get_property");
   std::string value;
@@ -370,7 +375,10 @@ Result<Capability> BackendInstance::get_capability(const kiln_graph_t* view) {
   cap.struct_size = sizeof(cap);
   kiln_host* host = plugin_->host();
   CapabilityArrays guard{host, &cap};
-  KILN_RETURN_IF_ERROR(take_status(plugin_->api().instance_get_capability(instance_, view, &cap), "get_capability"));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    KILN_RETURN_IF_ERROR(take_status(plugin_->api().instance_get_capability(instance_, view, &cap), "get_capability"));
+  }
 
   Capability out;
   const size_t num_nodes = view->nodes.size();
@@ -454,7 +462,10 @@ Result<std::shared_ptr<CompiledPartition>> BackendInstance::wrap(kiln_compiled_t
 Result<std::shared_ptr<CompiledPartition>> BackendInstance::compile(const kiln_graph_t* view,
                                                                      const kiln_partition_t& partition) {
   kiln_compiled_t* c = nullptr;
-  KILN_RETURN_IF_ERROR(take_status(plugin_->api().instance_compile(instance_, view, &partition, &c), "compile"));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    KILN_RETURN_IF_ERROR(take_status(plugin_->api().instance_compile(instance_, view, &partition, &c), "compile"));
+  }
   KILN_ASSIGN_OR_RETURN(auto compiled, wrap(c, "compile"));
   if (compiled->num_inputs() >= 0 &&
       (compiled->num_inputs() != static_cast<int64_t>(partition.num_inputs) ||
@@ -471,7 +482,10 @@ Result<std::shared_ptr<CompiledPartition>> BackendInstance::import_compiled(cons
   if (!a.instance_import) return unimplemented(plugin_->label(), " cannot import compiled partitions");
   if (a.plugin_check_compiled) KILN_RETURN_IF_ERROR(plugin_->check_compiled(bytes, size));
   kiln_compiled_t* c = nullptr;
-  KILN_RETURN_IF_ERROR(take_status(a.instance_import(instance_, bytes, size, &c), plugin_->label() + ": import"));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    KILN_RETURN_IF_ERROR(take_status(a.instance_import(instance_, bytes, size, &c), plugin_->label() + ": import"));
+  }
   return wrap(c, "import");
 }
 
@@ -497,7 +511,9 @@ Result<std::vector<uint8_t>> CompiledPartition::export_bytes() const {
   if (!p.api().compiled_export) return unimplemented(p.label(), " cannot export compiled partitions");
   void* bytes = nullptr;
   size_t size = 0;
+  std::unique_lock<std::mutex> lock(mu_);  // never alongside a serial execute
   Status st = take_status(p.api().compiled_export(compiled_, &bytes, &size), p.label() + ": export");
+  lock.unlock();
   std::vector<uint8_t> out;
   if (st.is_ok()) {
     if (size > 0 && host_block_size(bytes) < size) {

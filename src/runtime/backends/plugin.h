@@ -83,6 +83,9 @@ class LoadedPlugin : public std::enable_shared_from_this<LoadedPlugin> {
   uint32_t declared_size_ = 0;
   kiln_plugin_t* plugin_ = nullptr;
   BackendInfo info_;
+  // Plugin-level calls are never concurrent on one plugin object (the ABI's
+  // rule), even when sessions on several threads share a registry.
+  mutable std::mutex mu_;
 };
 
 /// The answer of get_capability, checked and copied out of host memory.
@@ -122,6 +125,7 @@ class BackendInstance : public std::enable_shared_from_this<BackendInstance> {
   std::shared_ptr<LoadedPlugin> plugin_;
   kiln_instance_t* instance_;
   size_t device_;
+  std::mutex mu_;  // instance-level calls are never concurrent
 };
 
 class CompiledPartition {

@@ -189,6 +189,9 @@ TEST(ConvTest, DepthwiseAndPointwisePaths) {
   // big enough to cross GEMM cache blocks (K = 300 > KC, M > MC) and thread splits
   check_conv(cc({1, 12, 20, 20}, {150, 12, 5, 5}, 1, {}, {}, {2, 2, 2, 2}), rng, "large");
   check_conv(cc({1, 3, 30, 30}, {16, 3, 7, 7}, 1, {2, 2}, {}, {3, 3, 3, 3}), rng, "stem 7x7/2");
+  // small map, many output channels: with 2 threads only rows split and the
+  // im2col panels are packed once and shared
+  check_conv(cc({1, 64, 7, 7}, {256, 64, 3, 3}, 1, {}, {}, {1, 1, 1, 1}), rng, "7x7 map, 256 channels");
 }
 
 TEST(ConvTest, OneDAndThreeD) {

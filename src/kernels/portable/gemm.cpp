@@ -162,8 +162,10 @@ bool avx2_supported() { return __builtin_cpu_supports("avx2") && __builtin_cpu_s
 // AVX-512F: 12 x 32 tile, 24 zmm accumulators; broadcasts fold into the FMA.
 // GCC 12's avx512fintrin.h initializes _mm512_undefined_ps() from itself,
 // which -Wmaybe-uninitialized reports inside min/max; the value is unused.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 constexpr int64_t kAvx512Mr = 12;
 constexpr int64_t kAvx512Nr = 32;
 
@@ -221,7 +223,9 @@ __attribute__((target("avx512f"))) void ukernel_avx512(int64_t kc, const float* 
   }
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 bool avx512_supported() { return __builtin_cpu_supports("avx512f"); }
 #endif  // KILN_GEMM_X86
@@ -324,6 +328,10 @@ class Scratch {
   int64_t size_ = 0;
 };
 
+struct AlignedFree {
+  void operator()(float* p) const { aligned_free_bytes(p); }
+};
+
 struct GemmProblem {
   int64_t m, n, k;
   float alpha, beta;
@@ -333,6 +341,10 @@ struct GemmProblem {
   const GemmEpilogue* ep;
   const MicroKernel* uk;
   bool clamp;
+  // Whole operands in the PackedMatrix layout (pre-packed, or packed once
+  // per call and shared by the parallel tasks); null: pack per block.
+  const float* a_pack = nullptr;
+  const float* b_pack = nullptr;
 };
 
 // Runs the blocked loops on the C tile rows [i0, i1) x columns [j0, j1).
@@ -342,8 +354,8 @@ void run_tile(const GemmProblem& g, int64_t i0, int64_t i1, int64_t j0, int64_t 
   const MicroKernel& uk = *g.uk;
   const int64_t mr = uk.mr, nr = uk.nr;
   const int64_t m_pad = round_up(g.m, mr), n_pad = round_up(g.n, nr);
-  float* a_buf = g.a.packed ? nullptr : a_scratch.get(round_up(std::min(uk.mc, i1 - i0), mr) * uk.kc);
-  float* b_buf = g.b.packed ? nullptr : b_scratch.get(round_up(std::min(uk.nc, j1 - j0), nr) * uk.kc);
+  float* a_buf = g.a_pack ? nullptr : a_scratch.get(round_up(std::min(uk.mc, i1 - i0), mr) * uk.kc);
+  float* b_buf = g.b_pack ? nullptr : b_scratch.get(round_up(std::min(uk.nc, j1 - j0), nr) * uk.kc);
   TileStore st;
   st.alpha = g.alpha;
   st.beta = g.beta;
@@ -358,8 +370,8 @@ void run_tile(const GemmProblem& g, int64_t i0, int64_t i1, int64_t j0, int64_t 
       st.first = pc == 0;
       st.last = pc + kc == g.k;
       const float* bp;
-      if (g.b.packed) {
-        bp = g.b.packed->data() + pc * n_pad + jc * kc;
+      if (g.b_pack) {
+        bp = g.b_pack + pc * n_pad + jc * kc;
       } else if (g.b.source) {
         g.b.source->pack(pc, kc, jc, nc, nr, b_buf);
         bp = b_buf;
@@ -370,8 +382,8 @@ void run_tile(const GemmProblem& g, int64_t i0, int64_t i1, int64_t j0, int64_t 
       for (int64_t ic = i0; ic < i1; ic += uk.mc) {
         const int64_t mc = std::min(uk.mc, i1 - ic);
         const float* ap;
-        if (g.a.packed) {
-          ap = g.a.packed->data() + pc * m_pad + ic * kc;
+        if (g.a_pack) {
+          ap = g.a_pack + pc * m_pad + ic * kc;
         } else {
           pack_a_block(g.a.data, g.a.ld, g.a.trans, ic, mc, pc, kc, mr, a_buf);
           ap = a_buf;
@@ -459,6 +471,8 @@ void sgemm_ex(int64_t m, int64_t n, int64_t k, float alpha, const GemmOperand& a
     run_empty_k(g);
     return;
   }
+  if (a.packed) g.a_pack = a.packed->data();
+  if (b.packed) g.b_pack = b.packed->data();
   const MicroKernel& uk = *g.uk;
   const int64_t threads = pool ? pool->num_threads() : 1;
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
@@ -478,6 +492,35 @@ void sgemm_ex(int64_t m, int64_t n, int64_t k, float alpha, const GemmOperand& a
   const int64_t tile_m = round_up((m + tm - 1) / tm, uk.mr);
   tn = (n + tile_n - 1) / tile_n;
   tm = (m + tile_m - 1) / tile_m;
+  // An operand every task would pack in full (B when only rows are split, A
+  // when only columns are) is packed once, in parallel, and shared: Conv's
+  // im2col on small maps would otherwise run once per task.
+  std::unique_ptr<float, AlignedFree> shared_a, shared_b;
+  const int64_t m_pad = round_up(m, uk.mr), n_pad = round_up(n, uk.nr);
+  const int64_t k_blocks = (k + uk.kc - 1) / uk.kc;
+  if (!g.b_pack && tn == 1 && tm > 1) {
+    shared_b.reset(static_cast<float*>(aligned_alloc_bytes(static_cast<size_t>(n_pad * k) * sizeof(float))));
+    float* dst = shared_b.get();
+    parallel_for(pool, k_blocks, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t blk = b0; blk < b1; ++blk) {
+        const int64_t pc = blk * uk.kc, kc = std::min(uk.kc, k - pc);
+        if (b.source) b.source->pack(pc, kc, 0, n, uk.nr, dst + pc * n_pad);
+        else pack_b_block(b.data, b.ld, b.trans, pc, kc, 0, n, uk.nr, dst + pc * n_pad);
+      }
+    });
+    g.b_pack = dst;
+  }
+  if (!g.a_pack && tm == 1 && tn > 1) {
+    shared_a.reset(static_cast<float*>(aligned_alloc_bytes(static_cast<size_t>(m_pad * k) * sizeof(float))));
+    float* dst = shared_a.get();
+    parallel_for(pool, k_blocks, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t blk = b0; blk < b1; ++blk) {
+        const int64_t pc = blk * uk.kc, kc = std::min(uk.kc, k - pc);
+        pack_a_block(a.data, a.ld, a.trans, 0, m, pc, kc, uk.mr, dst + pc * m_pad);
+      }
+    });
+    g.a_pack = dst;
+  }
   parallel_for(pool, tn * tm, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t i0 = (t / tn) * tile_m, j0 = (t % tn) * tile_n;

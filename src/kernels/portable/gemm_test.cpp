@@ -193,6 +193,23 @@ TEST(GemmTest, PanelSourceFeedsB) {
   EXPECT_EQ(got, want);
 }
 
+TEST(GemmTest, PanelSourceSharedAcrossRowSplitTasks) {
+  // Many rows, few columns: the pool splits rows only, and B is packed once
+  // from the source and shared by the tasks.
+  const int64_t m = 200, n = 45, k = 300;
+  std::vector<float> a(m * k);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 7) - 3.f;
+  std::vector<float> b(k * n);
+  for (int64_t p = 0; p < k; ++p)
+    for (int64_t j = 0; j < n; ++j) b[p * n + j] = static_cast<float>(p * 100 + j);
+  std::vector<float> want(m * n), got(m * n);
+  sgemm(false, false, m, n, k, 1.f, a.data(), k, b.data(), n, 0.f, want.data(), n, nullptr);
+  ShiftedIdentitySource src;
+  ThreadPool pool(2);
+  sgemm_ex(m, n, k, 1.f, GemmOperand::raw(a.data(), k), GemmOperand::from_source(src), 0.f, got.data(), n, &pool);
+  EXPECT_EQ(got, want);
+}
+
 TEST(GemmTest, GenericGemmMatchesIntegerProduct) {
   const std::vector<int64_t> a{1, 2, 3, 4, 5, 6};  // 2x3
   const std::vector<int64_t> b{7, 8, 9, 10, 11, 12};  // 3x2

@@ -275,6 +275,38 @@ bad (x) => (y)
   EXPECT_NE(kept.status().message().find("function 'local.bad'"), std::string::npos) << kept.status().message();
 }
 
+TEST(FunctionInlinerTest, OverloadsOfIrVersion10AreToldApart) {
+  // Two functions share domain and name and differ by `overload` (FunctionProto
+  // field 13); a call picks one with NodeProto field 8.
+  auto m = parse_text(R"(
+<ir_version: 10, opset_import: ["" : 15, "local" : 1]>
+g (float[2] X) => (float[2] Y, float[2] Z)
+{
+  Y = local.f (X)
+  Z = local.f (X)
+}
+<domain: "local", opset_import: ["" : 15]>
+f (x) => (y)
+{
+  y = Neg(x)
+}
+<domain: "local", opset_import: ["" : 15]>
+f (x) => (y)
+{
+  y = Abs(x)
+}
+)");
+  m.mutable_functions(0)->mutable_unknown_fields()->AddLengthDelimited(13, "neg");
+  m.mutable_functions(1)->mutable_unknown_fields()->AddLengthDelimited(13, "abs");
+  m.mutable_graph()->mutable_node(0)->mutable_unknown_fields()->AddLengthDelimited(8, "abs");
+  m.mutable_graph()->mutable_node(1)->mutable_unknown_fields()->AddLengthDelimited(8, "neg");
+  auto r = import_proto(m);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const ir::Graph& g = r->graph;
+  EXPECT_EQ(g.value_name(find_op(g, "Abs")->outputs[0]), "Y");
+  EXPECT_EQ(g.value_name(find_op(g, "Neg")->outputs[0]), "Z");
+}
+
 TEST(FunctionInlinerTest, DuplicateFunctionIsNamed) {
   auto m = parse_text(kScaleModel);
   *m.add_functions() = m.functions(0);

@@ -9,8 +9,12 @@
 //     materialized and its scratch stays one cache block.
 // Constant weights are packed for the GEMM once, at load; the bias is a
 // fused per-row epilogue. float16/bfloat16/double are staged through float32.
+// The same kernel runs com.microsoft FusedConv (Conv + optional sum input Z +
+// activation), the form ONNX Runtime saves optimized models in.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "kernels/portable/cv_common.h"
 #include "kernels/portable/gemm.h"
@@ -78,7 +82,7 @@ typedef int Idx16 __attribute__((vector_size(64)));
 KILN_CV_MULTIVERSION
 void depthwise3x3_row(float* y, int64_t ow_lo, int64_t ow_hi, const float* const* rows, const float* w, float bias,
                       int64_t stride, int64_t pad, int64_t in_w) {
-  const Idx16 evens = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+  [[maybe_unused]] const Idx16 evens = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
   const int64_t span = stride == 1 ? 18 : 34;  // floats one 16-wide step reads
   int64_t ow = ow_lo;
   for (; ow + 16 <= ow_hi && ow * stride - pad + span <= in_w; ow += 16) {
@@ -93,7 +97,11 @@ void depthwise3x3_row(float* y, int64_t ow_lo, int64_t ow_hi, const float* const
         if (stride != 1) {
           Vec16 next;
           std::memcpy(&next, x + kw + 16, sizeof next);
+#if defined(__clang__)
+          v = __builtin_shufflevector(v, next, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+#else
           v = __builtin_shuffle(v, next, evens);
+#endif
         }
         acc += w[k * 3 + kw] * v;
       }
@@ -202,14 +210,51 @@ void conv_depthwise_f32(const ConvProblem& p, const float* x, const float* w, co
   });
 }
 
+// What com.microsoft FusedConv (ONNX Runtime's contrib op, found in models
+// ORT saved after optimization) adds after conv + bias: an optional sum
+// input Z of Y's shape, then an activation. Relu and Clip are fused into the
+// GEMM epilogue; the others run as a pass over Y.
+struct ConvFusion {
+  enum class Act { kNone, kClamp, kLeakyRelu, kSigmoid, kTanh, kHardSigmoid };
+  const float* z = nullptr;
+  Act act = Act::kNone;
+  float p0 = 0.f, p1 = 0.f;  // clamp: lo, hi; LeakyRelu: alpha; HardSigmoid: alpha, beta
+};
+
+void apply_activation(float* y, int64_t n, const ConvFusion& f) {
+  switch (f.act) {
+    case ConvFusion::Act::kNone: break;
+    case ConvFusion::Act::kClamp:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(y[i], f.p0), f.p1);
+      break;
+    case ConvFusion::Act::kLeakyRelu:
+      for (int64_t i = 0; i < n; ++i) y[i] = y[i] >= 0.f ? y[i] : y[i] * f.p0;
+      break;
+    case ConvFusion::Act::kSigmoid:
+      for (int64_t i = 0; i < n; ++i) y[i] = 1.f / (1.f + std::exp(-y[i]));
+      break;
+    case ConvFusion::Act::kTanh:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(y[i]);
+      break;
+    case ConvFusion::Act::kHardSigmoid:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::min(1.f, std::max(0.f, f.p0 * y[i] + f.p1));
+      break;
+  }
+}
+
 // Y = conv(X, W) + B for float32. `packed` holds W per group when W was
 // constant at load (else null: W is read directly).
 void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::vector<PackedMatrix>* packed,
-              const float* bias, float* y, ThreadPool* pool) {
+              const float* bias, float* y, ThreadPool* pool, const ConvFusion& fusion = {}) {
+  const int64_t total = p.n * p.m * p.g.out_size();
   if (p.depthwise()) {
     conv_depthwise_f32(p, x, w, bias, y, pool);
+    if (fusion.z)
+      for (int64_t i = 0; i < total; ++i) y[i] += fusion.z[i];
+    apply_activation(y, total, fusion);
     return;
   }
+  const bool clamp = fusion.act == ConvFusion::Act::kClamp;
   const int64_t mg = p.mg(), kg = p.kg(), cg = p.cg();
   const int64_t in_size = p.g.in_size(), out_size = p.g.out_size();
   const bool pointwise = p.pointwise();
@@ -220,11 +265,20 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
                                  : GemmOperand::raw(w + grp * mg * kg, kg);
     GemmEpilogue ep;
     ep.row_bias = bias ? bias + grp * mg : nullptr;
+    if (clamp) {
+      ep.clamp_min = fusion.p0;
+      ep.clamp_max = fusion.p1;
+    }
+    float beta = 0.f;
+    if (fusion.z) {  // Y starts as Z and the GEMM accumulates onto it
+      std::copy_n(fusion.z + (yg - y), mg * out_size, yg);
+      beta = 1.f;
+    }
     if (pointwise) {
-      sgemm_ex(mg, out_size, kg, 1.f, a, GemmOperand::raw(xg, in_size), 0.f, yg, out_size, tp, ep);
+      sgemm_ex(mg, out_size, kg, 1.f, a, GemmOperand::raw(xg, in_size), beta, yg, out_size, tp, ep);
     } else {
       const Im2colSource src(p.g, xg);
-      sgemm_ex(mg, out_size, kg, 1.f, a, GemmOperand::from_source(src), 0.f, yg, out_size, tp, ep);
+      sgemm_ex(mg, out_size, kg, 1.f, a, GemmOperand::from_source(src), beta, yg, out_size, tp, ep);
     }
   };
   const int64_t jobs = p.n * p.group;
@@ -237,6 +291,7 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
   } else {
     for (int64_t t = 0; t < jobs; ++t) one(t / p.group, t % p.group, pool);
   }
+  if (!clamp) apply_activation(y, total, fusion);
 }
 
 class ConvKernel final : public Kernel {
@@ -245,6 +300,7 @@ class ConvKernel final : public Kernel {
     KILN_ASSIGN_OR_RETURN(attrs_, WindowAttrs::parse(init.node));
     group_ = init.node.attr_int("group", 1);
     if (group_ < 1) return invalid_argument(init.node.label(), ": attribute group is ", group_, ", expected >= 1");
+    if (init.node.op_type == "FusedConv") KILN_RETURN_IF_ERROR(parse_fusion(init.node));
     const Tensor* w = init.constant_input(1);
     if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3 && w->dim(0) % group_ == 0 && w->numel() > 0 &&
         !(w->dim(1) == 1 && group_ > 1)) {  // depthwise reads W directly
@@ -300,13 +356,24 @@ class ConvKernel final : public Kernel {
     KILN_ASSIGN_OR_RETURN(p.g, resolve_window(attrs_, x.shape().dims().subspan(2), kernel, node));
     Shape y_shape{p.n, p.m};
     for (int64_t d : p.g.out) y_shape.push_back(d);
+    // FusedConv's input 3 (Z) is added before the activation.
+    const Tensor* z = nullptr;
+    if (ctx.has_input(3) && node.op_type == "FusedConv") {
+      z = &ctx.input(3);
+      if (z->shape() != y_shape || z->dtype() != x.dtype()) {
+        return invalid_argument(node.label(), ": input 3 (Z) is ", dtype_name(z->dtype()), z->shape().to_string(),
+                                ", expected ", dtype_name(x.dtype()), y_shape.to_string(), " like the output");
+      }
+    }
     KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, x.dtype(), y_shape));
     if (y->numel() == 0) return Status::ok();
+    ConvFusion fusion = fusion_;
     switch (x.dtype()) {
       case DType::kFloat32: {
         const bool use_packed = !packed_.empty() && w.shape() == packed_shape_;
+        fusion.z = z ? z->data<float>() : nullptr;
         conv_f32(p, x.data<float>(), w.data<float>(), use_packed ? &packed_ : nullptr, b ? b->data<float>() : nullptr,
-                 y->data<float>(), ctx.pool());
+                 y->data<float>(), ctx.pool(), fusion);
         return Status::ok();
       }
       case DType::kFloat16:
@@ -314,8 +381,10 @@ class ConvKernel final : public Kernel {
       case DType::kFloat64: {
         const std::vector<float> xf = to_float_vector(x), wf = to_float_vector(w);
         const std::vector<float> bf = b ? to_float_vector(*b) : std::vector<float>();
+        const std::vector<float> zf = z ? to_float_vector(*z) : std::vector<float>();
         std::vector<float> yf(static_cast<size_t>(y->numel()));
-        conv_f32(p, xf.data(), wf.data(), nullptr, b ? bf.data() : nullptr, yf.data(), ctx.pool());
+        fusion.z = z ? zf.data() : nullptr;
+        conv_f32(p, xf.data(), wf.data(), nullptr, b ? bf.data() : nullptr, yf.data(), ctx.pool(), fusion);
         from_float_vector(yf.data(), y);
         return Status::ok();
       }
@@ -325,8 +394,42 @@ class ConvKernel final : public Kernel {
   }
 
  private:
+  // FusedConv's activation and activation_params.
+  Status parse_fusion(const ir::Node& node) {
+    const std::string act = node.attr_string("activation", "");
+    const std::vector<float> params = node.attr_floats("activation_params");
+    auto need = [&](size_t n) -> Status {
+      if (params.size() < n)
+        return invalid_argument(node.label(), ": activation ", act, " needs ", n, " activation_params, got ",
+                                params.size());
+      return Status::ok();
+    };
+    using Act = ConvFusion::Act;
+    if (act.empty() || act == "Identity") {
+      fusion_.act = Act::kNone;
+    } else if (act == "Relu") {
+      fusion_ = {nullptr, Act::kClamp, 0.f, std::numeric_limits<float>::infinity()};
+    } else if (act == "Clip") {
+      KILN_RETURN_IF_ERROR(need(2));
+      fusion_ = {nullptr, Act::kClamp, params[0], params[1]};
+    } else if (act == "LeakyRelu") {
+      fusion_ = {nullptr, Act::kLeakyRelu, params.empty() ? 0.01f : params[0], 0.f};
+    } else if (act == "Sigmoid") {
+      fusion_.act = Act::kSigmoid;
+    } else if (act == "Tanh") {
+      fusion_.act = Act::kTanh;
+    } else if (act == "HardSigmoid") {
+      fusion_ = {nullptr, Act::kHardSigmoid, params.size() > 0 ? params[0] : 0.2f, params.size() > 1 ? params[1] : 0.5f};
+    } else {
+      return invalid_argument(node.label(), ": attribute activation is '", act,
+                              "', expected Relu, Clip, LeakyRelu, Sigmoid, Tanh or HardSigmoid");
+    }
+    return Status::ok();
+  }
+
   WindowAttrs attrs_;
   int64_t group_ = 1;
+  ConvFusion fusion_;
   std::vector<PackedMatrix> packed_;  // W per group, when W is a constant
   Shape packed_shape_;
 };
@@ -335,6 +438,7 @@ class ConvKernel final : public Kernel {
 
 void register_conv_ops(KernelRegistry& r) {
   r.add(KernelDef{"", "Conv", 1, 1000, kFloatDTypes, 0, make_kernel<ConvKernel>, 0});
+  r.add(KernelDef{"com.microsoft", "FusedConv", 1, 1000, kFloatDTypes, 0, make_kernel<ConvKernel>, 0});
 }
 
 }  // namespace kiln::kernels

@@ -3,6 +3,7 @@
 // and im2col paths, constant (pre-packed) and runtime weights.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -241,6 +242,64 @@ TEST(ConvTest, RejectsBadInputs) {
   expect_error(run_op1("Conv", {Tensor::zeros(DType::kFloat32, {4, 5}), Tensor::zeros(DType::kFloat32, {2, 4})}),
                "input 0 (X)");
   expect_error(run_op1("Conv", {x, Tensor::zeros(DType::kFloat32, {2, 4, 3, 3})}, {attr("group", 0)}), "group");
+}
+
+
+TEST(ConvTest, FusedConvAddsZAndActivation) {
+  std::mt19937 rng(14);
+  struct Act {
+    std::string name;
+    std::vector<float> params;
+    float (*f)(float, const std::vector<float>&);
+  };
+  const Act acts[] = {
+      {"Relu", {}, [](float v, const std::vector<float>&) { return std::max(v, 0.f); }},
+      {"Clip", {-0.5f, 0.25f}, [](float v, const std::vector<float>& p) { return std::min(std::max(v, p[0]), p[1]); }},
+      {"LeakyRelu", {0.1f}, [](float v, const std::vector<float>& p) { return v >= 0 ? v : v * p[0]; }},
+      {"Sigmoid", {}, [](float v, const std::vector<float>&) { return 1.f / (1.f + std::exp(-v)); }},
+      {"Tanh", {}, [](float v, const std::vector<float>&) { return std::tanh(v); }},
+      {"HardSigmoid", {0.3f, 0.4f},
+       [](float v, const std::vector<float>& p) { return std::min(1.f, std::max(0.f, p[0] * v + p[1])); }},
+  };
+  // im2col, pointwise and depthwise paths
+  for (const ConvCase& c : {cc({1, 4, 9, 9}, {6, 4, 3, 3}, 1, {}, {}, {1, 1, 1, 1}), cc({2, 8, 5, 5}, {4, 8, 1, 1}),
+                            cc({1, 4, 6, 20}, {4, 1, 3, 3}, 4, {}, {}, {1, 1, 1, 1})}) {
+    Tensor x = random_tensor(c.x, rng), w = random_tensor(c.w, rng), b = random_tensor({c.w[0]}, rng);
+    Tensor plain = naive_conv(c, x, w, &b);
+    Tensor z = random_tensor(plain.shape(), rng);
+    for (const Act& act : acts) {
+      for (bool with_z : {false, true}) {
+        testing::OpCall call;
+        call.op_type = "FusedConv";
+        call.domain = "com.microsoft";
+        call.opset = 1;
+        call.inputs = {x, w, b};
+        if (with_z) call.inputs.push_back(z);
+        call.attrs = conv_attrs(c);
+        call.attrs.push_back(attr("activation", act.name));
+        if (!act.params.empty()) call.attrs.push_back(attr("activation_params", act.params));
+        call.inputs_are_constant = with_z;
+        auto r = run_op(call);
+        ASSERT_TRUE(r.ok()) << r.status().to_string();
+        const Tensor& y = (*r)[0].tensor();
+        for (int64_t i = 0; i < y.numel(); ++i) {
+          const float pre = plain.data<float>()[i] + (with_z ? z.data<float>()[i] : 0.f);
+          ASSERT_NEAR(y.data<float>()[i], act.f(pre, act.params), 2e-4) << act.name << " at " << i;
+        }
+      }
+    }
+  }
+  testing::OpCall bad;
+  bad.op_type = "FusedConv";
+  bad.domain = "com.microsoft";
+  bad.opset = 1;
+  bad.inputs = {Tensor::zeros(DType::kFloat32, {1, 1, 3, 3}), Tensor::zeros(DType::kFloat32, {1, 1, 1, 1})};
+  bad.attrs = {attr("activation", "Swish")};
+  auto r = run_op(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("activation"), std::string::npos);
+  bad.attrs = {attr("activation", "Clip")};
+  EXPECT_FALSE(run_op(bad).ok());  // Clip needs two activation_params
 }
 
 }  // namespace

@@ -291,7 +291,7 @@ TEST(PartitionTest, FailuresOfEachCallBecomeReasonsOrErrors) {
     ASSERT_TRUE(p.ok()) << p.status().to_string();
     const auto& n = (*p)->placement().nodes[1];
     ASSERT_FALSE(n.reasons.empty());
-    EXPECT_EQ(n.reasons[0].second, "get_capability failed: get_capability: fake failure in capability");
+    EXPECT_EQ(n.reasons[0].second, "get_capability failed: fake failure in capability");
   }
   {
     ScopedEnv env("KILN_FAKE_FAIL", "compile");
@@ -299,7 +299,7 @@ TEST(PartitionTest, FailuresOfEachCallBecomeReasonsOrErrors) {
     auto p = build(chain_graph(), reg.get(), {"failing"});
     ASSERT_TRUE(p.ok());
     EXPECT_TRUE((*p)->placement().partitions.empty());
-    EXPECT_NE((*p)->placement().nodes[1].reasons[0].second.find("compile failed: compile: fake failure in compile"),
+    EXPECT_NE((*p)->placement().nodes[1].reasons[0].second.find("compile failed: fake failure in compile"),
               std::string::npos);
   }
   {

@@ -377,7 +377,7 @@ Result<Capability> BackendInstance::get_capability(const kiln_graph_t* view) {
   CapabilityArrays guard{host, &cap};
   {
     std::lock_guard<std::mutex> lock(mu_);
-    KILN_RETURN_IF_ERROR(take_status(plugin_->api().instance_get_capability(instance_, view, &cap), "get_capability"));
+    KILN_RETURN_IF_ERROR(take_status(plugin_->api().instance_get_capability(instance_, view, &cap)));
   }
 
   Capability out;
@@ -464,7 +464,7 @@ Result<std::shared_ptr<CompiledPartition>> BackendInstance::compile(const kiln_g
   kiln_compiled_t* c = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    KILN_RETURN_IF_ERROR(take_status(plugin_->api().instance_compile(instance_, view, &partition, &c), "compile"));
+    KILN_RETURN_IF_ERROR(take_status(plugin_->api().instance_compile(instance_, view, &partition, &c)));
   }
   KILN_ASSIGN_OR_RETURN(auto compiled, wrap(c, "compile"));
   if (compiled->num_inputs() >= 0 &&

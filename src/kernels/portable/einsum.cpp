@@ -220,7 +220,8 @@ int64_t dim_of(const Labeled<T>& x, int label) {
 
 // Contracts a and b; `needed` holds the labels later terms or the output use.
 template <class T>
-Labeled<T> contract(Labeled<T> a, Labeled<T> b, const std::set<int>& needed, ThreadPool* pool) {
+Result<Labeled<T>> contract(Labeled<T> a, Labeled<T> b, const std::set<int>& needed, const ir::Node& node,
+                            ThreadPool* pool) {
   auto has = [](const Labeled<T>& x, int l) { return std::find(x.labels.begin(), x.labels.end(), l) != x.labels.end(); };
   // A label summed away whose size is 1 on one side: sum the other side first.
   for (int l : std::vector<int>(a.labels)) {
@@ -263,8 +264,7 @@ Labeled<T> contract(Labeled<T> a, Labeled<T> b, const std::set<int>& needed, Thr
   as.push_back(k);
   bs.push_back(k);
   bs.push_back(n);
-  ir::Node dummy;
-  MatMulPlan plan = std::move(plan_matmul(as, bs, dummy).value());  // batch dims were checked to broadcast
+  KILN_ASSIGN_OR_RETURN(MatMulPlan plan, plan_matmul(as, bs, node));
   Labeled<T> out;
   out.labels = batch;
   for (size_t i = 0; i < batch.size(); ++i) out.dims.push_back(plan.out_shape[i]);
@@ -292,7 +292,7 @@ Labeled<T> contract(Labeled<T> a, Labeled<T> b, const std::set<int>& needed, Thr
 
 template <class T>
 Status run_einsum(const Equation& eq, const std::vector<std::vector<T>>& values, const std::vector<const Tensor*>& ops,
-                  ThreadPool* pool, Labeled<T>* result) {
+                  const ir::Node& node, ThreadPool* pool, Labeled<T>* result) {
   std::vector<Labeled<T>> terms(ops.size());
   for (size_t t = 0; t < ops.size(); ++t) {
     terms[t].data = values[t];
@@ -314,7 +314,9 @@ Status run_einsum(const Equation& eq, const std::vector<std::vector<T>>& values,
   };
   for (size_t t = 0; t < terms.size(); ++t) terms[t] = diagonal_and_reduce(terms[t], needed_except(t));
   Labeled<T> acc = std::move(terms[0]);
-  for (size_t t = 1; t < terms.size(); ++t) acc = contract(std::move(acc), std::move(terms[t]), needed_after(t), pool);
+  for (size_t t = 1; t < terms.size(); ++t) {
+    KILN_ASSIGN_OR_RETURN(acc, contract(std::move(acc), std::move(terms[t]), needed_after(t), node, pool));
+  }
   acc = diagonal_and_reduce(acc, out_labels);
   *result = permute(acc, eq.output, pool);
   return Status::ok();
@@ -367,7 +369,7 @@ class EinsumKernel final : public Kernel {
       std::vector<std::vector<T>> values;
       for (const Tensor* t : ops) values.push_back(load(*t));
       Labeled<T> result;
-      st = run_einsum<T>(eq, values, ops, ctx.pool(), &result);
+      st = run_einsum<T>(eq, values, ops, node, ctx.pool(), &result);
       if (!st.is_ok()) return;
       auto out = ctx.allocate_output(0, dtype, Shape(result.dims));
       if (!out.ok()) {

@@ -94,8 +94,12 @@ class GatherKernel final : public Kernel {
       const E* src = data.data<E>();
       E* dst = out->data<E>();
       parallel_for(pool, rows, grain, [&](int64_t b, int64_t e) {
-        for (int64_t r = b; r < e; ++r) {
-          const int64_t o = r / m, j = r % m;
+        int64_t o = b / m, j = b % m;
+        for (int64_t r = b; r < e; ++r, ++j) {
+          if (j == m) {
+            j = 0;
+            ++o;
+          }
           const E* s = src + (o * n + idx[static_cast<size_t>(j)]) * inner;
           E* d = dst + r * inner;
           if (inner == 1) {

@@ -67,6 +67,8 @@ void im2col_panels(const WindowGeometry& g, const T* x, int64_t p0, int64_t kc, 
   const int64_t ksize = g.kernel_size(), in_size = g.in_size();
   const int64_t out_last = g.out[last], in_last = g.in[last], s_last = g.stride[last];
   int64_t kd[8], od[8];  // kernel and output coordinates; rank <= 8 is checked by the kernels
+  T pad8[8];
+  for (T& v : pad8) v = pad;
   for (int64_t pp = 0; pp < kc; ++pp) {
     const int64_t p = p0 + pp;
     const T* xc = x + (p / ksize) * in_size;
@@ -78,6 +80,10 @@ void im2col_panels(const WindowGeometry& g, const T* x, int64_t p0, int64_t kc, 
       od[d] = rem % g.out[static_cast<size_t>(d)];
       rem /= g.out[static_cast<size_t>(d)];
     }
+    // The inside part of a run that starts at output column 0.
+    const int64_t first0 = kd[last] * g.dilation[last] - g.pad_begin[last];
+    const int64_t row_lo = first0 < 0 ? (-first0 + s_last - 1) / s_last : 0;
+    const int64_t row_hi = first0 < in_last ? (in_last - 1 - first0) / s_last + 1 : 0;
     T* panel = out + pp * nr;
     int64_t lane = 0;
     // Appends `len` values x[src + t * step] (or `pad` when src is null).
@@ -86,9 +92,23 @@ void im2col_panels(const WindowGeometry& g, const T* x, int64_t p0, int64_t kc, 
         const int64_t chunk = std::min(len, nr - lane);
         T* dst = panel + lane;
         if (!src) {
-          for (int64_t t = 0; t < chunk; ++t) dst[t] = pad;
+          int64_t t = 0;
+          for (; t + 8 <= chunk; t += 8) __builtin_memcpy(dst + t, pad8, 8 * sizeof(T));
+          for (; t < chunk; ++t) dst[t] = pad;
         } else if (step == 1) {
-          for (int64_t t = 0; t < chunk; ++t) dst[t] = src[t];
+          // Fixed-size copies inline as vector moves; a plain loop would
+          // become a libc memcpy call, costly for these short runs.
+          int64_t t = 0;
+          for (; t + 8 <= chunk; t += 8) __builtin_memcpy(dst + t, src + t, 8 * sizeof(T));
+          if (chunk - t >= 4) {
+            __builtin_memcpy(dst + t, src + t, 4 * sizeof(T));
+            t += 4;
+          }
+          if (chunk - t >= 2) {
+            __builtin_memcpy(dst + t, src + t, 2 * sizeof(T));
+            t += 2;
+          }
+          if (chunk - t >= 1) dst[t] = src[t];
           src += chunk;
         } else {
           for (int64_t t = 0; t < chunk; ++t) dst[t] = src[t * step];
@@ -115,12 +135,20 @@ void im2col_panels(const WindowGeometry& g, const T* x, int64_t p0, int64_t kc, 
         emit(nullptr, 0, run);
       } else {
         // Input column of output column o: o * s - pad + k * dilation; split
-        // the run into [before the input | inside | after the input].
+        // the run into [before the input | inside | after the input]. Runs
+        // that start a row reuse the split computed once for this p (the
+        // divisions would otherwise dominate on small maps).
         const int64_t first = od[last] * s_last - g.pad_begin[last] + kd[last] * g.dilation[last];
-        int64_t lo = first < 0 ? (-first + s_last - 1) / s_last : 0;  // first t inside
-        int64_t hi = first < in_last ? (in_last - 1 - first) / s_last + 1 : 0;  // one past the last t inside
-        lo = std::min(lo, run);
-        hi = std::max(lo, std::min(hi, run));
+        int64_t lo, hi;
+        if (od[last] == 0) {
+          lo = std::min(row_lo, run);
+          hi = std::max(lo, std::min(row_hi, run));
+        } else {
+          lo = first < 0 ? (-first + s_last - 1) / s_last : 0;                // first t inside
+          hi = first < in_last ? (in_last - 1 - first) / s_last + 1 : 0;      // one past the last t inside
+          lo = std::min(lo, run);
+          hi = std::max(lo, std::min(hi, run));
+        }
         emit(nullptr, 0, lo);
         emit(xc + base * in_last + first + lo * s_last, s_last, hi - lo);
         emit(nullptr, 0, run - hi);

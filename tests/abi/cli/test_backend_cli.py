@@ -166,7 +166,8 @@ def test_check_backend_passes_on_the_template():
                      "compiled kiln.check.Unknown", "returned OK without producing output 0",
                      "leak: 1 blocks (128 bytes)"]),
     ("throwing", ["uncaught exception in instance_get_property: boom in get_property",
-                  "uncaught exception in instance_get_capability: boom in get_capability"]),
+                  "backend 'throwing': out of memory",
+                  "uncaught exception in compiled_export: an exception that is not a std::exception"]),
     ("non_convex", ["general broadcasting"]),
     ("crashing", ["capability crashed", "Segmentation fault"]),
 ])
@@ -189,3 +190,10 @@ def test_check_backend_passes_plugins_that_keep_the_contract(name):
 def test_check_backend_missing_file():
     r = kiln("check-backend", "/nonexistent/libx.so")
     assert r.returncode == 1 and "does not exist" in r.stderr
+
+
+def test_check_backend_reports_claimed_groups_that_do_not_compile():
+    r = kiln("check-backend", fake("throwing"), "--no-suite", env={"KILN_FAKE_THROW": "compile"})
+    assert r.returncode == 1, r.stdout
+    assert any("claimed groups compile" in line and " FAIL " in line and "not a std::exception" in line
+               for line in r.stdout.splitlines()), r.stdout

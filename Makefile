@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 PY := /usr/bin/python3
 CMAKE_ARGS ?=
 
-.PHONY: all deps configure build demo test bench models clean
+.PHONY: all deps configure build demo test test-sanitize bench models clean
 
 all: build
 
@@ -25,6 +25,19 @@ demo: build
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The same suites built with clang-14 under AddressSanitizer and
+# UndefinedBehaviorSanitizer, plus the libFuzzer targets (fuzz.import,
+# fuzz.session) for FUZZ_SECONDS each. Slower than `make test` (an ASan build
+# of everything), so CI runs `make test` and this runs before a release.
+SAN_BUILD ?= build-san
+FUZZ_SECONDS ?= 60
+test-sanitize: deps
+	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" -DKILN_SANITIZE=address,undefined -DKILN_FUZZ=ON \
+	  -DKILN_FUZZ_SECONDS=$(FUZZ_SECONDS) -DKILN_WERROR=ON $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(SAN_BUILD) -j $(JOBS)
+	@cd $(SAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -LE 'models|perf'
 
 # Exports the benchmark/test models (needs torch; installed on demand).
 models: deps

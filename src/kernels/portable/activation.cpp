@@ -200,6 +200,21 @@ struct ShrinkOp {
 // Opsets 1-10 take min and max as float attributes; 11 on as optional
 // scalar inputs 1 and 2 of the input's dtype. When min > max every output is
 // max (the spec's rule, and what min(max(x, lo), hi) gives).
+// Reads Clip's optional min/max input i (a scalar of x's dtype) into *out.
+template <class T>
+Status read_clip_bound(const KernelContext& ctx, size_t i, const Tensor& x, Compute<T>* out) {
+  if (!ctx.has_input(i)) return Status::ok();
+  KILN_ASSIGN_OR_RETURN(const Tensor* t, tensor_input(ctx, i));
+  KILN_RETURN_IF_ERROR(check_same_dtype(ctx, x, 0, *t, i));
+  if (t->numel() == 0) return Status::ok();  // an empty tensor reads as absent
+  if (t->numel() != 1) {
+    return invalid_argument(ctx.node().label(), ": input ", i, " (", i == 1 ? "min" : "max", ") has shape ",
+                            t->shape().to_string(), ", expected a scalar");
+  }
+  *out = static_cast<Compute<T>>(t->data<T>()[0]);
+  return Status::ok();
+}
+
 class ClipKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
@@ -225,8 +240,8 @@ class ClipKernel final : public Kernel {
             lo = std::numeric_limits<C>::lowest();
             hi = std::numeric_limits<C>::max();
           }
-          KILN_RETURN_IF_ERROR(read_bound<T>(ctx, 1, *x, &lo));
-          KILN_RETURN_IF_ERROR(read_bound<T>(ctx, 2, *x, &hi));
+          KILN_RETURN_IF_ERROR(read_clip_bound<T>(ctx, 1, *x, &lo));
+          KILN_RETURN_IF_ERROR(read_clip_bound<T>(ctx, 2, *x, &hi));
         } else {
           if constexpr (kIsInt<T>) {
             lo = float_to_int<C>(attr_min_);
@@ -256,20 +271,6 @@ class ClipKernel final : public Kernel {
   }
 
  private:
-  template <class T>
-  static Status read_bound(const KernelContext& ctx, size_t i, const Tensor& x, Compute<T>* out) {
-    if (!ctx.has_input(i)) return Status::ok();
-    KILN_ASSIGN_OR_RETURN(const Tensor* t, tensor_input(ctx, i));
-    KILN_RETURN_IF_ERROR(check_same_dtype(ctx, x, 0, *t, i));
-    if (t->numel() == 0) return Status::ok();  // an empty tensor reads as absent
-    if (t->numel() != 1) {
-      return invalid_argument(ctx.node().label(), ": input ", i, " (", i == 1 ? "min" : "max", ") has shape ",
-                              t->shape().to_string(), ", expected a scalar");
-    }
-    *out = static_cast<Compute<T>>(t->data<T>()[0]);
-    return Status::ok();
-  }
-
   bool use_inputs_ = true;
   float attr_min_ = 0, attr_max_ = 0;
 };

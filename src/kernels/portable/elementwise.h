@@ -273,6 +273,17 @@ constexpr DTypeSet bit_of() {
 ///   template <class C> C operator()(C x) const;   on Compute<T> values
 /// and optionally `Status init(const KernelInit&)` (attributes) and
 /// `void f32(const float* x, float* y, int64_t n) const` (a float32 loop).
+/// Ops with a vectorized float32 loop `f32(const float* x, float* y, int64_t n)`.
+template <class Op>
+concept HasF32Loop = requires(const Op& o, const float* x, float* y, int64_t n) { o.f32(x, y, n); };
+/// Calls o.f32 through a template parameter `Dep`, so that inside a generic
+/// lambda the call stays dependent (clang 14 otherwise looks f32 up even in a
+/// discarded `if constexpr` branch).
+template <class Dep, class Op>
+inline void call_f32(const Op& o, const float* x, float* y, int64_t n) {
+  o.f32(x, y, n);
+}
+
 template <class Op>
 class UnaryKernel final : public Kernel {
  public:
@@ -295,16 +306,16 @@ class UnaryKernel final : public Kernel {
         const T* px = x->data<T>();
         T* py = y->data<T>();
         const int64_t n = x->numel();
-        if constexpr (std::is_same_v<T, float> && requires(const Op& o) { o.f32(px, py, n); }) {
-          parallel_for(ctx.pool(), n, Op::kGrain, [&](int64_t i0, int64_t i1) { op_.f32(px + i0, py + i0, i1 - i0); });
-        } else if constexpr (kIsHalf<T> && requires(const Op& o, float* f) { o.f32(f, f, n); }) {
+        if constexpr (std::is_same_v<T, float> && HasF32Loop<Op>) {
+          parallel_for(ctx.pool(), n, Op::kGrain, [&](int64_t i0, int64_t i1) { call_f32<T>(op_, px + i0, py + i0, i1 - i0); });
+        } else if constexpr (kIsHalf<T> && HasF32Loop<Op>) {
           // 16-bit floats: convert a block, run the float32 loop, convert back.
           parallel_for(ctx.pool(), n, Op::kGrain, [&](int64_t i0, int64_t i1) {
             float buf[kHalfBlock];
             for (int64_t i = i0; i < i1; i += kHalfBlock) {
               const int64_t m = std::min(kHalfBlock, i1 - i);
               to_f32(px + i, buf, m);
-              op_.f32(buf, buf, m);
+              call_f32<T>(op_, buf, buf, m);
               from_f32(buf, py + i, m);
             }
           });

@@ -10,6 +10,7 @@
 #include "onnx/function_inliner.h"
 #include "onnx/graph_converter.h"
 #include "onnx/model_parser.h"
+#include "onnx/defs/schema.h"
 #include "onnx/type_inference.h"
 
 namespace kiln::importer {
@@ -43,6 +44,25 @@ void index_types(const onnx::GraphProto& g, std::deque<onnx::TypeProto>* storage
   }
 }
 
+// Whether some node of `g` lacks a kernel and has a context-dependent ONNX
+// function body, which needs value types (from a first inference) to build.
+bool needs_context_types(const onnx::GraphProto& g, const OpsetMap& opsets, const HasKernelFn& has_kernel) {
+  for (const auto& n : g.node()) {
+    const std::string domain = normalize_domain(n.domain());
+    auto v = opsets.find(domain);
+    if (v != opsets.end() && !has_kernel(domain, n.op_type(), v->second)) {
+      const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), v->second, domain);
+      if (schema && schema->HasContextDependentFunction()) return true;
+    }
+    for (const auto& a : n.attribute()) {
+      if (a.has_g() && needs_context_types(a.g(), opsets, has_kernel)) return true;
+      for (const auto& sub : a.graphs())
+        if (needs_context_types(sub, opsets, has_kernel)) return true;
+    }
+  }
+  return false;
+}
+
 Result<OpsetMap> model_opsets(onnx::ModelProto& m) {
   OpsetMap opsets;
   for (const auto& p : m.opset_import()) {
@@ -74,7 +94,8 @@ Result<ir::Model> import_proto(onnx::ModelProto& m, const ImportOptions& options
   for (const auto& f : m.functions()) {
     if (f.name().empty()) return invalid_argument("a model-local function has no name");
     if (!function_keys.insert(function_key(f.domain(), f.name(), function_overload(f))).second)
-      return invalid_argument("model-local function '", f.domain(), ".", f.name(), "' is defined twice");
+      return invalid_argument("model-local function '", f.domain().empty() ? "" : f.domain() + ".", f.name(),
+                              "' is defined twice");
   }
 
   // Structure first (names defined, attributes well formed), without the
@@ -96,7 +117,11 @@ Result<ir::Model> import_proto(onnx::ModelProto& m, const ImportOptions& options
   NodeOpsets node_opsets;
   if (options.inline_functions) {
     std::unique_ptr<onnx::ModelProto> pre;
-    if (options.has_kernel && options.infer_shapes) pre = infer_types(m, opsets);
+    // Context-dependent bodies (CastLike, Celu, ...) are built from the types
+    // of the call's inputs; only then is the model inferred before inlining.
+    // Calls that appear only inside model-local functions get declared types.
+    if (options.has_kernel && options.infer_shapes && needs_context_types(m.graph(), opsets, options.has_kernel))
+      pre = infer_types(m, opsets);
     std::deque<onnx::TypeProto> storage;
     TypeIndex types;
     if (options.has_kernel) index_types(pre ? pre->graph() : m.graph(), &storage, &types);

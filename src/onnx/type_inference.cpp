@@ -1,5 +1,9 @@
 #include "onnx/type_inference.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <deque>
 #include <string>
 #include <unordered_set>
@@ -188,16 +192,74 @@ bool shape_inputs_typed(const onnx::GraphProto& g, std::vector<const NameSet*>* 
   return ok;
 }
 
-// Inference on a copy; null when libonnx throws.
+bool write_all(int fd, const std::string& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Inference on a copy; null when libonnx throws or crashes.
+//
+// libonnx 1.12's inference functions can segfault (not throw) on malformed
+// models, e.g. an old Gemm given an input of the wrong rank; the checks above
+// cannot foresee every case. A model file must never take the user's process
+// down, so inference runs in a forked child that sends the typed copy back
+// through a pipe. When the child dies, the model is imported without inferred
+// types: the runtime then plans memory from the sizes it observes.
 std::unique_ptr<onnx::ModelProto> run(onnx::ModelProto& m, bool data_propagation) {
+  std::unique_ptr<onnx::ModelProto> copy;
   try {
-    auto copy = copy_for_inference(m);
-    const onnx::ShapeInferenceOptions opts(/*check_type=*/false, /*error_mode=*/0, data_propagation);
-    onnx::shape_inference::InferShapes(*copy, onnx::OpSchemaRegistry::Instance(), opts);
-    return copy;
+    copy = copy_for_inference(m);  // without initializer data: small to send back
+    (void)onnx::OpSchemaRegistry::Instance();  // built once in the parent, shared with children
   } catch (...) {
     return nullptr;
   }
+  int fds[2];
+  if (::pipe(fds) != 0) return nullptr;
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return nullptr;
+  }
+  if (pid == 0) {  // child: infer, send, and leave without running atexit handlers
+    ::close(fds[0]);
+    int rc = 1;
+    try {
+      const onnx::ShapeInferenceOptions opts(/*check_type=*/false, /*error_mode=*/0, data_propagation);
+      onnx::shape_inference::InferShapes(*copy, onnx::OpSchemaRegistry::Instance(), opts);
+      std::string out;
+      if (copy->SerializeToString(&out) && write_all(fds[1], out)) rc = 0;
+    } catch (...) {
+    }
+    ::_exit(rc);
+  }
+  ::close(fds[1]);
+  std::string received;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    received.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  pid_t waited;
+  do {
+    waited = ::waitpid(pid, &status, 0);
+  } while (waited < 0 && errno == EINTR);
+  // (With SIGCHLD ignored by the application waitpid fails with ECHILD; the
+  // received bytes then decide.)
+  if (waited == pid && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) return nullptr;
+  auto typed = std::make_unique<onnx::ModelProto>();
+  if (received.empty() || !typed->ParseFromString(received)) return nullptr;
+  return typed;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/thread_pool.h"
+#include "kernels/registry.h"
 #include "onnx/importer.h"
 #include "runtime/backends/selection.h"
 #include "runtime/program.h"
@@ -95,15 +96,26 @@ Status check_input(const IoInfo& info, const Value& v) {
   return Status::ok();
 }
 
+// Import options from session options. Ops with no portable kernel whose
+// ONNX schema defines a function body are expanded into that body.
+importer::ImportOptions import_options(const SessionOptions& options, std::string base_dir) {
+  importer::ImportOptions io;
+  io.base_dir = std::move(base_dir);
+  io.infer_shapes = options.infer_shapes;
+  io.has_kernel = [](const std::string& domain, const std::string& op, int opset) {
+    const kernels::KernelRegistry& r = kernels::portable_registry();
+    return r.find(domain, op, opset, {}) != nullptr;
+  };
+  return io;
+}
+
 }  // namespace
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
 Result<std::unique_ptr<Session>> Session::load(const std::string& path, const SessionOptions& options) {
-  importer::ImportOptions io;
-  io.base_dir = std::filesystem::path(path).parent_path().string();
-  io.infer_shapes = options.infer_shapes;
+  importer::ImportOptions io = import_options(options, std::filesystem::path(path).parent_path().string());
   KILN_ASSIGN_OR_RETURN(auto impl, make_impl(importer::import_model_file(path, io), options));
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
@@ -111,9 +123,7 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& path, const Se
 Result<std::unique_ptr<Session>> Session::load_from_bytes(std::span<const uint8_t> bytes,
                                                           const SessionOptions& options,
                                                           const std::string& base_dir) {
-  importer::ImportOptions io;
-  io.base_dir = base_dir;
-  io.infer_shapes = options.infer_shapes;
+  importer::ImportOptions io = import_options(options, base_dir);
   KILN_ASSIGN_OR_RETURN(auto impl, make_impl(importer::import_model_bytes(bytes, io), options));
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }

@@ -9,6 +9,12 @@ void register_sequence_ops(KernelRegistry& r);
 void register_matmul_ops(KernelRegistry& r);
 void register_conv_ops(KernelRegistry& r);
 void register_conv_transpose_ops(KernelRegistry& r);
+void register_pool_ops(KernelRegistry& r);
+void register_normalization_ops(KernelRegistry& r);
+void register_quantize_ops(KernelRegistry& r);
+void register_einsum_ops(KernelRegistry& r);
+void register_det_ops(KernelRegistry& r);
+void register_roi_align_ops(KernelRegistry& r);
 
 void register_shape_ops(KernelRegistry& r);
 void register_transform_ops(KernelRegistry& r);
@@ -18,13 +24,6 @@ void register_reduce_ops(KernelRegistry& r);
 void register_softmax_ops(KernelRegistry& r);
 void register_sort_ops(KernelRegistry& r);
 void register_elementwise_ops(KernelRegistry& r);
-
-void register_pool_ops(KernelRegistry& r);
-void register_normalization_ops(KernelRegistry& r);
-void register_quantize_ops(KernelRegistry& r);
-void register_einsum_ops(KernelRegistry& r);
-void register_det_ops(KernelRegistry& r);
-void register_roi_align_ops(KernelRegistry& r);
 
 void register_resize_ops(KernelRegistry& r);
 void register_rnn_ops(KernelRegistry& r);

@@ -54,13 +54,14 @@ TEST(HostApiTest, AllocatorAlignsAndTracks) {
     void* p = api().alloc(&host, 100, align);
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (align < 64 ? 64 : align), 0u) << align;
-    EXPECT_EQ(host_block_size(p), 100u);
+    EXPECT_EQ(host_block_size(&host, p), 100u);
     api().free(&host, p);
   }
   EXPECT_EQ(api().alloc(&host, 0, 0), nullptr);
   EXPECT_EQ(api().alloc(&host, 8, 3), nullptr);     // not a power of two
   EXPECT_EQ(api().alloc(&host, 8, 8192), nullptr);  // too large
   EXPECT_EQ(api().alloc(&host, SIZE_MAX, 0), nullptr);
+  EXPECT_EQ(api().alloc(nullptr, 8, 0), nullptr);  // no host context
   void* a = api().alloc(&host, 10, 0);
   void* b = api().alloc(&host, 20, 0);
   EXPECT_EQ(host.stats().live_blocks, 2);
@@ -84,7 +85,7 @@ TEST(HostApiTest, ForeignAndDoubleFreesAreCountedAndIgnored) {
   std::memset(foreign, 0, 128);
   api().free(&host, foreign + 64);
   EXPECT_EQ(host.stats().foreign_frees, 1);
-  EXPECT_EQ(host_block_size(foreign + 64), 0u);
+  EXPECT_EQ(host_block_size(&host, foreign + 64), 0u);
   std::free(foreign);
   ASSERT_EQ(logs.size(), 2u);
   EXPECT_NE(logs[1].find("not allocated with the host allocator"), std::string::npos);

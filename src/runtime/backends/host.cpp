@@ -19,22 +19,13 @@ namespace kiln::runtime {
 namespace {
 
 constexpr uint64_t kStatusMagic = 0x5441545354534b4cull;     // "LKSTSTAT"
-constexpr uint64_t kAllocMagic = 0x434f4c4c414e4c4bull;      // "KLNALLOC"
-constexpr uint64_t kFreedMagic = 0x4545524644454e4bull;      // "KNEDFREE"
 constexpr size_t kMaxAlignment = 4096;
 
 // Returned when even a status cannot be allocated; never freed.
 char g_oom_message[] = "out of memory (while creating a status)";
 kiln_status g_oom_status{kStatusMagic, KILN_STATUS_INTERNAL, g_oom_message};
 
-// Sits right before every block the host allocator hands out.
-struct AllocHeader {
-  uint64_t magic;
-  size_t size;
-  void* raw;
-  kiln_host* host;
-};
-static_assert(sizeof(AllocHeader) <= 64, "the header must fit in the smallest padding");
+constexpr size_t kRecentFrees = 1024;
 
 kiln_status_t* status_create(kiln_status_code_t code, const char* message) noexcept {
   if (code == KILN_STATUS_OK) code = KILN_STATUS_INTERNAL;  // an error status must be an error
@@ -71,51 +62,57 @@ const char* status_message(const kiln_status_t* s) noexcept {
 }
 
 void* host_alloc(kiln_host_t* host, size_t size, size_t alignment) noexcept {
-  if (size == 0) return nullptr;
+  if (size == 0 || !host) return nullptr;
   if (alignment == 0) alignment = 64;
   if ((alignment & (alignment - 1)) != 0 || alignment > kMaxAlignment) return nullptr;
   const size_t align = alignment < 64 ? 64 : alignment;
-  const size_t pad = align;  // >= 64 >= sizeof(AllocHeader), and keeps `align`
-  if (size > SIZE_MAX - pad) return nullptr;
-  void* raw = nullptr;
-  if (posix_memalign(&raw, align, size + pad) != 0 || !raw) return nullptr;
-  auto* p = static_cast<uint8_t*>(raw) + pad;
-  auto* h = reinterpret_cast<AllocHeader*>(p - sizeof(AllocHeader));
-  h->magic = kAllocMagic;
-  h->size = size;
-  h->raw = raw;
-  h->host = host;
-  if (host) {
-    host->live_blocks.fetch_add(1, std::memory_order_relaxed);
-    host->live_bytes.fetch_add(static_cast<int64_t>(size), std::memory_order_relaxed);
-    host->total_blocks.fetch_add(1, std::memory_order_relaxed);
+  if (size > SIZE_MAX - align) return nullptr;
+  void* p = nullptr;
+  if (posix_memalign(&p, align, size) != 0 || !p) return nullptr;
+  try {
+    std::lock_guard<std::mutex> lock(host->blocks_mu);
+    host->blocks.emplace(p, size);
+  } catch (...) {
+    std::free(p);
+    return nullptr;
   }
+  host->live_blocks.fetch_add(1, std::memory_order_relaxed);
+  host->live_bytes.fetch_add(static_cast<int64_t>(size), std::memory_order_relaxed);
+  host->total_blocks.fetch_add(1, std::memory_order_relaxed);
   return p;
 }
 
 void free_block(kiln_host_t* host, void* ptr) noexcept {
-  if (!ptr) return;
-  auto* h = reinterpret_cast<AllocHeader*>(static_cast<uint8_t*>(ptr) - sizeof(AllocHeader));
-  if (h->magic == kFreedMagic) {
-    if (host) {
-      host->double_frees.fetch_add(1, std::memory_order_relaxed);
-      host->log(KILN_LOG_ERROR, "memory freed twice (ignored)");
+  if (!ptr || !host) return;
+  size_t size = 0;
+  bool known = false, twice = false;
+  {
+    std::lock_guard<std::mutex> lock(host->blocks_mu);
+    auto it = host->blocks.find(ptr);
+    if (it != host->blocks.end()) {
+      known = true;
+      size = it->second;
+      host->blocks.erase(it);
+      try {
+        if (host->recent_frees.size() < kRecentFrees) host->recent_frees.push_back(ptr);
+        else host->recent_frees[host->recent_next++ % kRecentFrees] = ptr;
+      } catch (...) {
+      }
+    } else {
+      for (const void* f : host->recent_frees) twice |= f == ptr;
     }
-    return;
   }
-  if (h->magic != kAllocMagic) {
-    if (host) {
-      host->foreign_frees.fetch_add(1, std::memory_order_relaxed);
-      host->log(KILN_LOG_ERROR, "memory not allocated with the host allocator was handed to the host (leaked, not freed)");
-    }
-    return;
+  if (known) {
+    host->live_blocks.fetch_sub(1, std::memory_order_relaxed);
+    host->live_bytes.fetch_sub(static_cast<int64_t>(size), std::memory_order_relaxed);
+    std::free(ptr);
+  } else if (twice) {
+    host->double_frees.fetch_add(1, std::memory_order_relaxed);
+    host->log(KILN_LOG_ERROR, "memory freed twice (ignored)");
+  } else {
+    host->foreign_frees.fetch_add(1, std::memory_order_relaxed);
+    host->log(KILN_LOG_ERROR, "memory not allocated with the host allocator was handed to the host (leaked, not freed)");
   }
-  if (kiln_host* owner = h->host) {
-    owner->live_blocks.fetch_sub(1, std::memory_order_relaxed);
-    owner->live_bytes.fetch_sub(static_cast<int64_t>(h->size), std::memory_order_relaxed);
-  }
-  h->magic = kFreedMagic;
-  std::free(h->raw);
 }
 
 void host_log(kiln_host_t* host, kiln_log_level_t level, const char* message) noexcept {
@@ -244,10 +241,11 @@ Status take_status(kiln_status_t* s, std::string_view context) {
 
 void host_free(kiln_host* host, void* ptr) { free_block(host, ptr); }
 
-size_t host_block_size(const void* ptr) {
-  if (!ptr) return 0;
-  auto* h = reinterpret_cast<const AllocHeader*>(static_cast<const uint8_t*>(ptr) - sizeof(AllocHeader));
-  return h->magic == kAllocMagic ? h->size : 0;
+size_t host_block_size(kiln_host* host, const void* ptr) {
+  if (!ptr || !host) return 0;
+  std::lock_guard<std::mutex> lock(host->blocks_mu);
+  auto it = host->blocks.find(ptr);
+  return it == host->blocks.end() ? 0 : it->second;
 }
 
 kiln_status_t* make_c_status(const Status& st) {

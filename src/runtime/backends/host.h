@@ -9,7 +9,10 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "core/thread_pool.h"
 #include "kiln/c/backend.h"
@@ -52,9 +55,9 @@ Status take_status(kiln_status_t* status, std::string_view context = {});
 
 /// Frees host-allocated memory (what the table's `free` does).
 void host_free(kiln_host* host, void* ptr);
-/// The size of a live block from the host allocator, or 0 when `ptr` is not
-/// one (NULL, freed, or memory from elsewhere).
-size_t host_block_size(const void* ptr);
+/// The size of a live block of `host`'s allocator, or 0 when `ptr` is not
+/// one (NULL, freed, or memory from elsewhere). Never reads `ptr`.
+size_t host_block_size(kiln_host* host, const void* ptr);
 
 /// A C status for a Status (NULL when OK).
 kiln_status_t* make_c_status(const Status& status);
@@ -79,6 +82,12 @@ struct kiln_host {
   std::atomic<int64_t> total_blocks{0};
   std::atomic<int64_t> foreign_frees{0};
   std::atomic<int64_t> double_frees{0};
+  // Live blocks by address (so frees of foreign or freed memory are detected
+  // without reading it), and the last frees, to tell double frees apart.
+  std::mutex blocks_mu;
+  std::unordered_map<const void*, size_t> blocks;
+  std::vector<const void*> recent_frees;  // ring of kRecentFrees
+  size_t recent_next = 0;
 
   kiln_host() = default;
   kiln_host(const kiln_host&) = delete;

@@ -70,7 +70,7 @@ struct CapabilityArrays {
   kiln_capability_t* cap;
   ~CapabilityArrays() {
     if (cap->declined_reasons) {
-      size_t n = std::min(cap->num_declined, host_block_size(cap->declined_reasons) / sizeof(char*));
+      size_t n = std::min(cap->num_declined, host_block_size(host, cap->declined_reasons) / sizeof(char*));
       for (size_t i = 0; i < n; ++i) host_free(host, cap->declined_reasons[i]);
     }
     host_free(host, cap->declined_reasons);
@@ -355,7 +355,7 @@ Result<std::string> BackendInstance::get_property(const std::string& key) {
                           plugin_->label() + ": get_property");
   std::string value;
   if (out) {
-    size_t cap = host_block_size(out);
+    size_t cap = host_block_size(plugin_->host(), out);
     if (cap == 0) {
       if (st.is_ok()) st = internal_error(plugin_->label(), ": get_property returned memory not from the host allocator");
     } else {
@@ -384,7 +384,7 @@ Result<Capability> BackendInstance::get_capability(const kiln_graph_t* view) {
   const size_t num_nodes = view->nodes.size();
   auto array_ok = [&](const void* p, size_t n, size_t elem, const char* what) {
     if (n == 0) return true;
-    if (host_block_size(p) / elem < n) {
+    if (host_block_size(host, p) / elem < n) {
       out.problems.push_back(std::string(what) + " is not a host-allocated array of " + std::to_string(n) +
                              " entries; ignored");
       return false;
@@ -429,7 +429,7 @@ Result<Capability> BackendInstance::get_capability(const kiln_graph_t* view) {
       if (n >= num_nodes) continue;
       std::string reason;
       const char* r = cap.declined_reasons ? cap.declined_reasons[j] : nullptr;
-      size_t rcap = host_block_size(r);
+      size_t rcap = host_block_size(host, r);
       if (r && rcap) reason.assign(r, strnlen(r, rcap));
       if (reason.empty()) reason = "declined (no reason given)";
       out.declined.emplace_back(n, std::move(reason));
@@ -516,7 +516,7 @@ Result<std::vector<uint8_t>> CompiledPartition::export_bytes() const {
   lock.unlock();
   std::vector<uint8_t> out;
   if (st.is_ok()) {
-    if (size > 0 && host_block_size(bytes) < size) {
+    if (size > 0 && host_block_size(p.host(), bytes) < size) {
       st = internal_error(p.label(), ": export returned ", size, " bytes not allocated with the host allocator");
     } else if (size > 0) {
       out.assign(static_cast<uint8_t*>(bytes), static_cast<uint8_t*>(bytes) + size);

@@ -2,8 +2,11 @@
 # ctest models.torch: runs `kiln conformance` on the models exported by
 # bench/models/export.py (make models), or skips (exit 77) when there are none.
 #   usage: torch_models.sh KILN_BIN MODELS_DIR
-# Whole models accumulate float rounding over thousands of dot products, so
-# the absolute tolerance is 1e-4 (outputs are O(0.01..10)); rtol stays 1e-3.
+# Whole models accumulate float rounding over thousands of dot products in an
+# order that differs from torch's. At the backend tests' atol 1e-7 a few
+# outputs near zero differ (resnet18 1/1000, mobilenet_v2 4/1000, the encoder
+# 7/32768; worst absolute error ~3e-6); all pass at 1e-6. The test uses 1e-5
+# for margin across CPUs (AVX2 vs AVX-512 kernels); rtol stays 1e-3.
 kiln=$1
 dir=$2
 if [ ! -d "$dir" ] || [ -z "$(ls -A "$dir" 2>/dev/null)" ]; then
@@ -11,4 +14,4 @@ if [ ! -d "$dir" ] || [ -z "$(ls -A "$dir" 2>/dev/null)" ]; then
        "(or /usr/bin/python3 bench/models/export.py)"
   exit 77
 fi
-exec "$kiln" conformance "$dir" --atol 1e-4 --rtol 1e-3
+exec "$kiln" conformance "$dir" --atol 1e-5 --rtol 1e-3

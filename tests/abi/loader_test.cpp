@@ -152,6 +152,22 @@ TEST(LoaderTest, LibraryStaysLoadedWhileItsObjectsLiveThenUnloadsAndReloads) {
   EXPECT_TRUE(again->impl().all().at(0)->create_instance(0, {}).ok());
 }
 
+TEST(LoaderTest, LeakedHostMemoryIsReportedAndFreedAtUnload) {
+  std::vector<std::string> logs;
+  {
+    auto reg = registry_of({});
+    reg->impl().load_options.log_sink = [&](kiln_log_level_t, const std::string&, const std::string& m) {
+      logs.push_back(m);
+    };
+    ASSERT_TRUE(reg->load(fake("bad_answers")).is_ok());
+    auto p = reg->impl().all().at(0);
+    auto inst = p->create_instance(0, {});  // bad_answers leaks 128 host bytes per instance
+    ASSERT_TRUE(inst.ok());
+  }
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_EQ(logs[0], "leak: 1 blocks (128 bytes) of host memory were never freed; freed at unload");
+}
+
 TEST(LoaderTest, VendorLibraryIsLoadedLazilyAndDecidesAvailability) {
   {
     auto reg = registry_of({fake("vendor_missing")});

@@ -241,6 +241,19 @@ Status take_status(kiln_status_t* s, std::string_view context) {
 
 void host_free(kiln_host* host, void* ptr) { free_block(host, ptr); }
 
+size_t host_free_all(kiln_host* host) {
+  if (!host) return 0;
+  std::lock_guard<std::mutex> lock(host->blocks_mu);
+  const size_t n = host->blocks.size();
+  for (const auto& [p, size] : host->blocks) {
+    std::free(const_cast<void*>(p));
+    host->live_blocks.fetch_sub(1, std::memory_order_relaxed);
+    host->live_bytes.fetch_sub(static_cast<int64_t>(size), std::memory_order_relaxed);
+  }
+  host->blocks.clear();
+  return n;
+}
+
 size_t host_block_size(kiln_host* host, const void* ptr) {
   if (!ptr || !host) return 0;
   std::lock_guard<std::mutex> lock(host->blocks_mu);

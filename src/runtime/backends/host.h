@@ -55,6 +55,9 @@ Status take_status(kiln_status_t* status, std::string_view context = {});
 
 /// Frees host-allocated memory (what the table's `free` does).
 void host_free(kiln_host* host, void* ptr);
+/// Frees every block `host` still has (after the plugin that owned them is
+/// gone: its leaks end with it). Returns how many there were.
+size_t host_free_all(kiln_host* host);
 /// The size of a live block of `host`'s allocator, or 0 when `ptr` is not
 /// one (NULL, freed, or memory from elsewhere). Never reads `ptr`.
 size_t host_block_size(kiln_host* host, const void* ptr);

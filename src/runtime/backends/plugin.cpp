@@ -294,10 +294,13 @@ LoadedPlugin::~LoadedPlugin() {
     HostStats s = host_->stats();
     if (s.live_blocks > 0) {
       host_->log(KILN_LOG_WARNING, "leak: " + std::to_string(s.live_blocks) + " blocks (" +
-                                       std::to_string(s.live_bytes) + " bytes) of host memory were never freed");
+                                       std::to_string(s.live_bytes) + " bytes) of host memory were never freed; "
+                                       "freed at unload");
     }
   }
   if (dl_) dlclose(dl_);
+  // The plugin is gone: nothing can use its leftover host memory any more.
+  if (host_) host_free_all(host_.get());
 }
 
 Status LoadedPlugin::check_available() const {

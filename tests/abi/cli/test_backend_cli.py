@@ -164,7 +164,7 @@ def test_check_backend_passes_on_the_template():
     ("bad_answers", ["3 host blocks leaked by 3 create/release pairs", "device 1 was accepted",
                      "node index 16 is out of range", "1 arrays or strings not from kiln_host_api_t.alloc",
                      "compiled kiln.check.Unknown", "returned OK without producing output 0",
-                     "leak: 1 blocks (128 bytes)"]),
+                     "leak: 1 blocks (128 bytes) of host memory were never freed; freed at unload"]),
     ("throwing", ["uncaught exception in instance_get_property: boom in get_property",
                   "backend 'throwing': out of memory",
                   "uncaught exception in compiled_export: an exception that is not a std::exception"]),

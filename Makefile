@@ -37,7 +37,8 @@ test-sanitize: deps
 	  -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" -DKILN_SANITIZE=address,undefined -DKILN_FUZZ=ON \
 	  -DKILN_FUZZ_SECONDS=$(FUZZ_SECONDS) -DKILN_WERROR=ON $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(SAN_BUILD) -j $(JOBS)
-	@cd $(SAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -LE 'models|perf'
+	@cd $(SAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/lsan.supp \
+	  ctest --output-on-failure -j $(JOBS) -LE 'models|perf'
 
 # Exports the benchmark/test models (needs torch; installed on demand).
 models: deps

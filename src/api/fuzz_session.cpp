@@ -46,6 +46,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   kiln::SessionOptions options;
   options.infer_shapes = false;
+  options.backends = {"portable"};  // no plugin scan (dlopen) per input
   auto session = kiln::Session::load_from_bytes({data, size}, options, "/nonexistent-kiln-fuzz");
   if (!session.ok()) return 0;
   std::vector<kiln::NamedValue> inputs;

@@ -107,6 +107,11 @@ Result<ir::Model> import_proto(onnx::ModelProto& m, const ImportOptions& options
     check.check_only = true;
     ir::Model scratch;
     KILN_RETURN_IF_ERROR(convert_main_graph(m.mutable_graph(), nullptr, check, &scratch.graph));
+    try {
+      KILN_RETURN_IF_ERROR(check_schemas(m.graph(), opsets));
+    } catch (const std::exception& e) {
+      return invalid_argument("checking nodes against their ONNX schemas failed: ", e.what());
+    }
     for (const auto& f : m.functions()) {
       ir::Function fn;
       KILN_RETURN_IF_ERROR(convert_function(f, check, &fn));

@@ -39,3 +39,39 @@ g (float[2, 3] X) => (float[2, 3] Y)
 
 }  // namespace
 }  // namespace kiln::importer::testing
+
+namespace kiln::importer::testing {
+namespace {
+
+void expect_error_has(const Result<ir::Model>& r, const std::string& text) {
+  ASSERT_FALSE(r.ok()) << "expected an error containing: " << text;
+  EXPECT_NE(r.status().message().find(text), std::string::npos) << r.status().message();
+}
+
+// A model whose one node is rewritten to have the given inputs.
+onnx::ModelProto with_node(const std::string& op, std::vector<std::string> inputs) {
+  auto m = parse_text(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 2] X) => (float[2, 2] Y)
+{
+  Y = Relu(X)
+}
+)");
+  auto* n = m.mutable_graph()->mutable_node(0);
+  n->set_op_type(op);
+  n->clear_input();
+  for (const auto& i : inputs) n->add_input(i);
+  return m;
+}
+
+TEST(SchemaCheckTest, NodesMustFitTheirSchema) {
+  expect_error_has(import_proto(with_node("HannWindow", {})), "node HannWindow has 0 inputs; HannWindow-17 takes 1 to 1");
+  expect_error_has(import_proto(with_node("Add", {"X", "", "X"})), "node Add has 3 inputs; Add-14 takes 2 to 2");
+  expect_error_has(import_proto(with_node("Gemm", {"", "X"})), "node Gemm: required input 0 (A) is missing");
+  // Trailing empty names are omitted optional inputs, not extra ones.
+  auto ok = import_proto(with_node("Clip", {"X", "", ""}));
+  EXPECT_TRUE(ok.ok()) << ok.status().to_string();
+}
+
+}  // namespace
+}  // namespace kiln::importer::testing

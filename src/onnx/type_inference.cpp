@@ -112,34 +112,79 @@ onnx::AttributeProto::AttributeType attribute_type(const onnx::AttributeProto& a
   return onnx::AttributeProto::UNDEFINED;
 }
 
-bool node_fits_schema(const onnx::NodeProto& n, const OpsetMap& opsets) {
+std::string node_label(const onnx::NodeProto& n) {
+  std::string s = n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type() : n.domain() + "." + n.op_type();
+  if (!n.name().empty()) s += " '" + n.name() + "'";
+  return s;
+}
+
+}  // namespace
+
+Status check_node_schema(const onnx::NodeProto& n, const OpsetMap& opsets) {
   const std::string domain = normalize_domain(n.domain());
   auto v = opsets.find(domain);
   if (v != opsets.end()) {
     if (const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), v->second, domain)) {
-      if (n.input_size() < schema->min_input() || n.input_size() > schema->max_input()) return false;
-      if (n.output_size() < schema->min_output() || n.output_size() > schema->max_output()) return false;
+      const std::string label = "node " + node_label(n);
+      // Trailing empty names are omitted optionals: they do not count.
+      int n_in = n.input_size(), n_out = n.output_size();
+      while (n_in > 0 && n.input(n_in - 1).empty()) --n_in;
+      while (n_out > 0 && n.output(n_out - 1).empty()) --n_out;
+      if (n_in < schema->min_input() || n_in > schema->max_input()) {
+        return invalid_argument(label, " has ", n_in, " inputs; ", n.op_type(), "-", schema->SinceVersion(),
+                                " takes ", schema->min_input(), " to ", schema->max_input());
+      }
+      if (n_out < schema->min_output() || n_out > schema->max_output()) {
+        return invalid_argument(label, " has ", n_out, " outputs; ", n.op_type(), "-", schema->SinceVersion(),
+                                " produces ", schema->min_output(), " to ", schema->max_output());
+      }
+      const auto& formals = schema->inputs();
+      for (int i = 0; i < n_in && i < static_cast<int>(formals.size()); ++i) {
+        if (formals[static_cast<size_t>(i)].GetOption() == onnx::OpSchema::Single && n.input(i).empty()) {
+          return invalid_argument(label, ": required input ", i, " (", formals[static_cast<size_t>(i)].GetName(),
+                                  ") is missing");
+        }
+      }
       for (const auto& [name, attr] : schema->attributes()) {
         const onnx::AttributeProto* given = nullptr;
         for (const auto& a : n.attribute())
           if (a.name() == name) given = &a;
         if (!given) {
-          if (attr.required) return false;
+          if (attr.required) return invalid_argument(label, ": required attribute '", name, "' is missing");
           continue;
         }
         if (!given->ref_attr_name().empty()) continue;  // bound when a function body is instantiated
-        if (attribute_type(*given) != attr.type) return false;
-        if (attr.type == onnx::AttributeProto::GRAPH && !given->has_g()) return false;
-        if (attr.type == onnx::AttributeProto::TENSOR && !given->has_t()) return false;
+        const bool wrong = attribute_type(*given) != attr.type ||
+                           (attr.type == onnx::AttributeProto::GRAPH && !given->has_g()) ||
+                           (attr.type == onnx::AttributeProto::TENSOR && !given->has_t());
+        if (wrong) {
+          return invalid_argument(label, ": attribute '", name, "' has type ",
+                                  onnx::AttributeProto::AttributeType_Name(attribute_type(*given)), ", expected ",
+                                  onnx::AttributeProto::AttributeType_Name(attr.type));
+        }
       }
     }
   }
   for (const auto& a : n.attribute()) {
-    if (a.has_g() && !nodes_fit_schemas(a.g(), opsets)) return false;
-    for (const auto& sub : a.graphs())
-      if (!nodes_fit_schemas(sub, opsets)) return false;
+    if (a.has_g()) KILN_RETURN_IF_ERROR(check_schemas(a.g(), opsets));
+    for (const auto& sub : a.graphs()) KILN_RETURN_IF_ERROR(check_schemas(sub, opsets));
   }
-  return true;
+  return Status::ok();
+}
+
+Status check_schemas(const onnx::GraphProto& g, const OpsetMap& opsets) {
+  for (const auto& n : g.node()) KILN_RETURN_IF_ERROR(check_node_schema(n, opsets));
+  return Status::ok();
+}
+
+namespace {
+
+bool node_fits_schema(const onnx::NodeProto& n, const OpsetMap& opsets) {
+  try {
+    return check_node_schema(n, opsets).is_ok();
+  } catch (...) {
+    return false;
+  }
 }
 
 bool nodes_fit_schemas(const onnx::GraphProto& g, const OpsetMap& opsets) {

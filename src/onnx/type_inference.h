@@ -28,4 +28,11 @@ namespace kiln::importer {
 /// propagation runs only when every Shape input then has a type.
 std::unique_ptr<onnx::ModelProto> infer_types(onnx::ModelProto& model, const OpsetMap& opsets);
 
+/// Checks every node of `g` (and its subgraphs) whose op has an ONNX schema at
+/// the model's opset: input and output counts, required inputs given
+/// (non-empty names), required attributes present, attribute types. Errors
+/// name the node and what is wrong; kernels may then rely on them.
+Status check_schemas(const onnx::GraphProto& g, const OpsetMap& opsets);
+Status check_node_schema(const onnx::NodeProto& n, const OpsetMap& opsets);
+
 }  // namespace kiln::importer

@@ -375,9 +375,11 @@ typedef struct kiln_host_api {
    * Allocates output `index` of the running partition in host memory (the
    * session's memory plan) and fills `out_tensor` with a view of it, valid
    * until compiled_execute returns. dims must be >= 0; rank <= 64. Calling it
-   * again for the same index replaces the earlier allocation.
+   * again for the same index replaces the earlier allocation. `dtype` is a
+   * kiln_dtype_t passed as int32_t, like kiln_tensor_t.dtype, so that the
+   * host can reject a value outside the enum without undefined behaviour.
    */
-  kiln_status_t* (*exec_allocate_output)(kiln_exec_context_t* ctx, size_t index, kiln_dtype_t dtype,
+  kiln_status_t* (*exec_allocate_output)(kiln_exec_context_t* ctx, size_t index, int32_t dtype,
                                          const int64_t* dims, size_t rank, kiln_tensor_t* out_tensor);
 
   /* --- graph view: graph ---------------------------------------------------- */

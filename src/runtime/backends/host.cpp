@@ -138,7 +138,7 @@ void host_parallel_for(kiln_exec_context_t* ctx, int64_t n, int64_t grain, kiln_
   kiln::parallel_for(ctx ? ctx->pool : nullptr, n, grain, body);
 }
 
-kiln_status_t* exec_allocate_output(kiln_exec_context_t* ctx, size_t index, kiln_dtype_t dtype,
+kiln_status_t* exec_allocate_output(kiln_exec_context_t* ctx, size_t index, int32_t dtype,
                                     const int64_t* dims, size_t rank, kiln_tensor_t* out) noexcept {
   try {
     if (!ctx || !ctx->outputs) return status_create(KILN_STATUS_FAILED_PRECONDITION, "allocate_output: no execute context (called outside compiled_execute)");
@@ -154,7 +154,7 @@ kiln_status_t* exec_allocate_output(kiln_exec_context_t* ctx, size_t index, kiln
     }
     DType dt = dtype_from_c(dtype);
     if (dt == DType::kUndefined || dt == DType::kString) {
-      return make_c_status(invalid_argument("allocate_output: output ", index, " has dtype ", static_cast<int>(dtype),
+      return make_c_status(invalid_argument("allocate_output: output ", index, " has dtype ", dtype,
                                             ", which cannot cross the backend ABI"));
     }
     if (rank > 64) return make_c_status(invalid_argument("allocate_output: rank ", rank, " is larger than 64"));

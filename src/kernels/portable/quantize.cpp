@@ -100,8 +100,11 @@ Result<std::vector<float>> read_scale(const KernelContext& ctx, size_t index, co
 
 // Rounds half to even, adds the zero point, saturates: the zero point is
 // added after rounding (25.5 + 153 rounds to 179, not 178).
+// NaN (x / scale with x NaN, or a zero scale) has no integer value; it maps
+// to the zero point, as converting it directly would be undefined behaviour.
 template <class Q>
 Q saturate_round(float v, int32_t zero_point = 0) {
+  if (std::isnan(v)) v = 0.f;
   const float r = std::nearbyint(v) + static_cast<float>(zero_point);
   const float lo = static_cast<float>(std::numeric_limits<Q>::lowest());
   const float hi = static_cast<float>(std::numeric_limits<Q>::max());

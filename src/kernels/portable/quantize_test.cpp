@@ -197,3 +197,19 @@ TEST(QLinearConvTest, PerChannelScalesAndBias) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln::kernels {
+namespace {
+
+// Found by fuzz.session: NaN converted to uint8 was undefined behaviour.
+TEST(QuantizeNanTest, NanQuantizesToTheZeroPoint) {
+  Tensor x = Tensor::from_vector<float>({std::nanf(""), 1.f});
+  auto y = kiln::testing::run_op1("QuantizeLinear",
+                                  {Value(x), Value(Tensor::scalar<float>(0.5f)), Value(Tensor::scalar<uint8_t>(7))});
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  EXPECT_EQ(y->data<uint8_t>()[0], 7);
+  EXPECT_EQ(y->data<uint8_t>()[1], 9);
+}
+
+}  // namespace
+}  // namespace kiln::kernels

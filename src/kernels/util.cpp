@@ -5,8 +5,10 @@
 namespace kiln::kernels {
 
 Result<int64_t> normalize_axis(int64_t axis, int64_t rank, const ir::Node& node) {
-  int64_t r = std::max<int64_t>(rank, 0);
-  if (axis < -r || axis >= std::max<int64_t>(r, 1)) {
+  // Strict: a scalar has no axis. (Callers whose axis may equal the rank,
+  // such as Unsqueeze or a new stacking axis, pass rank + 1.)
+  const int64_t r = std::max<int64_t>(rank, 0);
+  if (axis < -r || axis >= r) {
     return invalid_argument(node.label(), ": axis ", axis, " is out of range for rank ", rank);
   }
   return axis < 0 ? axis + r : axis;

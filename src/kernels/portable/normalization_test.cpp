@@ -221,3 +221,19 @@ TEST(NormalizationTest, HalfPrecisionIsStaged) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln::kernels {
+namespace {
+
+// Found by fuzz.session: axis 0 of a scalar was accepted and indexed a
+// per-dimension array out of bounds.
+TEST(MvnScalarTest, ScalarInputIsAnErrorNamingTheAxis) {
+  auto y = kiln::testing::run_op1("MeanVarianceNormalization", {Value(Tensor::scalar<float>(1.f))},
+                                  {kiln::testing::attr("axes", std::vector<int64_t>{0})});
+  ASSERT_FALSE(y.ok());
+  EXPECT_NE(y.status().message().find("axis 0 is out of range for rank 0"), std::string::npos)
+      << y.status().message();
+}
+
+}  // namespace
+}  // namespace kiln::kernels

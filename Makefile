@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 PY := /usr/bin/python3
 CMAKE_ARGS ?=
 
-.PHONY: all deps configure build demo test test-sanitize bench models clean
+.PHONY: all deps configure build demo test san-build test-sanitize bench models clean
 
 all: build
 
@@ -23,22 +23,29 @@ demo: build
 	@$(BUILD)/bin/kiln demo-model $(BUILD)/demo/tiny_cnn.onnx >/dev/null
 	$(BUILD)/bin/kiln run $(BUILD)/demo/tiny_cnn.onnx --output-dir $(BUILD)/demo/outputs
 
-test: build
+test: build san-build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@echo "== the same suites under ASan/UBSan (clang-14) =="
+	@cd $(SAN_BUILD) && $(SAN_ENV) ctest --output-on-failure -j $(JOBS) -LE 'models|perf|fuzz'
 
 # The same suites built with clang-14 under AddressSanitizer and
-# UndefinedBehaviorSanitizer, plus the libFuzzer targets (fuzz.import,
-# fuzz.session) for FUZZ_SECONDS each. Slower than `make test` (an ASan build
-# of everything), so CI runs `make test` and this runs before a release.
+# UndefinedBehaviorSanitizer (LeakSanitizer included). `make test` runs them
+# after the plain build; `make test-sanitize` adds the libFuzzer targets
+# (fuzz.import, fuzz.session) for FUZZ_SECONDS each. Fuzzing is not part of
+# `make test`: it explores new inputs each run, so it would make CI flaky;
+# what it finds becomes a regression test.
 SAN_BUILD ?= build-san
 FUZZ_SECONDS ?= 60
-test-sanitize: deps
+SAN_ENV = ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/lsan.supp
+
+san-build: deps
 	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
 	  -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" -DKILN_SANITIZE=address,undefined -DKILN_FUZZ=ON \
 	  -DKILN_FUZZ_SECONDS=$(FUZZ_SECONDS) -DKILN_WERROR=ON $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(SAN_BUILD) -j $(JOBS)
-	@cd $(SAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/lsan.supp \
-	  ctest --output-on-failure -j $(JOBS) -LE 'models|perf'
+
+test-sanitize: san-build
+	@cd $(SAN_BUILD) && $(SAN_ENV) ctest --output-on-failure -j $(JOBS) -LE 'models|perf'
 
 # Exports the benchmark/test models (needs torch; installed on demand).
 models: deps

@@ -149,23 +149,10 @@ class ConvTransposeKernel final : public Kernel {
 
   Status compute(KernelContext& ctx) const override {
     const ir::Node& node = ctx.node();
-    for (size_t i = 0; i < 2; ++i)
-      if (!ctx.has_input(i)) return invalid_argument(node.label(), ": ", input_label(i, i ? "W" : "X"), " is missing");
+    KILN_RETURN_IF_ERROR(check_conv_inputs(ctx));
     const Tensor& x = ctx.input(0);
     const Tensor& w = ctx.input(1);
     const Tensor* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-    if (x.rank() < 3 || x.rank() > 10) {
-      return invalid_argument(node.label(), ": input 0 (X) has shape ", x.shape().to_string(),
-                              ", expected [N, C, spatial...] with 1 to 8 spatial dims");
-    }
-    if (w.rank() != x.rank()) {
-      return invalid_argument(node.label(), ": input 1 (W) has shape ", w.shape().to_string(), ", expected rank ",
-                              x.rank(), " like input 0 (X) ", x.shape().to_string());
-    }
-    if (w.dtype() != x.dtype() || (b && b->dtype() != x.dtype())) {
-      return invalid_argument(node.label(), ": input 1 (W) and input 2 (B) must have the dtype of input 0 (X), ",
-                              dtype_name(x.dtype()));
-    }
     DeconvProblem p;
     p.n = x.dim(0);
     p.c = x.dim(1);

@@ -173,6 +173,10 @@ void from_float_vector(const float* values, Tensor* out);
 /// "input 1 (W)" style label used in messages.
 std::string input_label(size_t index, const char* name);
 
+/// Checks Conv/ConvTranspose inputs X, W (present, ranks 3..10 and equal)
+/// and the dtypes of W and the optional B against X; errors name the input.
+Status check_conv_inputs(const KernelContext& ctx);
+
 }  // namespace kiln::kernels
 
 /// Marks a hot loop function to be compiled for AVX-512F, AVX2 and the

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "runtime/backends/partitioner.h"
+#include "runtime/node_inputs.h"
 #include "runtime/run_state.h"
 
 namespace kiln::runtime {
@@ -55,7 +56,7 @@ Result<std::unique_ptr<Program>> Program::build(std::shared_ptr<ir::Graph> graph
   std::unique_ptr<Program> p(new Program());
   p->graph_ = std::move(graph);
   for (auto& [id, t] : p->graph_->initializers) p->constants_.emplace(id, t);
-  KILN_RETURN_IF_ERROR(p->fold_and_make_kernels(options));
+  KILN_RETURN_IF_ERROR(p->build_steps(options));
   p->compute_lifetimes();
 
   // Subgraph programs, with their outer refs bound to this graph's values.
@@ -110,135 +111,168 @@ Result<std::unique_ptr<Program>> Program::build(std::shared_ptr<ir::Graph> graph
   return p;
 }
 
-Status Program::fold_and_make_kernels(const ProgramOptions& options) {
+namespace {
+
+// What building the steps works on. `steps` has one slot per node: the
+// portable step of that node (kernel null when it has none).
+struct BuildWork {
+  ir::Graph& g;
+  ConstantMap& constants;
+  const kernels::KernelRegistry& registry;
+  const ProgramOptions& options;
+  std::vector<NodeState> state;
+  std::vector<Step> steps;
+};
+
+Result<std::unique_ptr<kernels::Kernel>> make_kernel(const kernels::KernelDef& def, const ir::Node& node,
+                                                     const ir::Graph& g, const NodeInputs& in) {
+  kernels::KernelInit init{node, g, in.infos, node.opset};
+  auto made = make_guarded(def, init);
+  if (!made.ok()) return std::move(made).status().with_context("node " + node.label());
+  return made;
+}
+
+// Runs `kernel` on the constant inputs of `node`; when every output is a
+// tensor and they are small enough, they become constants (true).
+Result<bool> try_fold(BuildWork& w, const ir::Node& node, const NodeInputs& in, const kernels::Kernel& kernel) {
+  const ir::Graph& g = w.g;
+  std::vector<Value> fold_inputs;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    ir::ValueId id = node.inputs[i];
+    if (id == ir::kNoValue) {
+      fold_inputs.emplace_back();
+    } else if (in.infos[i].constant) {
+      fold_inputs.emplace_back(*in.infos[i].constant);
+    } else {  // shape-only input: a data-less view of the right shape
+      const ir::ValueType& t = g.value(id).type;
+      fold_inputs.emplace_back(Tensor::borrow(t.dtype, t.static_shape(), nullptr));
+    }
+  }
+  std::vector<const Value*> in_ptrs;
+  for (size_t i = 0; i < fold_inputs.size(); ++i)
+    in_ptrs.push_back(node.inputs[i] == ir::kNoValue ? nullptr : &fold_inputs[i]);
+  std::vector<Value> outs(node.outputs.size());
+  std::vector<Value*> out_ptrs;
+  for (size_t i = 0; i < outs.size(); ++i) out_ptrs.push_back(node.outputs[i] == ir::kNoValue ? nullptr : &outs[i]);
+  HeapAllocator heap;
+  kernels::KernelContext ctx(node, in_ptrs.data(), in_ptrs.size(), out_ptrs.data(), out_ptrs.size(), &heap,
+                             nullptr, nullptr);
+  Status st = kernel.compute(ctx);
+  if (!st.is_ok()) return std::move(st).with_context("node " + node.label());
+  size_t bytes = 0;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (node.outputs[i] == ir::kNoValue) continue;
+    if (!outs[i].is_tensor()) return false;
+    bytes += outs[i].tensor().nbytes();
+  }
+  if (bytes > w.options.max_folded_bytes) return false;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    ir::ValueId id = node.outputs[i];
+    if (id == ir::kNoValue) continue;
+    Tensor t = outs[i].tensor();
+    if (!t.owns_memory()) t = t.clone();  // an alias of a constant input
+    w.g.value(id).type = type_of_tensor(t);
+    w.constants[id] = std::move(t);
+  }
+  return true;
+}
+
+// Step 1: computes at load every node whose inputs are constants (or, for
+// Shape and Size, static shapes). A foldable node whose outputs are too large
+// or nondeterministic becomes a portable step; one without a kernel stays
+// open (a backend may run it).
+Status fold_constants(BuildWork& w) {
+  if (!w.options.fold_constants) return Status::ok();
+  const ir::Graph& g = w.g;
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+    const ir::Node& node = g.nodes[ni];
+    if (w.state[ni] != NodeState::kOpen || has_graph_attribute(node)) continue;
+    const NodeInputs in = describe_inputs(node, g, w.constants);
+    const bool shape_only = reads_only_shape(node) && node.has_input(0) && g.value(node.inputs[0]).type.is_static();
+    if (!in.all_constant && !shape_only) continue;
+    const kernels::KernelDef* def = w.registry.find(node.domain, node.op_type, node.opset, in.dtypes, nullptr);
+    if (!def) continue;
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<kernels::Kernel> kernel, make_kernel(*def, node, g, in));
+    if (!(def->flags & kernels::kNondeterministic)) {
+      KILN_ASSIGN_OR_RETURN(const bool folded, try_fold(w, node, in, *kernel));
+      if (folded) {
+        w.state[ni] = NodeState::kFolded;
+        continue;
+      }
+    }
+    w.steps[ni] = Step{&node, std::move(kernel), def->flags, {}};
+    w.state[ni] = NodeState::kPortable;
+  }
+  return Status::ok();
+}
+
+// Step 2: hands parts of the graph to the selected backends (none: nothing).
+Result<PartitionOutcome> partition(BuildWork& w) {
+  if (!w.options.partition) return PartitionOutcome{};
+  return partition_graph(PartitionParams{w.g, w.constants, w.state, *w.options.partition, w.registry});
+}
+
+// Step 3: a portable kernel for every node nothing else runs.
+Status make_kernels(BuildWork& w, const std::vector<int32_t>& claimed_by) {
+  const ir::Graph& g = w.g;
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+    const ir::Node& node = g.nodes[ni];
+    if (w.state[ni] != NodeState::kOpen || (!claimed_by.empty() && claimed_by[ni] >= 0)) continue;
+    const NodeInputs in = describe_inputs(node, g, w.constants);
+    std::string why;
+    const kernels::KernelDef* def = w.registry.find(node.domain, node.op_type, node.opset, in.dtypes, &why);
+    if (!def) return unimplemented("node ", node.label(), ": ", why);
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<kernels::Kernel> kernel, make_kernel(*def, node, g, in));
+    w.steps[ni] = Step{&node, std::move(kernel), def->flags, {}};
+    w.state[ni] = NodeState::kPortable;
+  }
+  return Status::ok();
+}
+
+// Step 4: the steps in run order. Each partition step takes the place of its
+// first node, then a stable topological sort moves steps to where their
+// inputs are ready.
+Result<std::vector<Step>> order_steps(BuildWork& w, PartitionOutcome& parts) {
+  const ir::Graph& g = w.g;
+  std::vector<Step> steps;
+  std::vector<size_t> key;  // per step: the index of its (first) node in g.nodes
+  for (size_t ni = 0; ni < w.steps.size(); ++ni) {
+    if (!w.steps[ni].kernel) continue;
+    steps.push_back(std::move(w.steps[ni]));
+    key.push_back(ni);
+  }
+  if (parts.kernels.empty()) return steps;
+  std::vector<size_t> first(parts.kernels.size(), g.nodes.size());
+  for (size_t ni = g.nodes.size(); ni-- > 0;)
+    if (parts.claimed_by[ni] >= 0) first[static_cast<size_t>(parts.claimed_by[ni])] = ni;
+  for (size_t k = 0; k < parts.kernels.size(); ++k) {
+    steps.push_back(Step{parts.nodes[k], std::move(parts.kernels[k]), 0, {}});
+    key.push_back(first[k]);
+  }
+  std::vector<size_t> by_key(steps.size());
+  for (size_t i = 0; i < by_key.size(); ++i) by_key[i] = i;
+  std::stable_sort(by_key.begin(), by_key.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
+  std::vector<const ir::Node*> nodes;
+  for (size_t i : by_key) nodes.push_back(steps[i].node);
+  KILN_ASSIGN_OR_RETURN(std::vector<size_t> order, order_nodes(nodes, g));
+  std::vector<Step> sorted;
+  sorted.reserve(steps.size());
+  for (size_t i : order) sorted.push_back(std::move(steps[by_key[i]]));
+  return sorted;
+}
+
+}  // namespace
+
+Status Program::build_steps(const ProgramOptions& options) {
   const kernels::KernelRegistry& registry = options.registry ? *options.registry : kernels::portable_registry();
   ir::Graph& g = *graph_;
-  HeapAllocator heap;
-  std::vector<kernels::InputInfo> infos;
-  std::vector<DType> dtypes;
-  std::vector<Value> fold_inputs;
-  // With backends: pass 0 folds constants, the partitioner then claims nodes,
-  // pass 1 makes portable kernels for the rest. Without: pass 1 only.
-  std::vector<NodeState> state(g.nodes.size(), NodeState::kOpen);
-  PartitionOutcome parts;
-  for (int pass = options.partition ? 0 : 1; pass < 2; ++pass) {
-    if (pass == 1 && options.partition) {
-      KILN_ASSIGN_OR_RETURN(parts, partition_graph(g, constants_, state, *options.partition, registry));
-    }
-    for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
-      const ir::Node& node = g.nodes[ni];
-      if (state[ni] != NodeState::kOpen || (!parts.claimed_by.empty() && parts.claimed_by[ni] >= 0)) continue;
-      infos.assign(node.inputs.size(), {});
-      dtypes.assign(node.inputs.size(), DType::kUndefined);
-      bool all_constant = true;
-      for (size_t i = 0; i < node.inputs.size(); ++i) {
-        ir::ValueId id = node.inputs[i];
-        if (id == ir::kNoValue) continue;
-        infos[i].type = &g.value(id).type;
-        auto c = constants_.find(id);
-        if (c != constants_.end()) {
-          infos[i].constant = &c->second;
-          dtypes[i] = c->second.dtype();
-        } else {
-          dtypes[i] = g.value(id).type.dtype;
-          all_constant = false;
-        }
-      }
-      bool shape_only = reads_only_shape(node) && node.has_input(0) && g.value(node.inputs[0]).type.is_static();
-      if (pass == 0 && !(options.fold_constants && (all_constant || shape_only) && !has_graph_attribute(node))) continue;
-      std::string why;
-      const kernels::KernelDef* def = registry.find(node.domain, node.op_type, node.opset, dtypes, &why);
-      if (!def && pass == 0) continue;  // maybe a backend runs it
-      if (!def) return unimplemented("node ", node.label(), ": ", why);
-      kernels::KernelInit init{node, g, infos, node.opset};
-      auto made = make_guarded(*def, init);
-      if (!made.ok()) return std::move(made).status().with_context("node " + node.label());
-      std::unique_ptr<kernels::Kernel> kernel = std::move(made).value();
-
-      bool foldable = options.fold_constants && (all_constant || shape_only) &&
-                      !(def->flags & kernels::kNondeterministic) && !has_graph_attribute(node);
-      if (foldable) {
-        fold_inputs.clear();
-        std::vector<const Value*> in_ptrs;
-        for (size_t i = 0; i < node.inputs.size(); ++i) {
-          ir::ValueId id = node.inputs[i];
-          if (id == ir::kNoValue) {
-            fold_inputs.emplace_back();
-          } else if (infos[i].constant) {
-            fold_inputs.emplace_back(*infos[i].constant);
-          } else {  // shape-only input: a data-less view of the right shape
-            const ir::ValueType& t = g.value(id).type;
-            fold_inputs.emplace_back(Tensor::borrow(t.dtype, t.static_shape(), nullptr));
-          }
-        }
-        for (size_t i = 0; i < fold_inputs.size(); ++i)
-          in_ptrs.push_back(node.inputs[i] == ir::kNoValue ? nullptr : &fold_inputs[i]);
-        std::vector<Value> outs(node.outputs.size());
-        std::vector<Value*> out_ptrs;
-        for (size_t i = 0; i < outs.size(); ++i)
-          out_ptrs.push_back(node.outputs[i] == ir::kNoValue ? nullptr : &outs[i]);
-        kernels::KernelContext ctx(node, in_ptrs.data(), in_ptrs.size(), out_ptrs.data(), out_ptrs.size(), &heap,
-                                   nullptr, nullptr);
-        Status st = kernel->compute(ctx);
-        if (!st.is_ok()) return std::move(st).with_context("node " + node.label());
-        size_t bytes = 0;
-        bool all_tensors = true;
-        for (size_t i = 0; i < outs.size(); ++i) {
-          if (node.outputs[i] == ir::kNoValue) continue;
-          if (!outs[i].is_tensor()) all_tensors = false;
-          else bytes += outs[i].tensor().nbytes();
-        }
-        if (all_tensors && bytes <= options.max_folded_bytes) {
-          for (size_t i = 0; i < outs.size(); ++i) {
-            ir::ValueId id = node.outputs[i];
-            if (id == ir::kNoValue) continue;
-            Tensor t = outs[i].tensor();
-            if (!t.owns_memory()) t = t.clone();  // an alias of a constant input
-            g.value(id).type = type_of_tensor(t);
-            constants_[id] = std::move(t);
-          }
-          state[ni] = NodeState::kFolded;
-          continue;
-        }
-      }
-      Step step;
-      step.node = &node;
-      step.kernel = std::move(kernel);
-      step.flags = def->flags;
-      steps_.push_back(std::move(step));
-      state[ni] = NodeState::kPortable;
-    }
-  }
-  if (options.partition) {
-    // Each partition step takes the place of its first node, then a stable
-    // topological sort moves steps to where their inputs are ready.
-    std::vector<size_t> key;  // per step: the index of its (first) node in g.nodes
-    for (const Step& s : steps_) key.push_back(static_cast<size_t>(s.node - g.nodes.data()));
-    std::vector<size_t> first(parts.kernels.size(), g.nodes.size());
-    for (size_t ni = g.nodes.size(); ni-- > 0;)
-      if (parts.claimed_by[ni] >= 0) first[static_cast<size_t>(parts.claimed_by[ni])] = ni;
-    for (size_t k = 0; k < parts.kernels.size(); ++k) {
-      Step step;
-      step.node = parts.nodes[k];
-      step.kernel = std::move(parts.kernels[k]);
-      steps_.push_back(std::move(step));
-      key.push_back(first[k]);
-    }
-    std::vector<size_t> by_key(steps_.size());
-    for (size_t i = 0; i < by_key.size(); ++i) by_key[i] = i;
-    std::stable_sort(by_key.begin(), by_key.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
-    std::vector<Step> keyed;
-    for (size_t i : by_key) keyed.push_back(std::move(steps_[i]));
-    steps_ = std::move(keyed);
-    std::vector<const ir::Node*> nodes;
-    for (const Step& s : steps_) nodes.push_back(s.node);
-    KILN_ASSIGN_OR_RETURN(std::vector<size_t> order, order_nodes(nodes, g));
-    std::vector<Step> sorted;
-    sorted.reserve(steps_.size());
-    for (size_t i : order) sorted.push_back(std::move(steps_[i]));
-    steps_ = std::move(sorted);
-    placement_ = std::move(parts.report);
-  }
+  BuildWork w{g, constants_, registry, options, std::vector<NodeState>(g.nodes.size(), NodeState::kOpen),
+              std::vector<Step>(g.nodes.size())};
+  KILN_RETURN_IF_ERROR(fold_constants(w));
+  KILN_ASSIGN_OR_RETURN(PartitionOutcome parts, partition(w));
+  KILN_RETURN_IF_ERROR(make_kernels(w, parts.claimed_by));
+  KILN_ASSIGN_OR_RETURN(steps_, order_steps(w, parts));
+  if (options.partition) placement_ = std::move(parts.report);
   return Status::ok();
 }
 

@@ -82,7 +82,9 @@ class Program {
   friend class RunState;
   friend class Executor;
   Program() = default;
-  Status fold_and_make_kernels(const ProgramOptions& options);
+  // Folds constants, partitions over the selected backends and makes
+  // portable kernels for the rest, in named steps (program.cpp).
+  Status build_steps(const ProgramOptions& options);
   void compute_lifetimes();
   std::shared_ptr<const MemoryPlan> plan_for(const std::vector<size_t>& sizes) const;
   std::string signature(std::span<const Value> inputs) const;

@@ -7,6 +7,7 @@
 
 #include "runtime/backends/graph_view.h"
 #include "runtime/backends/partition_kernel.h"
+#include "runtime/node_inputs.h"
 
 namespace kiln::runtime {
 namespace {
@@ -172,290 +173,371 @@ Result<std::vector<size_t>> order_nodes(std::span<const ir::Node* const> nodes, 
   return order;
 }
 
-Result<PartitionOutcome> partition_graph(const ir::Graph& g,
-                                         const std::unordered_map<ir::ValueId, Tensor>& constants,
-                                         std::span<const NodeState> states, const PartitionRequest& request,
-                                         const kernels::KernelRegistry& registry) {
-  const size_t n_nodes = g.nodes.size();
-  PartitionOutcome out;
-  out.claimed_by.assign(n_nodes, -1);
-  PlacementReport& rep = out.report;
-  rep.fallback = request.fallback;
-  rep.notes = request.notes;
+namespace {
+
+// partition_graph in named steps (ONNX Runtime's graph_partitioner.cc has
+// the same shape): the state they share lives here, each step is a method.
+class Partitioner {
+ public:
+  explicit Partitioner(const PartitionParams& p);
+
+  // 1. Custom ops of selected plugins, whatever the order.
+  void place_custom_ops();
+  // 2. The backends, in order; each is offered the nodes still free.
+  void offer_to_backends();
+  // 3. The placement report, one entry per node.
+  void write_report();
+  // 4. Custom ops of plugins the user did not select.
+  Status check_unselected_custom_ops() const;
+  // 5. The fallback policy.
+  Status check_fallback() const;
+
+  PartitionOutcome take() { return std::move(out_); }
+
+ private:
+  bool is_open(size_t n) const {
+    return p_.states[n] == NodeState::kOpen && out_.claimed_by[n] < 0 && !portable_claimed_[n];
+  }
+  std::unique_ptr<kiln_graph> make_view() const;
+  void offer_to_portable();
+  // false when nothing was left to offer (later backends are skipped too).
+  bool offer_to(const SelectedBackend& sb);
+  void compile_claimed_group(const SelectedBackend& sb, const kiln_graph& view, std::vector<int32_t> ir_nodes);
+  Boundary boundary_of(const std::vector<int32_t>& nodes) const;
+  // Compiles `nodes` (ir indices, sorted) on `sb`; OK when it became a partition.
+  Status compile_group(const SelectedBackend& sb, const kiln_graph& view, const std::vector<int32_t>& nodes,
+                       bool custom_op);
+  PartitionInfo describe(const SelectedBackend& sb, const std::string& id, const Boundary& b, int64_t bytes,
+                         const std::vector<int32_t>& nodes, bool serial, bool custom_op) const;
+  void sort_partitions();
+  void add_reason(size_t n, const std::string& backend, std::string why) {
+    reasons_[n].emplace_back(backend, std::move(why));
+  }
+
+  const PartitionParams& p_;
+  const ir::Graph& g_;
+  const size_t n_nodes_;
+  PartitionOutcome out_;
+  std::vector<int32_t> unit_of_;         // per node: its unit for split_convex (-1: folded)
+  std::vector<int8_t> portable_claimed_;
+  std::vector<std::vector<std::pair<std::string, std::string>>> reasons_;
+  const std::vector<int32_t> producers_;
+  std::vector<std::vector<int32_t>> readers_;  // per value
+  std::vector<std::vector<ir::ValueId>> reads_;  // per node
+  std::vector<int8_t> graph_output_;           // per value
+};
+
+Partitioner::Partitioner(const PartitionParams& p)
+    : p_(p), g_(p.graph), n_nodes_(p.graph.nodes.size()), producers_(p.graph.producers()) {
+  out_.claimed_by.assign(n_nodes_, -1);
+  PlacementReport& rep = out_.report;
+  rep.fallback = p.request.fallback;
+  rep.notes = p.request.notes;
   bool portable_named = false;
-  for (const SelectedBackend& b : request.backends) {
+  for (const SelectedBackend& b : p.request.backends) {
     rep.backends.push_back(b.name);
     portable_named |= b.instance == nullptr;
   }
   if (!portable_named) rep.backends.push_back("portable");
 
-  std::vector<int32_t> unit_of(n_nodes);
-  for (size_t n = 0; n < n_nodes; ++n) unit_of[n] = states[n] == NodeState::kFolded ? -1 : static_cast<int32_t>(n);
-  std::vector<int8_t> portable_claimed(n_nodes, 0);
-  std::vector<std::vector<std::pair<std::string, std::string>>> reasons(n_nodes);
-  const std::vector<int32_t> producers = g.producers();
-  std::vector<std::vector<int32_t>> readers(g.values.size());
-  std::vector<std::vector<ir::ValueId>> reads(n_nodes);
-  for (size_t n = 0; n < n_nodes; ++n) {
-    if (states[n] == NodeState::kFolded) continue;
-    reads[n] = reads_of(g.nodes[n], g);
-    for (ir::ValueId v : reads[n]) readers[static_cast<size_t>(v)].push_back(static_cast<int32_t>(n));
+  unit_of_.resize(n_nodes_);
+  for (size_t n = 0; n < n_nodes_; ++n) unit_of_[n] = p.states[n] == NodeState::kFolded ? -1 : static_cast<int32_t>(n);
+  portable_claimed_.assign(n_nodes_, 0);
+  reasons_.resize(n_nodes_);
+  readers_.resize(g_.values.size());
+  reads_.resize(n_nodes_);
+  for (size_t n = 0; n < n_nodes_; ++n) {
+    if (p.states[n] == NodeState::kFolded) continue;
+    reads_[n] = reads_of(g_.nodes[n], g_);
+    for (ir::ValueId v : reads_[n]) readers_[static_cast<size_t>(v)].push_back(static_cast<int32_t>(n));
   }
-  std::vector<int8_t> graph_output(g.values.size(), 0);
-  for (ir::ValueId v : g.outputs) graph_output[static_cast<size_t>(v)] = 1;
+  graph_output_.assign(g_.values.size(), 0);
+  for (ir::ValueId v : g_.outputs) graph_output_[static_cast<size_t>(v)] = 1;
+}
 
-  auto is_open = [&](size_t n) {
-    return states[n] == NodeState::kOpen && out.claimed_by[n] < 0 && !portable_claimed[n];
-  };
-  auto make_view = [&] {
-    std::vector<int32_t> offered, hidden;
-    for (size_t n = 0; n < n_nodes; ++n) {
-      if (is_open(n)) offered.push_back(static_cast<int32_t>(n));
-      else if (states[n] != NodeState::kFolded) hidden.push_back(static_cast<int32_t>(n));
+std::unique_ptr<kiln_graph> Partitioner::make_view() const {
+  std::vector<int32_t> offered, hidden;
+  for (size_t n = 0; n < n_nodes_; ++n) {
+    if (is_open(n)) offered.push_back(static_cast<int32_t>(n));
+    else if (p_.states[n] != NodeState::kFolded) hidden.push_back(static_cast<int32_t>(n));
+  }
+  return make_graph_view(g_, &p_.constants, offered, hidden);
+}
+
+Boundary Partitioner::boundary_of(const std::vector<int32_t>& nodes) const {
+  std::vector<int8_t> in(n_nodes_, 0);
+  for (int32_t n : nodes) in[static_cast<size_t>(n)] = 1;
+  Boundary b;
+  for (int32_t n : nodes) {
+    for (ir::ValueId v : reads_[static_cast<size_t>(n)]) {
+      int32_t p = producers_[static_cast<size_t>(v)];
+      if ((p >= 0 && in[static_cast<size_t>(p)]) || p_.constants.count(v)) continue;
+      if (std::find(b.inputs.begin(), b.inputs.end(), v) == b.inputs.end()) b.inputs.push_back(v);
     }
-    return make_graph_view(g, &constants, offered, hidden);
-  };
+    for (ir::ValueId v : g_.nodes[static_cast<size_t>(n)].outputs) {
+      if (v == ir::kNoValue) continue;
+      bool needed = graph_output_[static_cast<size_t>(v)];
+      for (int32_t r : readers_[static_cast<size_t>(v)]) needed |= !in[static_cast<size_t>(r)];
+      if (needed) b.outputs.push_back(v);
+    }
+  }
+  return b;
+}
 
-  auto boundary_of = [&](const std::vector<int32_t>& nodes) {
-    std::vector<int8_t> in(n_nodes, 0);
-    for (int32_t n : nodes) in[static_cast<size_t>(n)] = 1;
-    Boundary b;
-    for (int32_t n : nodes) {
-      for (ir::ValueId v : reads[static_cast<size_t>(n)]) {
-        int32_t p = producers[static_cast<size_t>(v)];
-        if ((p >= 0 && in[static_cast<size_t>(p)]) || constants.count(v)) continue;
-        if (std::find(b.inputs.begin(), b.inputs.end(), v) == b.inputs.end()) b.inputs.push_back(v);
+// The bytes crossing a boundary (-1: not static), or why a value cannot cross.
+Result<int64_t> boundary_bytes(const ir::Graph& g, const Boundary& b) {
+  int64_t bytes = 0;
+  for (const auto* list : {&b.inputs, &b.outputs}) {
+    for (ir::ValueId v : *list) {
+      const ir::ValueType& t = g.value(v).type;
+      if (t.kind != ir::ValueType::Kind::kTensor && t.kind != ir::ValueType::Kind::kUnknown) {
+        return invalid_argument("value '", g.value_name(v), "' crossing the partition boundary is ",
+                                kind_name(t.kind), ", which cannot cross the backend ABI");
       }
-      for (ir::ValueId v : g.nodes[static_cast<size_t>(n)].outputs) {
-        if (v == ir::kNoValue) continue;
-        bool needed = graph_output[static_cast<size_t>(v)];
-        for (int32_t r : readers[static_cast<size_t>(v)]) needed |= !in[static_cast<size_t>(r)];
-        if (needed) b.outputs.push_back(v);
+      if (t.dtype == DType::kString) {
+        return invalid_argument("value '", g.value_name(v), "' crossing the partition boundary holds strings, "
+                                "which cannot cross the backend ABI");
       }
+      if (bytes >= 0 && t.is_static()) bytes += t.static_shape().numel() * static_cast<int64_t>(dtype_size(t.dtype));
+      else bytes = -1;
     }
-    return b;
-  };
+  }
+  return bytes;
+}
 
-  // Compiles `nodes` (ir indices, sorted) on `sb`; OK when it became a partition.
-  auto compile_group = [&](const SelectedBackend& sb, const kiln_graph& view, const std::vector<int32_t>& nodes,
-                           bool custom_op) -> Status {
-    Boundary b = boundary_of(nodes);
-    int64_t bytes = 0;
-    for (const auto* list : {&b.inputs, &b.outputs}) {
-      for (ir::ValueId v : *list) {
-        const ir::ValueType& t = g.value(v).type;
-        if (t.kind != ir::ValueType::Kind::kTensor && t.kind != ir::ValueType::Kind::kUnknown) {
-          return invalid_argument("value '", g.value_name(v), "' crossing the partition boundary is ",
-                                  kind_name(t.kind), ", which cannot cross the backend ABI");
-        }
-        if (t.dtype == DType::kString) {
-          return invalid_argument("value '", g.value_name(v), "' crossing the partition boundary holds strings, "
-                                  "which cannot cross the backend ABI");
-        }
-        if (bytes >= 0 && t.is_static()) bytes += t.static_shape().numel() * static_cast<int64_t>(dtype_size(t.dtype));
-        else bytes = -1;
-      }
-    }
-    const std::string id = partition_id(sb.name, g, nodes);
-    std::vector<size_t> view_nodes;
-    for (int32_t n : nodes) view_nodes.push_back(static_cast<size_t>(view.view_index[static_cast<size_t>(n)]));
-    std::vector<const kiln_value_t*> in_ptrs, out_ptrs;
-    for (ir::ValueId v : b.inputs) in_ptrs.push_back(&view.values[static_cast<size_t>(v)]);
-    for (ir::ValueId v : b.outputs) out_ptrs.push_back(&view.values[static_cast<size_t>(v)]);
-    kiln_partition_t desc{};
-    desc.struct_size = sizeof(desc);
-    desc.id = id.c_str();
-    desc.num_nodes = view_nodes.size();
-    desc.nodes = view_nodes.data();
-    desc.num_inputs = in_ptrs.size();
-    desc.inputs = in_ptrs.data();
-    desc.num_outputs = out_ptrs.size();
-    desc.outputs = out_ptrs.data();
-    KILN_ASSIGN_OR_RETURN(std::shared_ptr<CompiledPartition> compiled, sb.instance->compile(&view, desc));
+PartitionInfo Partitioner::describe(const SelectedBackend& sb, const std::string& id, const Boundary& b,
+                                    int64_t bytes, const std::vector<int32_t>& nodes, bool serial,
+                                    bool custom_op) const {
+  PartitionInfo info;
+  info.id = id;
+  info.backend = sb.name;
+  info.boundary_bytes = bytes;
+  info.serial = serial;
+  info.custom_op = custom_op;
+  std::map<std::string, int> hist;
+  for (int32_t n : nodes) {
+    const ir::Node& x = g_.nodes[static_cast<size_t>(n)];
+    info.nodes.push_back(x.label());
+    ++hist[x.domain.empty() ? x.op_type : x.domain + "." + x.op_type];
+  }
+  info.op_histogram.assign(hist.begin(), hist.end());
+  std::stable_sort(info.op_histogram.begin(), info.op_histogram.end(),
+                   [](const auto& a, const auto& c) { return a.second > c.second; });
+  for (ir::ValueId v : b.inputs) info.inputs.push_back(g_.value_name(v));
+  for (ir::ValueId v : b.outputs) info.outputs.push_back(g_.value_name(v));
+  return info;
+}
 
-    auto node = std::make_unique<ir::Node>();
-    node->name = id;
-    node->op_type = kPartitionOp;
-    node->domain = kPartitionDomain;
-    node->opset = 1;
-    node->inputs = b.inputs;
-    node->outputs = b.outputs;
-    node->doc = sb.name;
+Status Partitioner::compile_group(const SelectedBackend& sb, const kiln_graph& view,
+                                  const std::vector<int32_t>& nodes, bool custom_op) {
+  const Boundary b = boundary_of(nodes);
+  KILN_ASSIGN_OR_RETURN(const int64_t bytes, boundary_bytes(g_, b));
+  const std::string id = partition_id(sb.name, g_, nodes);
+  std::vector<size_t> view_nodes;
+  for (int32_t n : nodes) view_nodes.push_back(static_cast<size_t>(view.view_index[static_cast<size_t>(n)]));
+  std::vector<const kiln_value_t*> in_ptrs, out_ptrs;
+  for (ir::ValueId v : b.inputs) in_ptrs.push_back(&view.values[static_cast<size_t>(v)]);
+  for (ir::ValueId v : b.outputs) out_ptrs.push_back(&view.values[static_cast<size_t>(v)]);
+  kiln_partition_t desc{};
+  desc.struct_size = sizeof(desc);
+  desc.id = id.c_str();
+  desc.num_nodes = view_nodes.size();
+  desc.nodes = view_nodes.data();
+  desc.num_inputs = in_ptrs.size();
+  desc.inputs = in_ptrs.data();
+  desc.num_outputs = out_ptrs.size();
+  desc.outputs = out_ptrs.data();
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<CompiledPartition> compiled, sb.instance->compile(&view, desc));
 
-    PartitionInfo info;
-    info.id = id;
-    info.backend = sb.name;
-    info.boundary_bytes = bytes;
-    info.serial = compiled->concurrency() != KILN_CONCURRENCY_REENTRANT;
-    info.custom_op = custom_op;
-    std::map<std::string, int> hist;
-    for (int32_t n : nodes) {
-      const ir::Node& x = g.nodes[static_cast<size_t>(n)];
-      info.nodes.push_back(x.label());
-      ++hist[x.domain.empty() ? x.op_type : x.domain + "." + x.op_type];
-    }
-    info.op_histogram.assign(hist.begin(), hist.end());
-    std::stable_sort(info.op_histogram.begin(), info.op_histogram.end(),
-                     [](const auto& a, const auto& c) { return a.second > c.second; });
-    for (ir::ValueId v : b.inputs) info.inputs.push_back(g.value_name(v));
-    for (ir::ValueId v : b.outputs) info.outputs.push_back(g.value_name(v));
+  auto node = std::make_unique<ir::Node>();
+  node->name = id;
+  node->op_type = kPartitionOp;
+  node->domain = kPartitionDomain;
+  node->opset = 1;
+  node->inputs = b.inputs;
+  node->outputs = b.outputs;
+  node->doc = sb.name;
+  const bool serial = compiled->concurrency() != KILN_CONCURRENCY_REENTRANT;
 
-    const auto k = static_cast<int32_t>(out.kernels.size());
-    auto kernel = std::make_unique<PartitionKernel>(std::move(compiled), std::move(node));
-    out.nodes.push_back(kernel->node());
-    out.kernels.push_back(std::move(kernel));
-    for (int32_t n : nodes) {
-      out.claimed_by[static_cast<size_t>(n)] = k;
-      unit_of[static_cast<size_t>(n)] = static_cast<int32_t>(n_nodes) + k;
-    }
-    rep.partitions.push_back(std::move(info));
-    return Status::ok();
-  };
+  const auto k = static_cast<int32_t>(out_.kernels.size());
+  auto kernel = std::make_unique<PartitionKernel>(std::move(compiled), std::move(node));
+  out_.nodes.push_back(kernel->node());
+  out_.kernels.push_back(std::move(kernel));
+  for (int32_t n : nodes) {
+    out_.claimed_by[static_cast<size_t>(n)] = k;
+    unit_of_[static_cast<size_t>(n)] = static_cast<int32_t>(n_nodes_) + k;
+  }
+  out_.report.partitions.push_back(describe(sb, id, b, bytes, nodes, serial, custom_op));
+  return Status::ok();
+}
 
-  // 1. Custom ops of selected plugins, whatever the order.
-  for (const SelectedBackend& sb : request.backends) {
+void Partitioner::place_custom_ops() {
+  for (const SelectedBackend& sb : p_.request.backends) {
     if (!sb.instance || sb.instance->plugin().info().custom_ops.empty()) continue;
     const auto& ops = sb.instance->plugin().info().custom_ops;
     std::unique_ptr<kiln_graph> view;
-    for (size_t n = 0; n < n_nodes; ++n) {
+    for (size_t n = 0; n < n_nodes_; ++n) {
       if (!is_open(n)) continue;
-      const ir::Node& x = g.nodes[n];
+      const ir::Node& x = g_.nodes[n];
       bool match = false;
       for (const BackendCustomOpInfo& op : ops)
         match |= op.domain == x.domain && op.op_type == x.op_type && x.opset >= op.since_version;
       if (!match) continue;
       if (!view) view = make_view();
       Status st = compile_group(sb, *view, {static_cast<int32_t>(n)}, true);
-      if (!st.is_ok()) reasons[n].emplace_back(sb.name, "custom op: " + st.message());
+      if (!st.is_ok()) add_reason(n, sb.name, "custom op: " + st.message());
     }
   }
+}
 
-  // 2. The backends, in order.
-  for (const SelectedBackend& sb : request.backends) {
-    if (!sb.instance) {  // portable: claims what it has kernels for
-      for (size_t n = 0; n < n_nodes; ++n) {
-        if (!is_open(n)) continue;
-        const ir::Node& x = g.nodes[n];
-        std::vector<DType> dtypes;
-        for (ir::ValueId v : x.inputs) {
-          auto c = v == ir::kNoValue ? constants.end() : constants.find(v);
-          dtypes.push_back(v == ir::kNoValue ? DType::kUndefined
-                                             : c != constants.end() ? c->second.dtype() : g.value(v).type.dtype);
-        }
-        std::string why;
-        if (registry.find(x.domain, x.op_type, x.opset, dtypes, &why)) portable_claimed[n] = 1;
-        else reasons[n].emplace_back("portable", why);
-      }
-      continue;
-    }
-    std::unique_ptr<kiln_graph> view = make_view();
-    if (view->nodes.empty()) break;
-    Result<Capability> cap = sb.instance->get_capability(view.get());
-    if (!cap.ok()) {
-      std::string msg = "get_capability failed: " + cap.status().message();
-      for (int32_t n : view->ir_index) reasons[static_cast<size_t>(n)].emplace_back(sb.name, msg);
-      rep.notes.push_back("backend '" + sb.name + "': " + msg);
-      continue;
-    }
-    for (const std::string& p : cap->problems) rep.notes.push_back("backend '" + sb.name + "': " + p);
-    std::vector<int8_t> answered(view->nodes.size(), 0);
-    for (const auto& [vi, reason] : cap->declined) {
-      reasons[static_cast<size_t>(view->ir_index[vi])].emplace_back(sb.name, reason);
+// Portable claims what it has kernels for.
+void Partitioner::offer_to_portable() {
+  for (size_t n = 0; n < n_nodes_; ++n) {
+    if (!is_open(n)) continue;
+    const ir::Node& x = g_.nodes[n];
+    const std::vector<DType> dtypes = describe_inputs(x, g_, p_.constants).dtypes;
+    std::string why;
+    if (p_.registry.find(x.domain, x.op_type, x.opset, dtypes, &why)) portable_claimed_[n] = 1;
+    else add_reason(n, "portable", why);
+  }
+}
+
+void Partitioner::compile_claimed_group(const SelectedBackend& sb, const kiln_graph& view,
+                                        std::vector<int32_t> ir_nodes) {
+  std::sort(ir_nodes.begin(), ir_nodes.end());
+  std::vector<std::vector<int32_t>> parts = split_convex_with(g_, unit_of_, ir_nodes, producers_, reads_);
+  if (parts.size() > 1) {
+    out_.report.notes.push_back("backend '" + sb.name + "': a group of " + std::to_string(ir_nodes.size()) +
+                                " nodes was not convex (a path leaves it and comes back); split into " +
+                                std::to_string(parts.size()) + " partitions");
+  }
+  for (const std::vector<int32_t>& part : parts) {
+    Status st = compile_group(sb, view, part, false);
+    if (st.is_ok()) continue;
+    for (int32_t n : part) add_reason(static_cast<size_t>(n), sb.name, "compile failed: " + st.message());
+  }
+}
+
+bool Partitioner::offer_to(const SelectedBackend& sb) {
+  std::unique_ptr<kiln_graph> view = make_view();
+  if (view->nodes.empty()) return false;
+  Result<Capability> cap = sb.instance->get_capability(view.get());
+  if (!cap.ok()) {
+    std::string msg = "get_capability failed: " + cap.status().message();
+    for (int32_t n : view->ir_index) add_reason(static_cast<size_t>(n), sb.name, msg);
+    out_.report.notes.push_back("backend '" + sb.name + "': " + msg);
+    return true;
+  }
+  for (const std::string& p : cap->problems) out_.report.notes.push_back("backend '" + sb.name + "': " + p);
+  std::vector<int8_t> answered(view->nodes.size(), 0);
+  for (const auto& [vi, reason] : cap->declined) {
+    add_reason(static_cast<size_t>(view->ir_index[vi]), sb.name, reason);
+    answered[vi] = 1;
+  }
+  for (const std::vector<size_t>& group : cap->groups) {
+    std::vector<int32_t> ir_nodes;
+    for (size_t vi : group) {
+      ir_nodes.push_back(view->ir_index[vi]);
       answered[vi] = 1;
     }
-    for (const std::vector<size_t>& group : cap->groups) {
-      std::vector<int32_t> ir_nodes;
-      for (size_t vi : group) {
-        ir_nodes.push_back(view->ir_index[vi]);
-        answered[vi] = 1;
-      }
-      std::sort(ir_nodes.begin(), ir_nodes.end());
-      std::vector<std::vector<int32_t>> parts = split_convex_with(g, unit_of, ir_nodes, producers, reads);
-      if (parts.size() > 1) {
-        rep.notes.push_back("backend '" + sb.name + "': a group of " + std::to_string(ir_nodes.size()) +
-                            " nodes was not convex (a path leaves it and comes back); split into " +
-                            std::to_string(parts.size()) + " partitions");
-      }
-      for (const std::vector<int32_t>& part : parts) {
-        Status st = compile_group(sb, *view, part, false);
-        if (st.is_ok()) continue;
-        for (int32_t n : part) reasons[static_cast<size_t>(n)].emplace_back(sb.name, "compile failed: " + st.message());
-      }
-    }
-    for (size_t vi = 0; vi < answered.size(); ++vi)
-      if (!answered[vi]) reasons[static_cast<size_t>(view->ir_index[vi])].emplace_back(sb.name, "not claimed (no reason given)");
+    compile_claimed_group(sb, *view, std::move(ir_nodes));
   }
+  for (size_t vi = 0; vi < answered.size(); ++vi)
+    if (!answered[vi]) add_reason(static_cast<size_t>(view->ir_index[vi]), sb.name, "not claimed (no reason given)");
+  return true;
+}
 
-  // 3. The report, one entry per node.
-  for (size_t n = 0; n < n_nodes; ++n) {
-    const ir::Node& x = g.nodes[n];
+void Partitioner::offer_to_backends() {
+  for (const SelectedBackend& sb : p_.request.backends) {
+    if (!sb.instance) offer_to_portable();
+    else if (!offer_to(sb)) break;
+  }
+}
+
+void Partitioner::write_report() {
+  PlacementReport& rep = out_.report;
+  for (size_t n = 0; n < n_nodes_; ++n) {
+    const ir::Node& x = g_.nodes[n];
     NodePlacement p;
     p.node = x.label();
     p.op_type = x.domain.empty() ? x.op_type : x.domain + "." + x.op_type;
-    if (states[n] == NodeState::kFolded) {
+    if (p_.states[n] == NodeState::kFolded) {
       p.placement = "folded";
-    } else if (out.claimed_by[n] >= 0) {
-      const PartitionInfo& info = rep.partitions[static_cast<size_t>(out.claimed_by[n])];
+    } else if (out_.claimed_by[n] >= 0) {
+      const PartitionInfo& info = rep.partitions[static_cast<size_t>(out_.claimed_by[n])];
       p.placement = info.backend;
       p.partition = info.id;
     } else {
       p.placement = "portable";
     }
-    p.reasons = std::move(reasons[n]);
+    p.reasons = std::move(reasons_[n]);
     rep.nodes.push_back(std::move(p));
   }
+  sort_partitions();
+}
 
-  // Partitions in the order of their first node, for reading.
-  std::vector<size_t> first(rep.partitions.size(), n_nodes);
-  for (size_t n = n_nodes; n-- > 0;)
-    if (out.claimed_by[n] >= 0) first[static_cast<size_t>(out.claimed_by[n])] = n;
+// Partitions in the order of their first node, for reading.
+void Partitioner::sort_partitions() {
+  PlacementReport& rep = out_.report;
+  std::vector<size_t> first(rep.partitions.size(), n_nodes_);
+  for (size_t n = n_nodes_; n-- > 0;)
+    if (out_.claimed_by[n] >= 0) first[static_cast<size_t>(out_.claimed_by[n])] = n;
   std::vector<size_t> order(rep.partitions.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return first[a] < first[b]; });
   std::vector<PartitionInfo> sorted;
   for (size_t i : order) sorted.push_back(std::move(rep.partitions[i]));
   rep.partitions = std::move(sorted);
+}
 
-  // 4. Custom ops of plugins the user did not select.
-  for (size_t n = 0; n < n_nodes; ++n) {
-    if (states[n] == NodeState::kFolded || out.claimed_by[n] >= 0) continue;
-    const ir::Node& x = g.nodes[n];
-    if (registry.has_op(x.domain, x.op_type)) continue;
-    for (const auto& [op, plugin] : request.unselected_custom_ops) {
+Status Partitioner::check_unselected_custom_ops() const {
+  for (size_t n = 0; n < n_nodes_; ++n) {
+    if (p_.states[n] == NodeState::kFolded || out_.claimed_by[n] >= 0) continue;
+    const ir::Node& x = g_.nodes[n];
+    if (p_.registry.has_op(x.domain, x.op_type)) continue;
+    for (const auto& [op, plugin] : p_.request.unselected_custom_ops) {
       if (op.domain == x.domain && op.op_type == x.op_type) {
         return unimplemented("node ", x.label(), ": op ", x.domain, ".", x.op_type, " is a custom op of backend '",
                              plugin, "', which is not selected (add it to the backend list)");
       }
     }
   }
+  return Status::ok();
+}
 
-  // 5. The fallback policy.
-  if (request.fallback == FallbackPolicy::kRequire) {
-    std::string list;
-    size_t count = 0, considered = 0;
-    for (size_t n = 0; n < n_nodes; ++n) {
-      if (states[n] == NodeState::kFolded) continue;
-      ++considered;
-      if (out.claimed_by[n] >= 0 || portable_claimed[n]) continue;
-      ++count;
-      list += (list.empty() ? "" : "; ") + g.nodes[n].label() + " (";
-      const auto& r = rep.nodes[n].reasons;
-      if (r.empty()) list += "no backend was offered it";
-      for (size_t i = 0; i < r.size(); ++i) list += (i ? ", " : "") + r[i].first + ": " + r[i].second;
-      list += ")";
-    }
-    if (count > 0) {
-      return make_status(StatusCode::kUnimplemented, "fallback policy 'require': ", count, " of ", considered,
-                         " nodes would fall back to portable kernels (backends tried: ",
-                         [&] {
-                           std::string s;
-                           for (const SelectedBackend& b : request.backends) s += (s.empty() ? "" : ", ") + b.name;
-                           return s.empty() ? std::string("none") : s;
-                         }(),
-                         "): ", list);
-    }
+Status Partitioner::check_fallback() const {
+  if (p_.request.fallback != FallbackPolicy::kRequire) return Status::ok();
+  std::string list;
+  size_t count = 0, considered = 0;
+  for (size_t n = 0; n < n_nodes_; ++n) {
+    if (p_.states[n] == NodeState::kFolded) continue;
+    ++considered;
+    if (out_.claimed_by[n] >= 0 || portable_claimed_[n]) continue;
+    ++count;
+    list += (list.empty() ? "" : "; ") + g_.nodes[n].label() + " (";
+    const auto& r = out_.report.nodes[n].reasons;
+    if (r.empty()) list += "no backend was offered it";
+    for (size_t i = 0; i < r.size(); ++i) list += (i ? ", " : "") + r[i].first + ": " + r[i].second;
+    list += ")";
   }
-  return out;
+  if (count == 0) return Status::ok();
+  std::string tried;
+  for (const SelectedBackend& b : p_.request.backends) tried += (tried.empty() ? "" : ", ") + b.name;
+  return make_status(StatusCode::kUnimplemented, "fallback policy 'require': ", count, " of ", considered,
+                     " nodes would fall back to portable kernels (backends tried: ",
+                     tried.empty() ? std::string("none") : tried, "): ", list);
+}
+
+}  // namespace
+
+Result<PartitionOutcome> partition_graph(const PartitionParams& params) {
+  Partitioner p(params);
+  p.place_custom_ops();
+  p.offer_to_backends();
+  p.write_report();
+  KILN_RETURN_IF_ERROR(p.check_unselected_custom_ops());
+  KILN_RETURN_IF_ERROR(p.check_fallback());
+  return p.take();
 }
 
 }  // namespace kiln::runtime

@@ -58,13 +58,21 @@ struct PartitionOutcome {
   PlacementReport report;
 };
 
-/// Partitions the main graph `g`. `constants` holds initializers and folded
-/// values; `states` has one entry per node of g. `registry` answers for the
-/// portable pseudo-backend.
-Result<PartitionOutcome> partition_graph(const ir::Graph& g,
-                                         const std::unordered_map<ir::ValueId, Tensor>& constants,
-                                         std::span<const NodeState> states, const PartitionRequest& request,
-                                         const kernels::KernelRegistry& registry);
+/// What partition_graph works on.
+struct PartitionParams {
+  const ir::Graph& graph;  // the main graph
+  /// Initializers and folded values.
+  const std::unordered_map<ir::ValueId, Tensor>& constants;
+  std::span<const NodeState> states;  // one per node of `graph`
+  const PartitionRequest& request;
+  const kernels::KernelRegistry& registry;  // answers for the portable pseudo-backend
+};
+
+/// Partitions the main graph, in five steps (partitioner.cpp): custom ops of
+/// selected plugins; each backend in order offered the free nodes (each
+/// claimed group compiled, with its boundary computed); the placement
+/// report; custom ops of unselected plugins; the fallback check.
+Result<PartitionOutcome> partition_graph(const PartitionParams& params);
 
 /// A stable topological order of `nodes` (each after the producers of the
 /// values it reads, subgraph reads included); ties keep the given order.

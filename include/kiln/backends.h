@@ -95,6 +95,10 @@ struct BackendDiscovery {
   bool use_default_dirs = true;
 };
 
+namespace runtime {
+struct RegistryAccess;  // the runtime's way in (runtime/backends/registry.h)
+}  // namespace runtime
+
 /// The plugins one runtime instance knows. No global registry exists: each
 /// is created explicitly. Loading never stops at a broken plugin: each
 /// failure becomes one BackendLoadError and the others still load. Thread-
@@ -120,10 +124,11 @@ class BackendRegistry {
   /// Folders searched, in order.
   std::vector<std::string> search_dirs() const;
 
+  /// The inside, for the runtime only (runtime/backends/registry.h).
   struct Impl;
-  Impl& impl() const { return *impl_; }
 
  private:
+  friend struct runtime::RegistryAccess;
   BackendRegistry();
   std::unique_ptr<Impl> impl_;
 };

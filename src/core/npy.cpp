@@ -1,4 +1,4 @@
-#include "core/npy.h"
+#include "kiln/npy.h"
 
 #include <algorithm>
 #include <bit>

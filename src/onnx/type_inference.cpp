@@ -1,9 +1,5 @@
 #include "onnx/type_inference.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <deque>
 #include <string>
 #include <unordered_set>
@@ -11,6 +7,7 @@
 
 #include "onnx/defs/schema.h"
 #include "onnx/shape_inference/implementation.h"
+#include "kiln/child_process.h"
 
 namespace kiln::importer {
 
@@ -237,17 +234,6 @@ bool shape_inputs_typed(const onnx::GraphProto& g, std::vector<const NameSet*>* 
   return ok;
 }
 
-bool write_all(int fd, const std::string& data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 // Inference on a copy; null when libonnx throws or crashes.
 //
 // libonnx 1.12's inference functions can segfault (not throw) on malformed
@@ -264,44 +250,18 @@ std::unique_ptr<onnx::ModelProto> run(onnx::ModelProto& m, bool data_propagation
   } catch (...) {
     return nullptr;
   }
-  int fds[2];
-  if (::pipe(fds) != 0) return nullptr;
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return nullptr;
-  }
-  if (pid == 0) {  // child: infer, send, and leave without running atexit handlers
-    ::close(fds[0]);
-    int rc = 1;
-    try {
-      const onnx::ShapeInferenceOptions opts(/*check_type=*/false, /*error_mode=*/0, data_propagation);
-      onnx::shape_inference::InferShapes(*copy, onnx::OpSchemaRegistry::Instance(), opts);
-      std::string out;
-      if (copy->SerializeToString(&out) && write_all(fds[1], out)) rc = 0;
-    } catch (...) {
-    }
-    ::_exit(rc);
-  }
-  ::close(fds[1]);
-  std::string received;
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    received.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  pid_t waited;
-  do {
-    waited = ::waitpid(pid, &status, 0);
-  } while (waited < 0 && errno == EINTR);
-  // (With SIGCHLD ignored by the application waitpid fails with ECHILD; the
-  // received bytes then decide.)
-  if (waited == pid && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) return nullptr;
+  // The child infers, sends the typed copy and leaves without running atexit handlers.
+  Result<ChildResult> child = run_in_child([&](int fd) {
+    const onnx::ShapeInferenceOptions opts(/*check_type=*/false, /*error_mode=*/0, data_propagation);
+    onnx::shape_inference::InferShapes(*copy, onnx::OpSchemaRegistry::Instance(), opts);
+    std::string out;
+    return copy->SerializeToString(&out) && write_all(fd, out) ? 0 : 1;
+  });
+  if (!child.ok()) return nullptr;
+  // (With SIGCHLD ignored by the application the child cannot be waited for;
+  // the received bytes then decide.)
+  if (child->end != ChildResult::End::kUnknown && !child->exited_cleanly()) return nullptr;
+  const std::string& received = child->output;
   auto typed = std::make_unique<onnx::ModelProto>();
   if (received.empty() || !typed->ParseFromString(received)) return nullptr;
   return typed;

@@ -106,7 +106,7 @@ TEST(LoaderTest, DuplicateNamesAreDiagnosedAndTheFirstKept) {
 
 TEST(LoaderTest, OptionalEntriesGetDefaultsAndTablesOfOtherMinorsWork) {
   auto reg = registry_of({fake("minimal"), fake("newer")});
-  auto plugins = reg->impl().all();
+  auto plugins = kiln::runtime::registry_impl(*reg).all();
   ASSERT_EQ(plugins.size(), 2u);
   const runtime::LoadedPlugin& minimal = *plugins[0];
   EXPECT_LT(minimal.declared_table_size(), sizeof(kiln_backend_api_t));
@@ -140,7 +140,7 @@ TEST(LoaderTest, LibraryStaysLoadedWhileItsObjectsLiveThenUnloadsAndReloads) {
   std::shared_ptr<runtime::BackendInstance> inst;
   {
     auto reg = registry_of({path});
-    auto made = reg->impl().all().at(0)->create_instance(0, {});
+    auto made = kiln::runtime::registry_impl(*reg).all().at(0)->create_instance(0, {});
     ASSERT_TRUE(made.ok());
     inst = *made;
   }
@@ -149,18 +149,18 @@ TEST(LoaderTest, LibraryStaysLoadedWhileItsObjectsLiveThenUnloadsAndReloads) {
   EXPECT_FALSE(mapped(path));
   auto again = registry_of({path});
   ASSERT_EQ(again->backends().size(), 1u);
-  EXPECT_TRUE(again->impl().all().at(0)->create_instance(0, {}).ok());
+  EXPECT_TRUE(kiln::runtime::registry_impl(*again).all().at(0)->create_instance(0, {}).ok());
 }
 
 TEST(LoaderTest, LeakedHostMemoryIsReportedAndFreedAtUnload) {
   std::vector<std::string> logs;
   {
     auto reg = registry_of({});
-    reg->impl().load_options.log_sink = [&](kiln_log_level_t, const std::string&, const std::string& m) {
+    kiln::runtime::registry_impl(*reg).load_options.log_sink = [&](kiln_log_level_t, const std::string&, const std::string& m) {
       logs.push_back(m);
     };
     ASSERT_TRUE(reg->load(fake("bad_answers")).is_ok());
-    auto p = reg->impl().all().at(0);
+    auto p = kiln::runtime::registry_impl(*reg).all().at(0);
     auto inst = p->create_instance(0, {});  // bad_answers leaks 128 host bytes per instance
     ASSERT_TRUE(inst.ok());
   }
@@ -211,11 +211,11 @@ KILN_BACKEND_DEFINE_ENTRY(linked_entry, LinkedPlugin)
 
 TEST(LoaderTest, PluginsLinkedIntoTheProcessRegisterExplicitly) {
   auto reg = registry_of({});
-  ASSERT_TRUE(reg->impl().add_entry(&linked_entry, "(built-in)").is_ok());
+  ASSERT_TRUE(kiln::runtime::registry_impl(*reg).add_entry(&linked_entry, "(built-in)").is_ok());
   ASSERT_EQ(reg->backends().size(), 1u);
   EXPECT_EQ(reg->backends()[0].name, "linked");
   EXPECT_EQ(reg->backends()[0].path, "(built-in)");
-  EXPECT_FALSE(reg->impl().add_entry(&linked_entry, "(built-in again)").is_ok());  // duplicate name
+  EXPECT_FALSE(kiln::runtime::registry_impl(*reg).add_entry(&linked_entry, "(built-in again)").is_ok());  // duplicate name
   // Priority 3: chosen by default.
   GraphBuilder b;
   ir::ValueId x = b.input("x", {2});

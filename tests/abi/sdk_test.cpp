@@ -113,8 +113,8 @@ KILN_BACKEND_DEFINE_ENTRY(thrower_entry, Thrower)
 
 TEST(SdkTest, EveryExceptionBecomesAStatus) {
   auto reg = registry_of({});
-  ASSERT_TRUE(reg->impl().add_entry(&thrower_entry, "(test)").is_ok());
-  auto p = reg->impl().all().at(0);
+  ASSERT_TRUE(kiln::runtime::registry_impl(*reg).add_entry(&thrower_entry, "(test)").is_ok());
+  auto p = kiln::runtime::registry_impl(*reg).all().at(0);
   EXPECT_FALSE(p->available());
   EXPECT_EQ(p->info().unavailable_reason, "uncaught exception in plugin_is_available: avail");
   const kiln_backend_api_t& api = p->api();

@@ -138,7 +138,7 @@ TEST(TemplateTest, ExportImportRoundTripsAndRejectsCorruptBlobs) {
 }
 
 TEST(TemplateTest, PropertiesAreCheckedAndFailedSetsChangeNothing) {
-  auto plugin = reg()->impl().all().at(0);
+  auto plugin = kiln::runtime::registry_impl(*reg()).all().at(0);
   auto inst = plugin->create_instance(0, {{"max_group_size", "3"}});
   ASSERT_TRUE(inst.ok());
   EXPECT_EQ(*(*inst)->get_property("max_group_size"), "3");

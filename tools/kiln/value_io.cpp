@@ -7,13 +7,16 @@
 #include <system_error>
 #include <filesystem>
 
-#include "core/npy.h"
+#include "kiln/npy.h"
 #include "onnx/tensor_proto_io.h"
 
 namespace kiln::cli {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// The declared type of a model input or output as the .pb reader wants it.
 ir::ValueType value_type_of(const IoInfo& info) {
   std::vector<ir::Dim> dims;
   for (size_t i = 0; i < info.dims.size(); ++i) {
@@ -50,6 +53,8 @@ ir::ValueType value_type_of(const IoInfo& info) {
   }
   return ir::ValueType();
 }
+
+}  // namespace
 
 Result<Value> read_value_for(const std::string& path, const IoInfo& info) {
   std::error_code ec;

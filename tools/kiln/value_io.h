@@ -6,15 +6,11 @@
 #include <cstdint>
 #include <string>
 
-#include "ir/value_type.h"
 #include "kiln/result.h"
 #include "kiln/session.h"
 #include "kiln/value.h"
 
 namespace kiln::cli {
-
-/// The declared type of a model input or output as the .pb reader wants it.
-ir::ValueType value_type_of(const IoInfo& info);
 
 /// Reads one value file for `info`: .npy (recognized by its magic bytes) or
 /// an ONNX protobuf (TensorProto, or SequenceProto/OptionalProto when `info`

@@ -10,59 +10,10 @@
 #include <filesystem>
 
 #include "runtime/backends/graph_view.h"
+#include "runtime/backends/plugin_contract.h"
 
 namespace kiln::runtime {
 namespace {
-
-bool valid_name(const std::string& s) {
-  if (s.empty() || s.size() > 64) return false;
-  for (char c : s)
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
-  return true;
-}
-
-std::string copy_str(const char* s) { return s ? std::string(s) : std::string(); }
-
-const char* option_type_name(int32_t t) {
-  switch (t) {
-    case KILN_OPTION_BOOL: return "bool";
-    case KILN_OPTION_INT: return "int";
-    case KILN_OPTION_FLOAT: return "float";
-    case KILN_OPTION_STRING: return "string";
-    default: return "";
-  }
-}
-
-const char* device_kind_name(int32_t k) {
-  switch (k) {
-    case KILN_DEVICE_CPU: return "cpu";
-    case KILN_DEVICE_GPU: return "gpu";
-    case KILN_DEVICE_NPU: return "npu";
-    default: return "other";
-  }
-}
-
-bool value_parses(const std::string& type, const std::string& v) {
-  if (type == "bool") {
-    return v == "true" || v == "false" || v == "1" || v == "0" || v == "on" || v == "off" || v == "yes" ||
-           v == "no";
-  }
-  if (type == "int") {
-    if (v.empty()) return false;
-    errno = 0;
-    char* end = nullptr;
-    (void)std::strtoll(v.c_str(), &end, 10);
-    return errno == 0 && end == v.c_str() + v.size();
-  }
-  if (type == "float") {
-    if (v.empty()) return false;
-    errno = 0;
-    char* end = nullptr;
-    double d = std::strtod(v.c_str(), &end);
-    return errno == 0 && end == v.c_str() + v.size() && std::isfinite(d);
-  }
-  return true;
-}
 
 // Frees host-allocated arrays a plugin stored in a kiln_capability_t.
 struct CapabilityArrays {
@@ -93,7 +44,7 @@ Status check_options(const BackendInfo& info, const std::vector<std::pair<std::s
       return invalid_argument("unknown option '", key, "' for backend '", info.name, "'; known options: ",
                               known.empty() ? std::string("none") : known);
     }
-    if (!value_parses(spec->type, value)) {
+    if (!option_value_parses(spec->type, value)) {
       return invalid_argument("option '", info.name, ".", key, "' must be ", spec->type, ", got '", value, "'");
     }
   }
@@ -163,129 +114,21 @@ Result<std::shared_ptr<LoadedPlugin>> LoadedPlugin::init(std::shared_ptr<LoadedP
   args.max_abi_minor = KILN_BACKEND_ABI_MINOR;
   args.host_api = host_api();
   args.host = p->host_.get();
-  const kiln_backend_api_t* table = nullptr;
-  kiln_plugin_t* plugin = nullptr;
-  kiln_status_t* st = entry(&args, &table, &plugin);
-  if (st) {
-    Status s = take_status(st);
-    return make_status(s.code() == StatusCode::kUnavailable ? StatusCode::kUnavailable : StatusCode::kFailedPrecondition,
-                       "the plugin's init failed: ", s.message());
+  EntryAnswer answer;
+  const Status st = take_status(entry(&args, &answer.table, &answer.plugin));
+  const ContractFindings table_findings = check_entry_answer(st, answer, &p->api_);
+  if (table_findings.refused()) {
+    // A table the host can read whose required entries are missing: its release is still called.
+    if (answer.plugin && p->api_.plugin_release) p->api_.plugin_release(answer.plugin);
+    return table_findings.first_refusal();
   }
-  if (!table) return internal_error("the entry returned no function table");
-  const kiln_abi_header_t header = table->header;
-  if (header.abi_major != KILN_BACKEND_ABI_MAJOR) {
-    // The table's layout is unknown: nothing in it may be called.
-    return make_status(StatusCode::kFailedPrecondition, "ABI major version mismatch: the plugin speaks ",
-                       header.abi_major, ".", header.abi_minor, ", this host speaks ", KILN_BACKEND_ABI_MAJOR, ".",
-                       KILN_BACKEND_ABI_MINOR, " (rebuild the plugin against this Kiln's kiln/c/backend.h)");
-  }
-  if (header.struct_size < offsetof(kiln_backend_api_t, compiled_execute) + sizeof(void*)) {
-    return make_status(StatusCode::kFailedPrecondition, "the plugin's function table is ", header.struct_size,
-                       " bytes, smaller than the ", offsetof(kiln_backend_api_t, compiled_execute) + sizeof(void*),
-                       " bytes every 1.x plugin has");
-  }
-  std::memset(&p->api_, 0, sizeof(p->api_));
-  std::memcpy(&p->api_, table, std::min<size_t>(header.struct_size, sizeof(p->api_)));
-  p->declared_size_ = header.struct_size;
-  const kiln_backend_api_t& a = p->api_;
-  const char* missing = nullptr;
-  if (!a.plugin_release) missing = "plugin_release";
-  else if (!a.plugin_get_info) missing = "plugin_get_info";
-  else if (!a.instance_create) missing = "instance_create";
-  else if (!a.instance_release) missing = "instance_release";
-  else if (!a.instance_get_capability) missing = "instance_get_capability";
-  else if (!a.instance_compile) missing = "instance_compile";
-  else if (!a.compiled_release) missing = "compiled_release";
-  else if (!a.compiled_execute) missing = "compiled_execute";
-  if (missing) {
-    if (a.plugin_release) a.plugin_release(plugin);
-    return make_status(StatusCode::kFailedPrecondition, "required entry '", missing, "' is NULL");
-  }
-  if (!plugin) return internal_error("the entry returned no plugin object");
-  p->plugin_ = plugin;
-  p->info_.abi_version = std::to_string(header.abi_major) + "." + std::to_string(header.abi_minor);
-  KILN_RETURN_IF_ERROR(p->read_info());
+  p->declared_size_ = answer.table->header.struct_size;
+  p->plugin_ = answer.plugin;
+  p->info_.abi_version =
+      std::to_string(answer.table->header.abi_major) + "." + std::to_string(answer.table->header.abi_minor);
+  KILN_RETURN_IF_ERROR(read_plugin_info(p->api_, p->plugin_, &p->info_, /*stop_at_refusal=*/true).first_refusal());
   p->host_->name = p->info_.name;
   return p;
-}
-
-Status LoadedPlugin::read_info() {
-  kiln_plugin_info_t pi;
-  std::memset(&pi, 0, sizeof(pi));
-  pi.struct_size = sizeof(pi);
-  KILN_RETURN_IF_ERROR(take_status(api_.plugin_get_info(plugin_, &pi), "plugin_get_info"));
-  info_.name = copy_str(pi.name);
-  if (!valid_name(info_.name)) {
-    return invalid_argument("plugin_get_info: name '", info_.name,
-                            "' is not valid (1 to 64 characters of a-z, 0-9 and _)");
-  }
-  if (info_.name == "portable") return invalid_argument("plugin_get_info: the name 'portable' is reserved");
-  info_.version = copy_str(pi.version);
-  info_.vendor = copy_str(pi.vendor);
-  info_.vendor_sdk_version = copy_str(pi.vendor_sdk_version);
-  info_.description = copy_str(pi.description);
-  info_.priority = pi.priority;
-
-  Status avail = check_available();
-  info_.available = avail.is_ok();
-  info_.unavailable_reason = avail.is_ok() ? "" : avail.message();
-
-  if (api_.plugin_get_device_count && api_.plugin_get_device_info) {
-    size_t n = 0;
-    KILN_RETURN_IF_ERROR(take_status(api_.plugin_get_device_count(plugin_, &n), "plugin_get_device_count"));
-    if (n == 0 || n > 4096) return invalid_argument("plugin_get_device_count: ", n, " devices (1 to 4096 expected)");
-    for (size_t i = 0; i < n; ++i) {
-      kiln_device_info_t d;
-      std::memset(&d, 0, sizeof(d));
-      d.struct_size = sizeof(d);
-      KILN_RETURN_IF_ERROR(take_status(api_.plugin_get_device_info(plugin_, i, &d), "plugin_get_device_info"));
-      info_.devices.push_back({copy_str(d.name), device_kind_name(d.kind), copy_str(d.description)});
-    }
-  } else {
-    info_.devices.push_back({"default", "cpu", "the plugin declares no devices"});
-  }
-
-  if (api_.plugin_get_option_count && api_.plugin_get_option_info) {
-    size_t n = 0;
-    KILN_RETURN_IF_ERROR(take_status(api_.plugin_get_option_count(plugin_, &n), "plugin_get_option_count"));
-    if (n > 4096) return invalid_argument("plugin_get_option_count: ", n, " options");
-    for (size_t i = 0; i < n; ++i) {
-      kiln_option_info_t o;
-      std::memset(&o, 0, sizeof(o));
-      o.struct_size = sizeof(o);
-      KILN_RETURN_IF_ERROR(take_status(api_.plugin_get_option_info(plugin_, i, &o), "plugin_get_option_info"));
-      BackendOptionInfo oi{copy_str(o.name), option_type_name(o.type), copy_str(o.default_value), copy_str(o.doc)};
-      if (!valid_name(oi.name)) return invalid_argument("option ", i, ": name '", oi.name, "' is not valid");
-      if (oi.name == "device") return invalid_argument("option 'device' is reserved for the host");
-      if (oi.type.empty()) return invalid_argument("option '", oi.name, "': unknown type ", o.type);
-      if (!value_parses(oi.type, oi.default_value)) {
-        return invalid_argument("option '", oi.name, "': default '", oi.default_value, "' is not a valid ", oi.type);
-      }
-      for (const BackendOptionInfo& prev : info_.options)
-        if (prev.name == oi.name) return invalid_argument("option '", oi.name, "' is declared twice");
-      info_.options.push_back(std::move(oi));
-    }
-  }
-
-  if (api_.plugin_get_custom_op_count && api_.plugin_get_custom_op_info) {
-    size_t n = 0;
-    KILN_RETURN_IF_ERROR(take_status(api_.plugin_get_custom_op_count(plugin_, &n), "plugin_get_custom_op_count"));
-    if (n > 4096) return invalid_argument("plugin_get_custom_op_count: ", n, " ops");
-    for (size_t i = 0; i < n; ++i) {
-      kiln_custom_op_info_t c;
-      std::memset(&c, 0, sizeof(c));
-      c.struct_size = sizeof(c);
-      KILN_RETURN_IF_ERROR(take_status(api_.plugin_get_custom_op_info(plugin_, i, &c), "plugin_get_custom_op_info"));
-      BackendCustomOpInfo ci{copy_str(c.domain), copy_str(c.op_type), c.since_version, copy_str(c.doc)};
-      if (ci.domain.empty() || ci.domain == "ai.onnx" || ci.domain == "ai.onnx.ml" || ci.op_type.empty()) {
-        return invalid_argument("custom op ", i, " ('", ci.domain, "', '", ci.op_type,
-                                "') must name an op of the plugin's own domain");
-      }
-      info_.custom_ops.push_back(std::move(ci));
-    }
-  }
-  info_.supports_export = api_.compiled_export && api_.instance_import;
-  return Status::ok();
 }
 
 LoadedPlugin::~LoadedPlugin() {

@@ -74,8 +74,9 @@ class LoadedPlugin : public std::enable_shared_from_this<LoadedPlugin> {
 
  private:
   LoadedPlugin() = default;
+  // Calls the entry, then checks its answer and reads the plugin's info
+  // with the contract's validators (plugin_contract.h).
   static Result<std::shared_ptr<LoadedPlugin>> init(std::shared_ptr<LoadedPlugin> p, kiln_backend_entry_fn entry);
-  Status read_info();
 
   void* dl_ = nullptr;
   std::unique_ptr<kiln_host> host_;

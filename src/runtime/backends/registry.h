@@ -35,6 +35,13 @@ struct BackendRegistry::Impl {
 };
 
 namespace runtime {
+
+/// The runtime's access to a registry's inside (not part of the public API).
+struct RegistryAccess {
+  static BackendRegistry::Impl& impl(const BackendRegistry& r) { return *r.impl_; }
+};
+inline BackendRegistry::Impl& registry_impl(const BackendRegistry& r) { return RegistryAccess::impl(r); }
+
 /// The default plugin folders: next to the executable (../lib/kiln/backends),
 /// the install prefix's, and the build tree's (development builds).
 std::vector<std::string> default_backend_dirs();

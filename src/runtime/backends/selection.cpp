@@ -28,7 +28,7 @@ Result<PartitionRequest> select_backends(const BackendRegistry& registry, const 
                                          const std::vector<BackendOption>& options, FallbackPolicy fallback) {
   PartitionRequest req;
   req.fallback = fallback;
-  const BackendRegistry::Impl& reg = registry.impl();
+  const BackendRegistry::Impl& reg = registry_impl(registry);
   std::vector<std::shared_ptr<LoadedPlugin>> chosen;
   std::vector<std::string> order;  // names incl. "portable"
   if (names.empty()) {

@@ -155,7 +155,7 @@ def test_check_backend_passes_on_the_template():
 
 
 @pytest.mark.parametrize("name,failures", [
-    ("wrong_major", ["major mismatch: plugin 2.3, host 1.0"]),
+    ("wrong_major", ["ABI major version mismatch: the plugin speaks 2.3, this host speaks 1.0"]),
     ("no_entry", ["no 'kiln_backend_entry' symbol"]),
     ("init_error", ["init failed: libfakevendor.so.3 is not installed"]),
     ("missing_dep", ["libkiln_fake_dep.so: cannot open shared object file"]),

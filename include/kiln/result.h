@@ -21,7 +21,11 @@ class [[nodiscard]] Result {
     if (status_.is_ok()) status_ = Status(StatusCode::kInternal, "Result built from an OK status");
   }
 
-  bool ok() const { return value_.has_value(); }
+  /// True when it holds a value: the same spelling as Status::is_ok().
+  bool is_ok() const { return value_.has_value(); }
+  /// The older spelling of is_ok(), kept while src/kernels, src/ir and the
+  /// tests move over; new code writes is_ok().
+  bool ok() const { return is_ok(); }
   const Status& status() const& { return status_; }
   Status status() && { return std::move(status_); }
 

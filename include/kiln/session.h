@@ -92,9 +92,9 @@ class Session {
   /// Number of nodes the executor runs (after constant folding).
   size_t num_nodes() const;
 
-  struct Impl;
-
  private:
+  struct Impl;
+  friend struct SessionFactory;  // builds an Impl (src/api/session.cpp)
   explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -6,9 +6,9 @@
 #pragma once
 
 #include <memory>
-#include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 namespace kiln {
@@ -63,11 +63,44 @@ class [[nodiscard]] Status {
 };
 
 namespace detail {
+// Message building without <sstream> in every file: what `os << arg` would
+// print, for the argument types messages use.
+void append_double(std::string& s, double v);   // "%g", as a default ostream
+void append_pointer(std::string& s, const void* p);
+void append_quoted(std::string& s, std::string_view v);  // std::quoted
+
+template <class T>
+void append_arg(std::string& s, const T& v) {
+  using D = std::decay_t<T>;
+  if constexpr (std::is_same_v<D, bool>) {
+    s += v ? '1' : '0';
+  } else if constexpr (std::is_same_v<D, char> || std::is_same_v<D, signed char> || std::is_same_v<D, unsigned char>) {
+    s += static_cast<char>(v);
+  } else if constexpr (std::is_enum_v<D>) {
+    s += std::to_string(static_cast<long long>(v));
+  } else if constexpr (std::is_integral_v<D>) {
+    s += std::to_string(v);
+  } else if constexpr (std::is_floating_point_v<D>) {
+    append_double(s, static_cast<double>(v));
+  } else if constexpr (std::is_pointer_v<std::remove_cvref_t<T>> &&
+                       (std::is_same_v<D, const char*> || std::is_same_v<D, char*>)) {
+    if (v) s += v;  // a null C string prints nothing
+  } else if constexpr (std::is_convertible_v<const T&, std::string_view>) {
+    s += std::string_view(v);
+  } else if constexpr (std::is_pointer_v<D>) {
+    append_pointer(s, static_cast<const void*>(v));
+  } else if constexpr (requires { v.string(); }) {
+    append_quoted(s, v.string());  // std::filesystem::path prints quoted
+  } else {
+    static_assert(sizeof(T) == 0, "make_status: no way to print this argument");
+  }
+}
+
 template <class... Args>
 std::string str_cat(Args&&... args) {
-  std::ostringstream os;
-  (os << ... << std::forward<Args>(args));
-  return os.str();
+  std::string s;
+  (append_arg(s, args), ...);
+  return s;
 }
 }  // namespace detail
 

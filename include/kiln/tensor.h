@@ -18,6 +18,10 @@
 
 namespace kiln {
 
+namespace core {
+struct TensorAccess;  // the runtime's way in (src/core/tensor_access.h)
+}  // namespace core
+
 /// Alignment of every buffer Kiln allocates (one cache line, wide enough for AVX-512).
 inline constexpr size_t kTensorAlignment = 64;
 
@@ -64,21 +68,13 @@ class Tensor {
 
   /// True if this tensor keeps its memory alive (not a borrowed view).
   bool owns_memory() const { return holder_ != nullptr; }
-  const std::shared_ptr<void>& holder() const { return holder_; }
 
   /// A deep copy that owns its memory.
   Tensor clone() const;
   /// The same memory with another shape of equal numel.
   Tensor reshaped(Shape shape) const;
-  /// Sets dtype and shape only (the executor uses it on planned memory).
-  void reset_view(DType dtype, Shape shape, void* data) {
-    dtype_ = dtype;
-    shape_ = std::move(shape);
-    data_ = data;
-    holder_.reset();
-  }
-
  private:
+  friend struct core::TensorAccess;
   DType dtype_ = DType::kUndefined;
   Shape shape_;
   void* data_ = nullptr;
@@ -107,10 +103,9 @@ inline Tensor Tensor::from_vector<bool>(const std::vector<bool>& values, Shape s
 /// kernel output goes through this check, so a model asking for an absurd
 /// tensor gets an error, not an allocation failure.
 Result<size_t> checked_tensor_bytes(DType dtype, const Shape& shape);
-/// The largest single tensor Kiln allocates for a kernel output (default 1 TiB).
+/// The largest single tensor Kiln allocates for a kernel output (default 1 TiB;
+/// the runtime's core/tensor_access.h can lower it for fuzzing).
 size_t tensor_byte_limit();
-/// Sets it process-wide (fuzzers and memory-capped deployments lower it).
-void set_tensor_byte_limit(size_t bytes);
 
 /// Allocates `bytes` aligned to kTensorAlignment; never returns null for bytes > 0.
 void* aligned_alloc_bytes(size_t bytes);

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/tensor_access.h"
 #include "kiln/session.h"
 
 namespace {
@@ -39,7 +40,7 @@ bool make_inputs(const kiln::Session& s, std::vector<kiln::NamedValue>* out) {
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   // Refuse absurd tensors before they reach malloc (libFuzzer's malloc limit
   // would report them as crashes).
-  kiln::set_tensor_byte_limit(size_t{64} << 20);
+  kiln::core::set_tensor_byte_limit(size_t{64} << 20);
   return 0;
 }
 
@@ -48,10 +49,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.infer_shapes = false;
   options.backends = {"portable"};  // no plugin scan (dlopen) per input
   auto session = kiln::Session::load_from_bytes({data, size}, options, "/nonexistent-kiln-fuzz");
-  if (!session.ok()) return 0;
+  if (!session.is_ok()) return 0;
   std::vector<kiln::NamedValue> inputs;
   if (!make_inputs(**session, &inputs)) return 0;
   auto outputs = (*session)->run(inputs);
-  (void)outputs.ok();
+  (void)outputs.is_ok();
   return 0;
 }

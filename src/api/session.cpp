@@ -43,34 +43,6 @@ IoInfo io_info(const ir::ValueInfo& v) {
   return info;
 }
 
-Result<std::unique_ptr<Session::Impl>> make_impl(Result<ir::Model> model, const SessionOptions& options) {
-  if (!model.ok()) return std::move(model).status();
-  auto impl = std::make_unique<Session::Impl>();
-  auto graph = std::make_shared<ir::Graph>(std::move(model->graph));
-  for (ir::ValueId id : graph->inputs) impl->inputs.push_back(io_info(graph->value(id)));
-  for (ir::ValueId id : graph->outputs) impl->outputs.push_back(io_info(graph->value(id)));
-  runtime::ProgramOptions popts;
-  popts.fold_constants = options.fold_constants;
-  // Backends: a registry (given, or discovered for this session; none is
-  // needed for portable only), then the partitioner inside Program::build.
-  std::shared_ptr<BackendRegistry> registry = options.backend_registry;
-  const bool portable_only = options.backends.size() == 1 && options.backends[0] == "portable";
-  if (!registry) {
-    BackendDiscovery discovery;
-    discovery.paths = options.backend_paths;
-    discovery.use_environment = discovery.use_default_dirs = !portable_only;
-    registry = BackendRegistry::create(discovery);
-  } else {
-    for (const std::string& p : options.backend_paths) (void)registry->load(p);
-  }
-  KILN_ASSIGN_OR_RETURN(runtime::PartitionRequest request,
-                        runtime::select_backends(*registry, options.backends, options.backend_options, options.fallback));
-  popts.partition = &request;
-  KILN_ASSIGN_OR_RETURN(impl->program, runtime::Program::build(std::move(graph), popts));
-  if (options.threads != 1) impl->pool = std::make_unique<ThreadPool>(options.threads);
-  return impl;
-}
-
 std::string shape_string(const Shape& s) { return s.to_string(); }
 
 Status check_input(const IoInfo& info, const Value& v) {
@@ -111,12 +83,45 @@ importer::ImportOptions import_options(const SessionOptions& options, std::strin
 
 }  // namespace
 
+// Builds a session's inside from an imported model (a friend of Session).
+struct SessionFactory {
+  static Result<std::unique_ptr<Session::Impl>> make_impl(Result<ir::Model> model, const SessionOptions& options);
+};
+
+Result<std::unique_ptr<Session::Impl>> SessionFactory::make_impl(Result<ir::Model> model, const SessionOptions& options) {
+  if (!model.is_ok()) return std::move(model).status();
+  auto impl = std::make_unique<Session::Impl>();
+  auto graph = std::make_shared<ir::Graph>(std::move(model->graph));
+  for (ir::ValueId id : graph->inputs) impl->inputs.push_back(io_info(graph->value(id)));
+  for (ir::ValueId id : graph->outputs) impl->outputs.push_back(io_info(graph->value(id)));
+  runtime::ProgramOptions popts;
+  popts.fold_constants = options.fold_constants;
+  // Backends: a registry (given, or discovered for this session; none is
+  // needed for portable only), then the partitioner inside Program::build.
+  std::shared_ptr<BackendRegistry> registry = options.backend_registry;
+  const bool portable_only = options.backends.size() == 1 && options.backends[0] == "portable";
+  if (!registry) {
+    BackendDiscovery discovery;
+    discovery.paths = options.backend_paths;
+    discovery.use_environment = discovery.use_default_dirs = !portable_only;
+    registry = BackendRegistry::create(discovery);
+  } else {
+    for (const std::string& p : options.backend_paths) (void)registry->load(p);
+  }
+  KILN_ASSIGN_OR_RETURN(runtime::PartitionRequest request,
+                        runtime::select_backends(*registry, options.backends, options.backend_options, options.fallback));
+  popts.partition = &request;
+  KILN_ASSIGN_OR_RETURN(impl->program, runtime::Program::build(std::move(graph), popts));
+  if (options.threads != 1) impl->pool = std::make_unique<ThreadPool>(options.threads);
+  return impl;
+}
+
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
 Result<std::unique_ptr<Session>> Session::load(const std::string& path, const SessionOptions& options) {
   importer::ImportOptions io = import_options(options, std::filesystem::path(path).parent_path().string());
-  KILN_ASSIGN_OR_RETURN(auto impl, make_impl(importer::import_model_file(path, io), options));
+  KILN_ASSIGN_OR_RETURN(auto impl, SessionFactory::make_impl(importer::import_model_file(path, io), options));
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
 
@@ -124,7 +129,7 @@ Result<std::unique_ptr<Session>> Session::load_from_bytes(std::span<const uint8_
                                                           const SessionOptions& options,
                                                           const std::string& base_dir) {
   importer::ImportOptions io = import_options(options, base_dir);
-  KILN_ASSIGN_OR_RETURN(auto impl, make_impl(importer::import_model_bytes(bytes, io), options));
+  KILN_ASSIGN_OR_RETURN(auto impl, SessionFactory::make_impl(importer::import_model_bytes(bytes, io), options));
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
 

@@ -59,7 +59,7 @@ Tensor filled(Shape s, float start) {
 
 TEST(SessionTest, ListsInputsAndOutputs) {
   auto s = load(add_relu_model());
-  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   ASSERT_EQ((*s)->inputs().size(), 2u);
   EXPECT_EQ((*s)->inputs()[0].name, "x");
   EXPECT_EQ((*s)->inputs()[0].dtype, DType::kFloat32);
@@ -71,10 +71,10 @@ TEST(SessionTest, ListsInputsAndOutputs) {
 
 TEST(SessionTest, RunsWithDynamicBatch) {
   auto s = load(add_relu_model());
-  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   for (int64_t n : {1, 4, 2}) {
     auto out = (*s)->run({{"x", filled({n, 3}, -5.f)}, {"y", filled({n, 3}, 0.f)}});
-    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
     const Tensor& z = (*out)[0].tensor();
     ASSERT_EQ(z.shape(), (Shape{n, 3}));
     for (int64_t i = 0; i < z.numel(); ++i) EXPECT_FLOAT_EQ(z.data<float>()[i], std::max(0.f, 2.f * i - 5.f));
@@ -83,10 +83,10 @@ TEST(SessionTest, RunsWithDynamicBatch) {
 
 TEST(SessionTest, BadInputsNameTheProblem) {
   auto s = load(add_relu_model());
-  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   auto expect_error = [&](std::vector<NamedValue> in, const std::string& needle) {
     auto out = (*s)->run(in);
-    ASSERT_FALSE(out.ok()) << "expected an error containing: " << needle;
+    ASSERT_FALSE(out.is_ok()) << "expected an error containing: " << needle;
     EXPECT_NE(out.status().message().find(needle), std::string::npos) << out.status().message();
   };
   Tensor ok = filled({2, 3}, 0.f);
@@ -103,27 +103,27 @@ TEST(SessionTest, BadInputsNameTheProblem) {
 
 TEST(SessionTest, MalformedModelsAreErrors) {
   auto missing = Session::load("/nonexistent/model.onnx");
-  ASSERT_FALSE(missing.ok());
+  ASSERT_FALSE(missing.is_ok());
   EXPECT_NE(missing.status().message().find("/nonexistent/model.onnx"), std::string::npos);
   auto garbage = load("this is not an onnx model at all");
-  ASSERT_FALSE(garbage.ok());
+  ASSERT_FALSE(garbage.is_ok());
   std::string bytes = add_relu_model();
   auto truncated = load(bytes.substr(0, bytes.size() / 2));
-  ASSERT_FALSE(truncated.ok());
+  ASSERT_FALSE(truncated.is_ok());
 }
 
 TEST(SessionTest, ConcurrentRunsAgree) {
   SessionOptions o;
   o.threads = 2;
   auto s = load(add_relu_model(), o);
-  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   std::atomic<int> bad{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (int r = 0; r < 50; ++r) {
         auto out = (*s)->run({{"x", filled({5, 3}, static_cast<float>(t))}, {"y", filled({5, 3}, 0.f)}});
-        if (!out.ok()) {
+        if (!out.is_ok()) {
           ++bad;
           continue;
         }
@@ -138,11 +138,11 @@ TEST(SessionTest, ConcurrentRunsAgree) {
 
 TEST(SessionTest, ProfileHasOneEventPerNode) {
   auto s = load(add_relu_model());
-  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(s.is_ok());
   std::vector<NamedValue> in = {{"x", filled({2, 3}, 0.f)}, {"y", filled({2, 3}, 0.f)}};
   RunProfile profile;
   auto out = (*s)->run(in, &profile);
-  ASSERT_TRUE(out.ok());
+  ASSERT_TRUE(out.is_ok());
   ASSERT_EQ(profile.events.size(), 2u);
   EXPECT_EQ(profile.events[0].name, "the_add");
   EXPECT_EQ(profile.events[1].op_type, "Relu");

@@ -35,7 +35,7 @@ std::vector<uint8_t> bytes_of(const std::vector<T>& v) {
 
 std::string error_of(const std::vector<uint8_t>& file) {
   Result<Tensor> r = parse_npy(file, "x.npy");
-  return r.ok() ? std::string("(no error)") : r.status().message();
+  return r.is_ok() ? std::string("(no error)") : r.status().message();
 }
 
 TEST(NpyTest, ReadsFloat32MatrixWrittenLikeNumpy) {
@@ -45,7 +45,7 @@ TEST(NpyTest, ReadsFloat32MatrixWrittenLikeNumpy) {
   auto file = make_npy(1, dict, bytes_of(std::vector<float>{0, 1, 2, 3, 4, 5}));
   ASSERT_EQ(file.size(), 128u + 24u);
   Result<Tensor> t = parse_npy(file);
-  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  ASSERT_TRUE(t.is_ok()) << t.status().to_string();
   EXPECT_EQ(t->dtype(), DType::kFloat32);
   EXPECT_EQ(t->shape(), (Shape{2, 3}));
   EXPECT_EQ(t->data<float>()[5], 5.0f);
@@ -56,7 +56,7 @@ TEST(NpyTest, ReadsVersion2And3Headers) {
     auto file = make_npy(major, "{'shape': (3,), 'fortran_order': False, 'descr': '<i8'}",
                          bytes_of(std::vector<int64_t>{7, -8, 9}));
     Result<Tensor> t = parse_npy(file);
-    ASSERT_TRUE(t.ok()) << t.status().to_string();
+    ASSERT_TRUE(t.is_ok()) << t.status().to_string();
     EXPECT_EQ(t->dtype(), DType::kInt64);
     EXPECT_EQ(t->shape(), (Shape{3}));
     EXPECT_EQ(t->data<int64_t>()[1], -8);
@@ -66,11 +66,11 @@ TEST(NpyTest, ReadsVersion2And3Headers) {
 TEST(NpyTest, ReadsScalarAndEmptyArrays) {
   Result<Tensor> s = parse_npy(make_npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': ()}",
                                         bytes_of(std::vector<double>{2.5})));
-  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   EXPECT_EQ(s->rank(), 0u);
   EXPECT_EQ(s->data<double>()[0], 2.5);
   Result<Tensor> e = parse_npy(make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4)}", {}));
-  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
   EXPECT_EQ(e->shape(), (Shape{0, 4}));
 }
 
@@ -84,9 +84,9 @@ TEST(NpyTest, RoundTripsEveryNumericDType) {
     auto* p = static_cast<uint8_t*>(t.raw_data());
     for (size_t i = 0; i < t.nbytes(); ++i) p[i] = static_cast<uint8_t>(dt == DType::kBool ? i % 2 : i * 7 + 1);
     Result<std::vector<uint8_t>> bytes = serialize_npy(t);
-    ASSERT_TRUE(bytes.ok()) << dtype_name(dt) << ": " << bytes.status().to_string();
+    ASSERT_TRUE(bytes.is_ok()) << dtype_name(dt) << ": " << bytes.status().to_string();
     Result<Tensor> back = parse_npy(*bytes);
-    ASSERT_TRUE(back.ok()) << dtype_name(dt) << ": " << back.status().to_string();
+    ASSERT_TRUE(back.is_ok()) << dtype_name(dt) << ": " << back.status().to_string();
     EXPECT_EQ(back->dtype(), dt);
     EXPECT_EQ(back->shape(), t.shape());
     ASSERT_EQ(back->nbytes(), t.nbytes());
@@ -97,7 +97,7 @@ TEST(NpyTest, RoundTripsEveryNumericDType) {
 TEST(NpyTest, WritesHeaderAlignedTo64Bytes) {
   Tensor t = Tensor::from_vector<int32_t>({1, 2, 3});
   Result<std::vector<uint8_t>> bytes = serialize_npy(t);
-  ASSERT_TRUE(bytes.ok());
+  ASSERT_TRUE(bytes.is_ok());
   ASSERT_EQ((bytes->size() - 12) % 64, 0u);
   const std::string text(bytes->begin() + 10, bytes->end() - 12);
   EXPECT_NE(text.find("'descr': '<i4'"), std::string::npos) << text;
@@ -108,11 +108,11 @@ TEST(NpyTest, WritesHeaderAlignedTo64Bytes) {
 TEST(NpyTest, RoundTripsUnicodeStrings) {
   Tensor t = Tensor::from_vector<std::string>({"abc", "", "h\xc3\xa9llo \xe2\x82\xac"});
   Result<std::vector<uint8_t>> bytes = serialize_npy(t);
-  ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
   const std::string text(bytes->begin(), bytes->end());
   EXPECT_NE(text.find("'<U7'"), std::string::npos);
   Result<Tensor> back = parse_npy(*bytes);
-  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
   ASSERT_EQ(back->dtype(), DType::kString);
   EXPECT_EQ(back->data<std::string>()[0], "abc");
   EXPECT_EQ(back->data<std::string>()[1], "");
@@ -123,7 +123,7 @@ TEST(NpyTest, ReadsByteStrings) {
   auto file = make_npy(1, "{'descr': '|S3', 'fortran_order': False, 'shape': (2,)}",
                        {'a', 'b', 'c', 'x', 0, 0});
   Result<Tensor> t = parse_npy(file);
-  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  ASSERT_TRUE(t.is_ok()) << t.status().to_string();
   EXPECT_EQ(t->data<std::string>()[0], "abc");
   EXPECT_EQ(t->data<std::string>()[1], "x");
 }
@@ -131,7 +131,7 @@ TEST(NpyTest, ReadsByteStrings) {
 TEST(NpyTest, NormalizesBoolBytes) {
   auto file = make_npy(1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,)}", {0, 1, 2});
   Result<Tensor> t = parse_npy(file);
-  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t.is_ok());
   EXPECT_EQ(static_cast<const uint8_t*>(t->raw_data())[2], 1);
 }
 
@@ -146,7 +146,7 @@ TEST(NpyTest, RejectsBigEndian) {
   EXPECT_NE(error_of(file).find("big-endian"), std::string::npos) << error_of(file);
   // One-byte types have no byte order; '>i1' is fine.
   auto ok = make_npy(1, "{'descr': '>i1', 'fortran_order': False, 'shape': (1,)}", {5});
-  EXPECT_TRUE(parse_npy(ok).ok());
+  EXPECT_TRUE(parse_npy(ok).is_ok());
 }
 
 TEST(NpyTest, RejectsObjectAndStructuredArrays) {
@@ -193,7 +193,7 @@ TEST(NpyTest, QuotesHeaderBytesPrintably) {
 TEST(NpyTest, RefusesToWriteBFloat16) {
   Tensor t = Tensor::zeros(DType::kBFloat16, Shape{2});
   Result<std::vector<uint8_t>> bytes = serialize_npy(t);
-  ASSERT_FALSE(bytes.ok());
+  ASSERT_FALSE(bytes.is_ok());
   EXPECT_NE(bytes.status().message().find("bfloat16"), std::string::npos) << bytes.status().message();
 }
 
@@ -202,13 +202,13 @@ TEST(NpyTest, ReadsAndWritesFiles) {
   Tensor t = Tensor::from_vector<float>({1.5f, -2.0f}, Shape{1, 2});
   ASSERT_TRUE(write_npy_file(path, t).is_ok());
   Result<Tensor> back = read_npy_file(path);
-  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
   EXPECT_EQ(back->shape(), (Shape{1, 2}));
   EXPECT_EQ(back->data<float>()[1], -2.0f);
   std::remove(path.c_str());
 
   Result<Tensor> missing = read_npy_file(path);
-  ASSERT_FALSE(missing.ok());
+  ASSERT_FALSE(missing.is_ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kIo);
   EXPECT_NE(missing.status().message().find(path), std::string::npos);
 }

@@ -1,6 +1,38 @@
 #include "kiln/status.h"
 
+#include <algorithm>
+#include <cstdio>
+
 namespace kiln {
+
+namespace detail {
+
+void append_double(std::string& s, double v) {
+  char buf[64];
+  const int n = std::snprintf(buf, sizeof(buf), "%g", v);
+  if (n > 0) s.append(buf, static_cast<size_t>(std::min<int>(n, static_cast<int>(sizeof(buf)) - 1)));
+}
+
+void append_pointer(std::string& s, const void* p) {
+  if (!p) {
+    s += '0';  // as an ostream prints a null pointer
+    return;
+  }
+  char buf[32];
+  const int n = std::snprintf(buf, sizeof(buf), "%p", p);
+  if (n > 0) s.append(buf, static_cast<size_t>(n));
+}
+
+void append_quoted(std::string& s, std::string_view v) {
+  s += '"';
+  for (char c : v) {
+    if (c == '"' || c == '\\') s += '\\';
+    s += c;
+  }
+  s += '"';
+}
+
+}  // namespace detail
 
 const char* status_code_name(StatusCode code) {
   switch (code) {

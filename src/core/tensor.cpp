@@ -1,5 +1,7 @@
 #include "kiln/tensor.h"
 
+#include "core/tensor_access.h"
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -22,7 +24,10 @@ std::atomic<size_t> g_tensor_byte_limit{size_t{1} << 40};
 }
 
 size_t tensor_byte_limit() { return g_tensor_byte_limit.load(std::memory_order_relaxed); }
+
+namespace core {
 void set_tensor_byte_limit(size_t bytes) { g_tensor_byte_limit.store(bytes, std::memory_order_relaxed); }
+}  // namespace core
 
 Result<size_t> checked_tensor_bytes(DType dtype, const Shape& shape) {
   const size_t es = dtype_size(dtype);

@@ -6,6 +6,7 @@
 #include <exception>
 #include <span>
 
+#include "core/tensor_access.h"
 #include "onnx/external_data.h"
 #include "onnx/model_parser.h"
 #include "onnx/onnx-data_pb.h"
@@ -101,7 +102,7 @@ Result<Value> value_from_optional_bytes(Bytes bytes, DType hint, ExternalData* e
 // has no bfloat16): same bits, so relabel when bfloat16 is expected.
 Tensor adapt(Tensor t, DType expected) {
   if (expected == DType::kBFloat16 && t.dtype() == DType::kUInt16) {
-    std::shared_ptr<void> holder = t.holder();
+    std::shared_ptr<void> holder = core::TensorAccess::holder(t);
     return Tensor::wrap(DType::kBFloat16, t.shape(), t.raw_data(), std::move(holder));
   }
   return t;

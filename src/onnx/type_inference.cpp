@@ -257,7 +257,7 @@ std::unique_ptr<onnx::ModelProto> run(onnx::ModelProto& m, bool data_propagation
     std::string out;
     return copy->SerializeToString(&out) && write_all(fd, out) ? 0 : 1;
   });
-  if (!child.ok()) return nullptr;
+  if (!child.is_ok()) return nullptr;
   // (With SIGCHLD ignored by the application the child cannot be waited for;
   // the received bytes then decide.)
   if (child->end != ChildResult::End::kUnknown && !child->exited_cleanly()) return nullptr;

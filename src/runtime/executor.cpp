@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 
+#include "core/tensor_access.h"
 #include "runtime/program.h"
 #include "runtime/run_state.h"
 
@@ -47,7 +48,7 @@ class PlannedAllocator final : public kernels::OutputAllocator {
     if (id >= 0 && dtype != DType::kString && plannable_[static_cast<size_t>(id)]) {
       const auto v = static_cast<size_t>(id);
       if (st_.plan && st_.plan->offsets[v] >= 0 && bytes <= st_.plan->sizes[v]) {
-        out->reset_view(dtype, shape, st_.arena + st_.plan->offsets[v]);
+        core::TensorAccess::reset_view(*out, dtype, shape, st_.arena + st_.plan->offsets[v]);
         return Status::ok();
       }
       if (st_.observed[v] == 0) st_.missed.push_back(id);
@@ -91,12 +92,12 @@ class SubgraphRunnerImpl final : public kernels::SubgraphRunner {
 Value detach(Value v) {
   if (v.is_tensor()) {
     const Tensor& t = v.tensor();
-    if (!t.owns_memory() || t.holder().use_count() > 1) return Value(t.clone());
+    if (!t.owns_memory() || core::TensorAccess::holder(t).use_count() > 1) return Value(t.clone());
     return v;
   }
   if (v.is_sequence()) {
     for (Tensor& t : v.sequence_items())
-      if (!t.owns_memory() || t.holder().use_count() > 1) t = t.clone();
+      if (!t.owns_memory() || core::TensorAccess::holder(t).use_count() > 1) t = t.clone();
   }
   return v;
 }

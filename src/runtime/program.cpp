@@ -128,7 +128,7 @@ Result<std::unique_ptr<kernels::Kernel>> make_kernel(const kernels::KernelDef& d
                                                      const ir::Graph& g, const NodeInputs& in) {
   kernels::KernelInit init{node, g, in.infos, node.opset};
   auto made = make_guarded(def, init);
-  if (!made.ok()) return std::move(made).status().with_context("node " + node.label());
+  if (!made.is_ok()) return std::move(made).status().with_context("node " + node.label());
   return made;
 }
 

@@ -143,13 +143,13 @@ ir::Graph chain(int n, std::vector<int64_t> dims) {
 
 TEST(ProgramTest, RunsChainAndPlansStatically) {
   auto p = build(chain(10, {4}));
-  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  ASSERT_TRUE(p.is_ok()) << p.status().to_string();
   // Only two intermediate buffers are ever live at once.
   EXPECT_GT((*p)->static_arena_bytes(), 0u);
   EXPECT_LE((*p)->static_arena_bytes(), 2 * kTensorAlignment);
   Value x(arange(4));
   auto out = (*p)->run(std::span<const Value>(&x, 1), {}, nullptr);
-  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
   const Tensor& y = (*out)[0].tensor();
   EXPECT_TRUE(y.owns_memory());
   for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(y.data<float>()[i], static_cast<float>(i + 55));
@@ -167,11 +167,11 @@ TEST(ProgramTest, FoldsConstantNodes) {
   g.nodes.push_back(node("AddConst", {x}, {y}, 1.f));
   g.outputs = {y, c1};
   auto p = build(std::move(g));
-  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  ASSERT_TRUE(p.is_ok()) << p.status().to_string();
   EXPECT_EQ((*p)->num_steps(), 1u);
   Value in(arange(2));
   auto out = (*p)->run(std::span<const Value>(&in, 1), {}, nullptr);
-  ASSERT_TRUE(out.ok());
+  ASSERT_TRUE(out.is_ok());
   EXPECT_FLOAT_EQ((*out)[1].tensor().data<float>()[1], 11.f);
   // A constant output is a copy: writing to it does not change the next run.
   (*out)[1].tensor().data<float>()[1] = -1.f;
@@ -195,10 +195,10 @@ TEST(ProgramTest, AliasKeepsInputAlive) {
   g.nodes.push_back(node("AddConst", {c}, {d}, 1.f));
   g.outputs = {d, b};
   auto p = build(std::move(g));
-  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  ASSERT_TRUE(p.is_ok()) << p.status().to_string();
   Value in(arange(6).reshaped(Shape{2, 3}));
   auto out = (*p)->run(std::span<const Value>(&in, 1), {}, nullptr);
-  ASSERT_TRUE(out.ok());
+  ASSERT_TRUE(out.is_ok());
   for (int i = 0; i < 6; ++i) {
     EXPECT_FLOAT_EQ((*out)[0].tensor().data<float>()[i], static_cast<float>(i + 3));
     EXPECT_FLOAT_EQ((*out)[1].tensor().data<float>()[i], static_cast<float>(i + 1));
@@ -211,12 +211,12 @@ TEST(ProgramTest, DynamicShapesReplanPerSignature) {
   g.values[0].type.has_shape = false;  // x has unknown shape
   for (auto& v : g.values) v.type.has_shape = false;
   auto p = build(std::move(g));
-  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(p.is_ok());
   EXPECT_EQ((*p)->static_arena_bytes(), 0u);
   for (int64_t n : {5, 7, 5, 7, 100}) {
     Value in(arange(n));
     auto out = (*p)->run(std::span<const Value>(&in, 1), {}, nullptr);
-    ASSERT_TRUE(out.ok());
+    ASSERT_TRUE(out.is_ok());
     ASSERT_EQ((*out)[0].tensor().numel(), n);
     EXPECT_FLOAT_EQ((*out)[0].tensor().data<float>()[n - 1], static_cast<float>(n - 1 + 6));
   }
@@ -234,11 +234,11 @@ TEST(ProgramTest, DataDependentShapesFallBackToHeap) {
   g.nodes.push_back(node("AddConst", {r}, {y}, 1.f));
   g.outputs = {y};
   auto p = build(std::move(g));
-  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(p.is_ok());
   for (int64_t len : {2, 9, 4, 30, 1}) {
     std::vector<Value> in = {Value(arange(3)), Value(Tensor::from_vector<int64_t>({len}))};
     auto out = (*p)->run(in, {}, nullptr);
-    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
     ASSERT_EQ((*out)[0].tensor().numel(), len);
     EXPECT_FLOAT_EQ((*out)[0].tensor().data<float>()[len - 1], static_cast<float>((len - 1) % 3 + 1));
   }
@@ -246,7 +246,7 @@ TEST(ProgramTest, DataDependentShapesFallBackToHeap) {
 
 TEST(ProgramTest, ConcurrentRunsGetTheirOwnMemory) {
   auto p = build(chain(20, {256}));
-  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(p.is_ok());
   std::atomic<int> bad{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
@@ -256,7 +256,7 @@ TEST(ProgramTest, ConcurrentRunsGetTheirOwnMemory) {
         for (int i = 0; i < 256; ++i) x.data<float>()[i] = static_cast<float>(t * 1000 + i);
         Value in(x);
         auto out = (*p)->run(std::span<const Value>(&in, 1), {}, nullptr);
-        if (!out.ok()) {
+        if (!out.is_ok()) {
           ++bad;
           continue;
         }
@@ -296,10 +296,10 @@ TEST(ProgramTest, SubgraphReadsOuterScope) {
   g.nodes.push_back(std::move(call));
   g.outputs = {y};
   auto p = build(std::move(g));
-  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  ASSERT_TRUE(p.is_ok()) << p.status().to_string();
   Value in(arange(2));
   auto out = (*p)->run(std::span<const Value>(&in, 1), {}, nullptr);
-  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
   EXPECT_FLOAT_EQ((*out)[0].tensor().data<float>()[1], 101.f);
 }
 
@@ -313,10 +313,10 @@ TEST(ProgramTest, KernelErrorNamesTheNode) {
   g.nodes.push_back(n);
   g.outputs = {y};
   auto p = build(std::move(g));
-  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(p.is_ok());
   Value in(arange(2));
   auto out = (*p)->run(std::span<const Value>(&in, 1), {}, nullptr);
-  ASSERT_FALSE(out.ok());
+  ASSERT_FALSE(out.is_ok());
   EXPECT_NE(out.status().message().find("the_failing_node"), std::string::npos);
   EXPECT_NE(out.status().message().find("boom"), std::string::npos);
 }
@@ -329,7 +329,7 @@ TEST(ProgramTest, UnknownOpIsAnErrorAtBuild) {
   g.nodes.push_back(node("NoSuchOp", {x}, {y}));
   g.outputs = {y};
   auto p = build(std::move(g));
-  ASSERT_FALSE(p.ok());
+  ASSERT_FALSE(p.is_ok());
   EXPECT_NE(p.status().message().find("NoSuchOp"), std::string::npos);
 }
 
@@ -341,11 +341,11 @@ namespace {
 
 TEST(ProgramTest, ProfileRecordsEveryStep) {
   auto p = build(chain(5, {8}));
-  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(p.is_ok());
   Value x(arange(8));
   RunProfile profile;
   auto out = (*p)->run(std::span<const Value>(&x, 1), {}, nullptr, &profile);
-  ASSERT_TRUE(out.ok());
+  ASSERT_TRUE(out.is_ok());
   ASSERT_EQ(profile.events.size(), 5u);
   int64_t prev_end = 0;
   for (const NodeEvent& e : profile.events) {

@@ -31,7 +31,7 @@ Status apply_backend_flags(const Args& args, SessionOptions* options) {
   }
   if (auto f = args.value("--fallback")) {
     Result<FallbackPolicy> p = parse_fallback_policy(*f);
-    if (!p.ok()) return std::move(p).status().with_context("--fallback");
+    if (!p.is_ok()) return std::move(p).status().with_context("--fallback");
     options->fallback = *p;
   }
   return Status::ok();

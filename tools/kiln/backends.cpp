@@ -27,7 +27,7 @@ constexpr FlagSpec kFlags[] = {{"--backend-path", true, true}, {"--json", false,
 
 int backends_command(std::span<const std::string> argv) {
   Result<Args> parsed = Args::parse(argv, kFlags, "backends");
-  if (!parsed.ok()) return fail(parsed.status().message(), kExitUsage);
+  if (!parsed.is_ok()) return fail(parsed.status().message(), kExitUsage);
   const Args& args = *parsed;
   if (args.has("--help")) {
     std::cout << kUsage;

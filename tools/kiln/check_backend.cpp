@@ -39,7 +39,7 @@ void run_isolated(const std::string& title, const Group& group, Report& r) {
     group(rows);
     return 0;
   });
-  if (!child.ok()) return r.fail(title, child.status().message());
+  if (!child.is_ok()) return r.fail(title, child.status().message());
   backend_check::decode_rows(child->output, r);
   if (child->end == ChildResult::End::kSignaled) {
     r.fail(title + " crashed", std::string("the plugin killed the process with ") + strsignal(child->signal) +
@@ -82,7 +82,7 @@ void check_node_tests(const Options& o, Report& r) {
     return std::nullopt;
   };
   Result<std::vector<TestCase>> tests = discover({o.suite});
-  if (!tests.ok()) return r.skip("node tests", tests.status().message());
+  if (!tests.is_ok()) return r.skip("node tests", tests.status().message());
   size_t tried = 0, claimed = 0, failed = 0;
   for (const TestCase& test : *tests) {
     if (!o.filter.empty() && test.name.find(o.filter) == std::string::npos) continue;
@@ -90,7 +90,7 @@ void check_node_tests(const Options& o, Report& r) {
     nodes = 0;
     TestOutcome out = run_node_test(test, with);
     if (out.load_failed) {  // a failure of the plugin only when portable kernels load it
-      if (Session::load((test.dir / "model.onnx").string(), *with.reference).ok()) {
+      if (Session::load((test.dir / "model.onnx").string(), *with.reference).is_ok()) {
         ++failed;
         r.fail("node " + test.name, "loads on portable kernels but not with the plugin: " + out.reason);
       }
@@ -160,7 +160,7 @@ bool print_report(const Report& r) {
 
 int check_backend_command(std::span<const std::string> argv) {
   Result<Args> parsed = Args::parse(argv, kFlags, "check-backend");
-  if (!parsed.ok()) return cli::fail(parsed.status().message(), kExitUsage);
+  if (!parsed.is_ok()) return cli::fail(parsed.status().message(), kExitUsage);
   const Args& args = *parsed;
   if (args.has("--help")) {
     std::cout << kUsage;

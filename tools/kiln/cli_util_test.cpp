@@ -18,7 +18,7 @@ TEST(CliUtilTest, ParsesFlagsBothWaysAndPositionals) {
   const std::vector<std::string> argv = {"m.onnx", "--threads", "4", "--input=a=x.npy", "--input", "b=y.npy",
                                          "--quiet", "--", "--not-a-flag"};
   Result<Args> args = Args::parse(argv, specs, "run");
-  ASSERT_TRUE(args.ok()) << args.status().to_string();
+  ASSERT_TRUE(args.is_ok()) << args.status().to_string();
   EXPECT_EQ(args->positionals(), (std::vector<std::string>{"m.onnx", "--not-a-flag"}));
   EXPECT_EQ(args->value("--threads"), "4");
   EXPECT_EQ(args->values("--input"), (std::vector<std::string>{"a=x.npy", "b=y.npy"}));
@@ -30,7 +30,7 @@ TEST(CliUtilTest, RejectsBadFlags) {
   const FlagSpec specs[] = {{"--threads", true, false}, {"--quiet", false, false}};
   auto error = [&](std::vector<std::string> argv) {
     Result<Args> a = Args::parse(argv, specs, "run");
-    return a.ok() ? std::string("(ok)") : a.status().message();
+    return a.is_ok() ? std::string("(ok)") : a.status().message();
   };
   EXPECT_EQ(error({"--fast"}), "unknown flag '--fast' for 'kiln run' (see kiln run --help)");
   EXPECT_EQ(error({"--threads"}), "flag --threads needs a value");
@@ -40,10 +40,10 @@ TEST(CliUtilTest, RejectsBadFlags) {
 
 TEST(CliUtilTest, ParsesIntegerFlags) {
   EXPECT_EQ(*parse_int_flag("--n", "12", 0, 100), 12);
-  EXPECT_FALSE(parse_int_flag("--n", "12x", 0, 100).ok());
-  EXPECT_FALSE(parse_int_flag("--n", "", 0, 100).ok());
+  EXPECT_FALSE(parse_int_flag("--n", "12x", 0, 100).is_ok());
+  EXPECT_FALSE(parse_int_flag("--n", "", 0, 100).is_ok());
   Result<int64_t> r = parse_int_flag("--n", "101", 0, 100);
-  ASSERT_FALSE(r.ok());
+  ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().message(), "--n expects an integer in [0, 100], got '101'");
 }
 

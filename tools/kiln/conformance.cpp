@@ -76,7 +76,7 @@ Result<double> parse_double_flag(const std::string& flag, const std::string& tex
 
 int conformance_command(std::span<const std::string> argv) {
   Result<Args> parsed = Args::parse(argv, kFlags, "conformance");
-  if (!parsed.ok()) return fail(parsed.status().message(), kExitUsage);
+  if (!parsed.is_ok()) return fail(parsed.status().message(), kExitUsage);
   const Args& args = *parsed;
   if (args.has("--help")) {
     std::cout << kUsage;
@@ -89,18 +89,18 @@ int conformance_command(std::span<const std::string> argv) {
   const bool fork = !args.has("--no-fork");
   if (auto t = args.value("--threads")) {
     Result<int64_t> n = parse_int_flag("--threads", *t, 0, 1024);
-    if (!n.ok()) return fail(n.status().message(), kExitUsage);
+    if (!n.is_ok()) return fail(n.status().message(), kExitUsage);
     opts.session.threads = static_cast<int>(*n);
   }
   if (auto t = args.value("--timeout")) {
     Result<int64_t> n = parse_int_flag("--timeout", *t, 0, 86400);
-    if (!n.ok()) return fail(n.status().message(), kExitUsage);
+    if (!n.is_ok()) return fail(n.status().message(), kExitUsage);
     opts.timeout_s = static_cast<int>(*n);
   }
   for (const char* flag : {"--rtol", "--atol"}) {
     if (auto t = args.value(flag)) {
       Result<double> x = parse_double_flag(flag, *t);
-      if (!x.ok()) return fail(x.status().message(), kExitUsage);
+      if (!x.is_ok()) return fail(x.status().message(), kExitUsage);
       (std::string(flag) == "--rtol" ? opts.tol.rtol : opts.tol.atol) = *x;
     }
   }
@@ -114,12 +114,12 @@ int conformance_command(std::span<const std::string> argv) {
   std::optional<std::vector<std::string>> expected;
   if (auto path = args.value("--expected-pass")) {
     Result<std::vector<std::string>> names = read_name_list(*path);
-    if (!names.ok()) return fail(names.status().message(), kExitUsage);
+    if (!names.is_ok()) return fail(names.status().message(), kExitUsage);
     expected = std::move(names).value();
   }
 
   Result<std::vector<TestCase>> tests = discover(args.positionals());
-  if (!tests.ok()) return fail(tests.status().message(), kExitUsage);
+  if (!tests.is_ok()) return fail(tests.status().message(), kExitUsage);
 
   size_t passed = 0, failed = 0, skipped = 0;
   std::map<std::string, TestOutcome> outcomes;

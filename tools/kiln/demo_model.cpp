@@ -173,7 +173,7 @@ std::string demo_model_bytes() { return build_model(); }
 int demo_model_command(std::span<const std::string> argv) {
   static constexpr FlagSpec kFlags[] = {{"--help", false, false}};
   Result<Args> parsed = Args::parse(argv, kFlags, "demo-model");
-  if (!parsed.ok()) return fail(parsed.status().message(), kExitUsage);
+  if (!parsed.is_ok()) return fail(parsed.status().message(), kExitUsage);
   if (parsed->has("--help")) {
     std::cout << kUsage;
     return kExitOk;

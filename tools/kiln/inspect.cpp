@@ -29,7 +29,7 @@ constexpr FlagSpec kFlags[] = {{"--json", false, false}, {"--help", false, false
 int inspect_command(std::span<const std::string> argv) {
   const std::vector<FlagSpec> specs = with_backend_flags(kFlags);
   Result<Args> parsed = Args::parse(argv, specs, "inspect");
-  if (!parsed.ok()) return fail(parsed.status().message(), kExitUsage);
+  if (!parsed.is_ok()) return fail(parsed.status().message(), kExitUsage);
   const Args& args = *parsed;
   if (args.has("--help")) {
     std::cout << kUsage << kBackendFlagsUsage;
@@ -42,7 +42,7 @@ int inspect_command(std::span<const std::string> argv) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(model, ec)) return fail("model file '" + model + "' does not exist");
   Result<std::unique_ptr<Session>> session = Session::load(model, options);
-  if (!session.ok()) return fail("cannot load model '" + model + "': " + session.status().message());
+  if (!session.is_ok()) return fail("cannot load model '" + model + "': " + session.status().message());
   if (args.has("--json")) print_placement_json(model, (*session)->placement(), std::cout);
   else print_placement_text(model, (*session)->placement(), std::cout);
   return kExitOk;

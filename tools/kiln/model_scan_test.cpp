@@ -22,7 +22,7 @@ wire::Writer make_node(const std::string& op, std::vector<std::string> inputs) {
 TEST(ModelScanTest, ReadsTheDemoModel) {
   const std::string bytes = demo_model_bytes();
   Result<ModelScan> scan = scan_model_bytes(as_bytes(bytes), "demo");
-  ASSERT_TRUE(scan.ok()) << scan.status().to_string();
+  ASSERT_TRUE(scan.is_ok()) << scan.status().to_string();
   EXPECT_EQ(scan->onnx_opset(), 13);
   ASSERT_EQ(scan->nodes.size(), 11u);
   EXPECT_EQ(scan->nodes[0].op_type, "Conv");
@@ -65,7 +65,7 @@ TEST(ModelScanTest, FindsNodesInSubgraphsAndFunctionsWithAttributes) {
   model.message_field(25, function);
 
   Result<ModelScan> scan = scan_model_bytes(as_bytes(model.bytes()), "m");
-  ASSERT_TRUE(scan.ok()) << scan.status().to_string();
+  ASSERT_TRUE(scan.is_ok()) << scan.status().to_string();
   EXPECT_EQ(scan->onnx_opset(), 6);
   ASSERT_EQ(scan->nodes.size(), 3u);
   EXPECT_EQ(scan->nodes[0].op_type, "If");
@@ -80,12 +80,12 @@ TEST(ModelScanTest, RejectsMalformedBytes) {
   const std::string full = demo_model_bytes();
   const std::string truncated = full.substr(0, full.size() / 2);  // inside the graph
   Result<ModelScan> scan = scan_model_bytes(as_bytes(truncated), "cut.onnx");
-  ASSERT_FALSE(scan.ok());
+  ASSERT_FALSE(scan.is_ok());
   EXPECT_EQ(scan.status().message(), "'cut.onnx' is not a valid ONNX model file");
   const std::string garbage = "\xff\xff\xff\x0f";
-  EXPECT_FALSE(scan_model_bytes(as_bytes(garbage), "g").ok());
+  EXPECT_FALSE(scan_model_bytes(as_bytes(garbage), "g").is_ok());
   Result<ModelScan> missing = scan_model_file("/nonexistent/model.onnx");
-  ASSERT_FALSE(missing.ok());
+  ASSERT_FALSE(missing.is_ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kIo);
 }
 

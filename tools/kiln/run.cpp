@@ -147,7 +147,7 @@ std::string plural(size_t n, const char* word) {
 int run_command(std::span<const std::string> argv) {
   const std::vector<FlagSpec> specs = with_backend_flags(kFlags);
   Result<Args> parsed = Args::parse(argv, specs, "run");
-  if (!parsed.ok()) return fail(parsed.status().message(), kExitUsage);
+  if (!parsed.is_ok()) return fail(parsed.status().message(), kExitUsage);
   const Args& args = *parsed;
   if (args.has("--help")) {
     std::cout << kUsage << kBackendFlagsUsage;
@@ -162,14 +162,14 @@ int run_command(std::span<const std::string> argv) {
   SessionOptions options;
   if (auto t = args.value("--threads")) {
     Result<int64_t> n = parse_int_flag("--threads", *t, 0, 1024);
-    if (!n.ok()) return fail(n.status().message(), kExitUsage);
+    if (!n.is_ok()) return fail(n.status().message(), kExitUsage);
     options.threads = static_cast<int>(*n);
   }
   if (Status s = apply_backend_flags(args, &options); !s.is_ok()) return fail(s.message(), kExitUsage);
   uint64_t seed = 0;
   if (auto s = args.value("--seed")) {
     Result<int64_t> n = parse_int_flag("--seed", *s, 0, INT64_MAX);
-    if (!n.ok()) return fail(n.status().message(), kExitUsage);
+    if (!n.is_ok()) return fail(n.status().message(), kExitUsage);
     seed = static_cast<uint64_t>(*n);
   }
 
@@ -177,7 +177,7 @@ int run_command(std::span<const std::string> argv) {
   if (!fs::exists(model_path, ec)) return fail("model file '" + model_path + "' does not exist");
   if (fs::is_directory(model_path, ec)) return fail("model '" + model_path + "' is a directory, not an ONNX file");
   Result<std::unique_ptr<Session>> session = Session::load(model_path, options);
-  if (!session.ok()) return fail("cannot load model '" + model_path + "': " + session.status().message());
+  if (!session.is_ok()) return fail("cannot load model '" + model_path + "': " + session.status().message());
   const std::vector<IoInfo>& inputs = (*session)->inputs();
   const std::vector<IoInfo>& outputs = (*session)->outputs();
 
@@ -191,14 +191,14 @@ int run_command(std::span<const std::string> argv) {
     const IoInfo& info = inputs[i];
     if (random) {
       Result<Value> v = make_random_value(info, seed + i * 0x9e3779b97f4a7c15ull);
-      if (!v.ok()) return fail(v.status().message());
+      if (!v.is_ok()) return fail(v.status().message());
       input_rows.push_back({info.name, describe_type(*v), "random"});
       feeds.emplace_back(info.name, std::move(v).value());
       continue;
     }
     if (sources[i].path.empty()) continue;  // an absent optional input
     Result<Value> v = read_value_for(sources[i].path, info);
-    if (!v.ok()) return fail("cannot read input '" + info.name + "': " + v.status().message());
+    if (!v.is_ok()) return fail("cannot read input '" + info.name + "': " + v.status().message());
     if (Status s = check_value_for(info, *v, sources[i].path); !s.is_ok()) return fail(s.message());
     input_rows.push_back({info.name, describe_type(*v), sources[i].path});
     feeds.emplace_back(info.name, std::move(v).value());
@@ -207,7 +207,7 @@ int run_command(std::span<const std::string> argv) {
   const auto start = std::chrono::steady_clock::now();
   Result<std::vector<Value>> result = (*session)->run(feeds);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (!result.ok()) return fail("running '" + model_path + "' failed: " + result.status().message());
+  if (!result.is_ok()) return fail("running '" + model_path + "' failed: " + result.status().message());
 
   std::string written;
   if (auto dir = args.value("--output-dir")) {

@@ -151,14 +151,14 @@ TestOutcome run_data_set(const Session& session, const ModelScan& scan, const fs
       return failure(set_name + ": input files are not numbered 0.." + std::to_string(input_files.size() - 1));
     }
     Result<Value> v = read_value_for(input_files[i].string(), inputs[i]);
-    if (!v.ok()) return failure(set_name + ": input " + std::to_string(i) + " '" + inputs[i].name + "': " + v.status().message());
+    if (!v.is_ok()) return failure(set_name + ": input " + std::to_string(i) + " '" + inputs[i].name + "': " + v.status().message());
     values.push_back(v->clone());
     feeds.emplace_back(inputs[i].name, std::move(v).value());
   }
   if (random->empty()) *random = nondeterminism(scan, inputs, values);
 
   Result<std::vector<Value>> got = session.run(feeds);
-  if (!got.ok()) return failure(set_name + ": run: " + got.status().message());
+  if (!got.is_ok()) return failure(set_name + ": run: " + got.status().message());
 
   const std::vector<fs::path> output_files = numbered_entries(set_dir, "output_", ".pb", false);
   if (output_files.size() != got->size()) {
@@ -170,13 +170,13 @@ TestOutcome run_data_set(const Session& session, const ModelScan& scan, const fs
     const std::string label = "output " + std::to_string(i) + (info ? " '" + info->name + "'" : std::string());
     IoInfo fallback;
     Result<Value> expected = read_value_for(output_files[i].string(), info ? *info : fallback);
-    if (!expected.ok()) return failure(set_name + ": " + label + ": " + expected.status().message());
+    if (!expected.is_ok()) return failure(set_name + ": " + label + ": " + expected.status().message());
     std::string diff = compare_values((*got)[i], *expected, opts.tol);
     if (!diff.empty()) return failure(set_name + ": " + label + ": " + diff);
   }
   if (!reference) return pass();
   Result<std::vector<Value>> want = reference->run(feeds);
-  if (!want.ok()) return pass();  // the reference cannot run it: the expected outputs decide
+  if (!want.is_ok()) return pass();  // the reference cannot run it: the expected outputs decide
   for (size_t i = 0; i < got->size() && i < want->size(); ++i) {
     std::string diff = compare_values((*got)[i], (*want)[i], opts.tol);
     if (!diff.empty()) return failure(set_name + ": output " + std::to_string(i) + " differs from the reference: " + diff);
@@ -187,7 +187,7 @@ TestOutcome run_data_set(const Session& session, const ModelScan& scan, const fs
 TestOutcome run_test_unchecked(const TestCase& test, const NodeTestOptions& opts, std::string* random) {
   const fs::path model = test.dir / "model.onnx";
   Result<ModelScan> scan = scan_model_file(model.string());
-  if (!scan.ok()) return failure("load: " + scan.status().message());
+  if (!scan.is_ok()) return failure("load: " + scan.status().message());
   for (const ScannedNode& n : scan->nodes) {
     if (!n.domain.empty() || !random->empty()) continue;
     for (const char* op : kRandomOps)
@@ -197,7 +197,7 @@ TestOutcome run_test_unchecked(const TestCase& test, const NodeTestOptions& opts
   if (sets.empty()) return failure("no test_data_set_* folders in '" + test.dir.string() + "'");
 
   Result<std::unique_ptr<Session>> session = Session::load(model.string(), opts.session);
-  if (!session.ok()) {
+  if (!session.is_ok()) {
     TestOutcome o = failure("load: " + session.status().message());
     o.load_failed = true;
     return o;
@@ -207,7 +207,7 @@ TestOutcome run_test_unchecked(const TestCase& test, const NodeTestOptions& opts
   std::unique_ptr<Session> reference;
   if (opts.reference) {
     Result<std::unique_ptr<Session>> r = Session::load(model.string(), *opts.reference);
-    if (r.ok()) reference = std::move(r).value();
+    if (r.is_ok()) reference = std::move(r).value();
   }
   TestOutcome o = pass();
   for (const fs::path& set : sets) {
@@ -236,7 +236,7 @@ TestOutcome run_node_test_isolated(const TestCase& test, const NodeTestOptions& 
         return 0;
       },
       opts.timeout_s);
-  if (!child.ok()) return failure(child.status().message());
+  if (!child.is_ok()) return failure(child.status().message());
   const std::string& msg = child->output;
   if (child->end == ChildResult::End::kTimedOut) return failure(child->describe(opts.timeout_s));
   if (child->end == ChildResult::End::kSignaled) {

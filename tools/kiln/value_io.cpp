@@ -76,7 +76,7 @@ Result<Value> read_value_for(const std::string& path, const IoInfo& info) {
   }
   const ir::ValueType type = value_type_of(info);
   Result<Value> v = importer::read_value_file(path, type.kind == ir::ValueType::Kind::kUnknown ? nullptr : &type);
-  if (!v.ok()) {
+  if (!v.is_ok()) {
     const std::string& m = v.status().message();
     // Keep the importer's message; make sure it names the file.
     if (m.find(path) != std::string::npos) return std::move(v).status();

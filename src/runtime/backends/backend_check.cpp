@@ -86,7 +86,7 @@ Result<std::shared_ptr<BackendRegistry>> load_for_check(const Options& o, LogCap
 
 bool load_usable(const Options& o, LogCapture& capture, Report& r, const char* what, Loaded* out) {
   auto reg = load_for_check(o, capture);
-  if (!reg.ok()) {
+  if (!reg.is_ok()) {
     r.fail(what, reg.status().message());
     return false;
   }
@@ -183,7 +183,7 @@ void check_abi(const Options& o, Report& r) {
 void check_lifecycle(const Options& o, Report& r) {
   LogCapture capture;
   auto reg = load_for_check(o, capture);
-  if (!reg.ok()) {
+  if (!reg.is_ok()) {
     r.fail("load through the runtime", reg.status().message());
     return;
   }
@@ -198,7 +198,7 @@ void check_lifecycle(const Options& o, Report& r) {
   std::string problem;
   for (int i = 0; i < 3 && problem.empty(); ++i) {
     auto inst = p->create_instance(0, {});
-    if (!inst.ok()) problem = inst.status().message();
+    if (!inst.is_ok()) problem = inst.status().message();
   }
   const int64_t leaked = p->stats().live_blocks - before;
   if (!problem.empty()) r.fail("create/release", problem);
@@ -241,7 +241,7 @@ void check_lifecycle(const Options& o, Report& r) {
   if (api.instance_set_property && api.instance_get_property) {
     auto inst = p->create_instance(0, {});
     std::string problem2;
-    if (!inst.ok()) {
+    if (!inst.is_ok()) {
       problem2 = inst.status().message();
     } else {
       kiln_instance_t* h = (*inst)->handle();
@@ -254,7 +254,7 @@ void check_lifecycle(const Options& o, Report& r) {
       for (const BackendOptionInfo& oi : p->info().options) {
         if (!problem2.empty()) break;
         auto v = (*inst)->get_property(oi.name);
-        if (!v.ok()) problem2 = "get_property('" + oi.name + "'): " + v.status().message();
+        if (!v.is_ok()) problem2 = "get_property('" + oi.name + "'): " + v.status().message();
         else if (Status s = (*inst)->set_property(oi.name, *v); !s.is_ok())
           problem2 = "set_property('" + oi.name + "', '" + *v + "'): " + s.message();
       }
@@ -276,7 +276,7 @@ void check_unload(const Options& o, Report& r) {
   LogCapture capture;
   {
     auto reg = load_for_check(o, capture);
-    if (!reg.ok()) {
+    if (!reg.is_ok()) {
       r.fail("unload", reg.status().message());
       return;
     }
@@ -284,7 +284,7 @@ void check_unload(const Options& o, Report& r) {
     name = p->name();
     if (p->available()) {
       auto inst = p->create_instance(0, {});
-      if (!inst.ok()) r.fail("unload", "create_instance: " + inst.status().message());
+      if (!inst.is_ok()) r.fail("unload", "create_instance: " + inst.status().message());
     }
   }  // every object released: the library must be unmapped
   void* still = dlopen(o.library.c_str(), RTLD_NOW | RTLD_NOLOAD);
@@ -299,7 +299,7 @@ void check_unload(const Options& o, Report& r) {
   if (leaks.empty()) r.pass("no leaks at unload", "host allocator balanced after plugin_release");
   else r.fail("no leaks at unload", leaks[0]);
   auto reg = load_for_check(o, capture);
-  if (!reg.ok()) {
+  if (!reg.is_ok()) {
     r.fail("reload", reg.status().message());
     return;
   }
@@ -308,7 +308,7 @@ void check_unload(const Options& o, Report& r) {
     r.fail("reload", "the name changed from '" + name + "' to '" + p->name() + "'");
   } else if (p->available()) {
     auto inst = p->create_instance(0, {});
-    r.expect(inst.ok(), "reload", inst.ok() ? "load -> unload -> load, then create works" : inst.status().message());
+    r.expect(inst.is_ok(), "reload", inst.is_ok() ? "load -> unload -> load, then create works" : inst.status().message());
   } else {
     r.pass("reload", "load -> unload -> load");
   }

@@ -150,7 +150,7 @@ void check_capability(const Options& o, Report& r) {
   Loaded l;
   if (!load_usable(o, capture, r, "capability", &l)) return;
   auto inst = l.plugin->create_instance(0, {});
-  if (!inst.ok()) {
+  if (!inst.is_ok()) {
     r.fail("capability", "create_instance: " + inst.status().message());
     return;
   }
@@ -159,7 +159,7 @@ void check_capability(const Options& o, Report& r) {
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int32_t>(i);
   auto view = runtime::make_graph_view(*g, nullptr, all, {});
   auto cap = (*inst)->get_capability(view.get());
-  if (!cap.ok()) {
+  if (!cap.is_ok()) {
     r.fail("capability answer", cap.status().message());
     return;
   }
@@ -207,7 +207,7 @@ void check_capability(const Options& o, Report& r) {
   desc.num_outputs = 1;
   desc.outputs = &out_ptr;
   auto compiled = (*inst)->compile(view.get(), desc);
-  if (compiled.ok()) r.fail("compile of an unclaimed group fails", "compiled kiln.check.Unknown");
+  if (compiled.is_ok()) r.fail("compile of an unclaimed group fails", "compiled kiln.check.Unknown");
   else r.pass("compile of an unclaimed group fails", compiled.status().message());
 }
 
@@ -245,14 +245,14 @@ void check_matches_portable(Probe& probe, const PlacementReport& rep, Report& r)
   auto want = probe.reference->run(probe.inputs, {}, nullptr);
   Tolerance tol{1e-3, 1e-5};
   std::vector<Tensor> want_t;
-  if (want.ok())
+  if (want.is_ok())
     for (const Value& v : *want) want_t.push_back(v.tensor());
-  if (got.ok())
+  if (got.is_ok())
     for (const Value& v : *got) probe.got.push_back(v.tensor());
-  std::string diff = !got.ok()    ? got.status().message()
-                     : want.ok() ? compare_all(probe.got, want_t, tol)
+  std::string diff = !got.is_ok()    ? got.status().message()
+                     : want.is_ok() ? compare_all(probe.got, want_t, tol)
                                  : "portable failed: " + want.status().message();
-  if (!got.ok()) probe.got.clear();
+  if (!got.is_ok()) probe.got.clear();
   size_t nodes = 0;
   for (const PartitionInfo& p : rep.partitions) nodes += p.nodes.size();
   if (diff.empty()) {
@@ -321,13 +321,13 @@ void check_export_import(const Loaded& l, const runtime::PartitionKernel& pk, co
   if (!l.plugin->info().supports_export) return r.skip("export/import", "the plugin does not export compiled partitions");
   auto bytes = cp.export_bytes();
   std::string problem;
-  if (!bytes.ok()) problem = "export: " + bytes.status().message();
+  if (!bytes.is_ok()) problem = "export: " + bytes.status().message();
   else if (Status c = l.plugin->check_compiled(bytes->data(), bytes->size()); !c.is_ok())
     problem = "check_compiled of its own export: " + c.message();
   std::vector<Tensor> a, b;
   if (problem.empty()) {
     auto imported = cp.instance().import_compiled(bytes->data(), bytes->size());
-    if (!imported.ok()) {
+    if (!imported.is_ok()) {
       problem = "import: " + imported.status().message();
     } else {
       Status s1 = execute(cp, views, nout, &a), s2 = execute(**imported, views, nout, &b);
@@ -343,7 +343,7 @@ void check_export_import(const Loaded& l, const runtime::PartitionKernel& pk, co
         {"empty", {}}};
     for (auto& [what, blob] : corrupt) {
       bool checked = l.plugin->check_compiled(blob.data(), blob.size()).is_ok();
-      bool imported = cp.instance().import_compiled(blob.data(), blob.size()).ok();
+      bool imported = cp.instance().import_compiled(blob.data(), blob.size()).is_ok();
       if (checked || imported) accepted += (accepted.empty() ? "" : ", ") + what;
     }
     if (!accepted.empty()) problem = "accepted corrupt blobs: " + accepted;
@@ -367,7 +367,7 @@ void check_concurrency(const Probe& probe, const PlacementReport& rep, Report& r
       for (int i = 0; i < 20; ++i) {
         auto out = probe.program->run(inputs, {}, nullptr);
         std::string d;
-        if (!out.ok()) {
+        if (!out.is_ok()) {
           d = out.status().message();
         } else {
           std::vector<Tensor> ts;
@@ -395,14 +395,14 @@ void check_execute(const Options& o, Report& r) {
   Loaded l;
   if (!load_usable(o, capture, r, "execute vs portable", &l)) return;
   auto request = runtime::select_backends(*l.registry, {l.plugin->name()}, {}, FallbackPolicy::kAllow);
-  if (!request.ok()) return r.fail("execute vs portable", request.status().message());
+  if (!request.is_ok()) return r.fail("execute vs portable", request.status().message());
   runtime::ProgramOptions with_plugin;
   with_plugin.partition = &*request;
   auto program = runtime::Program::build(probe_graph(false), with_plugin);
   auto reference = runtime::Program::build(probe_graph(false), runtime::ProgramOptions{});
-  if (!program.ok() || !reference.ok()) {
+  if (!program.is_ok() || !reference.is_ok()) {
     return r.fail("execute vs portable", "building the probe graph failed: " +
-                                             (program.ok() ? reference.status().message() : program.status().message()));
+                                             (program.is_ok() ? reference.status().message() : program.status().message()));
   }
   Probe probe{std::move(program).value(), std::move(reference).value(), {}, {}};
   const PlacementReport& rep = probe.program->placement();

@@ -173,7 +173,7 @@ kiln_status_t* exec_allocate_output(kiln_exec_context_t* ctx, size_t index, int3
       shape[i] = dims[i];
     }
     Result<Tensor*> t = ctx->outputs->allocate(index, dt, shape);
-    if (!t.ok()) return make_c_status(t.status());
+    if (!t.is_ok()) return make_c_status(t.status());
     // Fill the caller's struct without touching its struct_size.
     const uint32_t caller_size = out->struct_size;
     Status st = tensor_view(**t, out);

@@ -422,7 +422,7 @@ bool Partitioner::offer_to(const SelectedBackend& sb) {
   std::unique_ptr<kiln_graph> view = make_view();
   if (view->nodes.empty()) return false;
   Result<Capability> cap = sb.instance->get_capability(view.get());
-  if (!cap.ok()) {
+  if (!cap.is_ok()) {
     std::string msg = "get_capability failed: " + cap.status().message();
     for (int32_t n : view->ir_index) add_reason(static_cast<size_t>(n), sb.name, msg);
     out_.report.notes.push_back("backend '" + sb.name + "': " + msg);

@@ -74,7 +74,7 @@ Status BackendRegistry::Impl::load_file(const std::string& path) {
     seen_paths.push_back(canonical);
   }
   auto loaded = runtime::LoadedPlugin::load(path, load_options);
-  if (!loaded.ok()) {
+  if (!loaded.is_ok()) {
     Status st = std::move(loaded).status();
     std::lock_guard<std::mutex> lock(mu);
     errors.push_back({path, st.message()});
@@ -85,7 +85,7 @@ Status BackendRegistry::Impl::load_file(const std::string& path) {
 
 Status BackendRegistry::Impl::add_entry(kiln_backend_entry_fn entry, const std::string& origin) {
   auto loaded = runtime::LoadedPlugin::from_entry(entry, origin, load_options);
-  if (!loaded.ok()) {
+  if (!loaded.is_ok()) {
     Status st = std::move(loaded).status();
     std::lock_guard<std::mutex> lock(mu);
     errors.push_back({origin, st.message()});

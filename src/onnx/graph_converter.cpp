@@ -80,6 +80,28 @@ ir::AttrType guess_attr_type(const AttributeProto& a) {
   return ir::AttrType::kUndefined;
 }
 
+// The graph's outputs: each must resolve to a value of the graph (or an
+// enclosing one); a value still untyped takes the output's declared type.
+template <class TypeOf>
+Status add_outputs(const onnx::GraphProto& g, const Scope& scope, const TypeOf& type_of, ir::Graph* out) {
+  for (int i = 0; i < g.output_size(); ++i) {
+    const auto& vi = g.output(i);
+    if (vi.name().empty()) return invalid_argument("graph output ", i, " has no name");
+    const ir::ValueId id = resolve(scope, vi.name());
+    if (id == ir::kNoValue)
+      return invalid_argument("graph output '", vi.name(),
+                              "' is not produced by any node and is not a graph input or initializer");
+    if (vi.has_type()) {
+      auto t = value_type_from_proto(vi.type());
+      if (!t.ok()) return std::move(t).status().with_context("graph output '" + vi.name() + "'");
+    }
+    ir::ValueInfo& info = out->value(id);
+    if (info.type.kind == ir::ValueType::Kind::kUnknown) info.type = type_of(vi.name());
+    out->outputs.push_back(id);
+  }
+  return Status::ok();
+}
+
 class Converter {
  public:
   explicit Converter(const ConvertContext& ctx) : ctx_(ctx) {}
@@ -213,21 +235,7 @@ Status Converter::graph(onnx::GraphProto& g, const onnx::GraphProto* typed, cons
   const Scope scope{parent, out};
   KILN_RETURN_IF_ERROR(nodes(g, typed, scope, opsets, /*closed=*/false));
 
-  for (int i = 0; i < g.output_size(); ++i) {
-    const auto& vi = g.output(i);
-    if (vi.name().empty()) return invalid_argument("graph output ", i, " has no name");
-    const ir::ValueId id = resolve(scope, vi.name());
-    if (id == ir::kNoValue)
-      return invalid_argument("graph output '", vi.name(),
-                              "' is not produced by any node and is not a graph input or initializer");
-    if (vi.has_type()) {
-      auto t = value_type_from_proto(vi.type());
-      if (!t.ok()) return std::move(t).status().with_context("graph output '" + vi.name() + "'");
-    }
-    ir::ValueInfo& info = out->value(id);
-    if (info.type.kind == ir::ValueType::Kind::kUnknown) info.type = type_of(vi.name());
-    out->outputs.push_back(id);
-  }
+  KILN_RETURN_IF_ERROR(add_outputs(g, scope, type_of, out));
   return finish(out);
 }
 

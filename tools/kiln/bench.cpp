@@ -167,7 +167,7 @@ Result<std::vector<NamedValue>> make_feeds(const Session& session, const BenchCo
       return not_found("missing input '", info.name, "' (", info.type_string, "): no ", file.string());
     }
     Result<Value> v = read_value_for(file.string(), info);
-    if (!v.ok()) return Status(v.status().code(), "cannot read input '" + info.name + "': " + v.status().message());
+    if (!v.is_ok()) return Status(v.status().code(), "cannot read input '" + info.name + "': " + v.status().message());
     KILN_RETURN_IF_ERROR(check_value_for(info, *v, file.string()));
     feeds.emplace_back(info.name, std::move(v).value());
   }
@@ -235,16 +235,32 @@ void print_json(const BenchConfig& c, const Session& session, double load_ms, co
 
 }  // namespace
 
+// Writes the profiled runs as a Chrome trace to c.trace_path.
+static Status write_trace(const BenchConfig& c, const Session& session, const std::vector<RunProfile>& profiles) {
+  std::ofstream trace(c.trace_path, std::ios::binary | std::ios::trunc);
+  if (!trace) return make_status(StatusCode::kIo, "cannot write trace file '", c.trace_path, "': ", std::strerror(errno));
+  write_chrome_trace(trace, profiles, "kiln " + fs::path(c.model_file).filename().string(),
+                     {{"model", c.model_file},
+                      {"threads", std::to_string(c.threads)},
+                      {"backends", join(session.placement().backends, ",")},
+                      {"placement", placement_text(session.placement())},
+                      {"nodes", std::to_string(session.num_nodes())},
+                      {"runs", std::to_string(profiles.size())}});
+  trace.close();
+  if (!trace) return make_status(StatusCode::kIo, "cannot write trace file '", c.trace_path, "': ", std::strerror(errno));
+  return Status::ok();
+}
+
 int bench_command(std::span<const std::string> argv) {
   const std::vector<FlagSpec> specs = with_backend_flags(kFlags);
   Result<Args> parsed = Args::parse(argv, specs, "bench");
-  if (!parsed.ok()) return fail(parsed.status().message(), kExitUsage);
+  if (!parsed.is_ok()) return fail(parsed.status().message(), kExitUsage);
   if (parsed->has("--help")) {
     std::cout << kUsage << kBackendFlagsUsage;
     return kExitOk;
   }
   Result<BenchConfig> config = parse_config(*parsed);
-  if (!config.ok()) {
+  if (!config.is_ok()) {
     const bool usage = config.status().code() == StatusCode::kInvalidArgument;
     return fail(config.status().message(), usage ? kExitUsage : kExitFailure);
   }
@@ -259,15 +275,15 @@ int bench_command(std::span<const std::string> argv) {
   const Clock::time_point load_start = Clock::now();
   Result<std::unique_ptr<Session>> loaded = Session::load(c.model_file, options);
   const double load_ms = ms_since(load_start);
-  if (!loaded.ok()) return fail("cannot load model '" + c.model_file + "': " + loaded.status().message());
+  if (!loaded.is_ok()) return fail("cannot load model '" + c.model_file + "': " + loaded.status().message());
   const Session& session = **loaded;
 
   Result<std::vector<NamedValue>> feeds = make_feeds(session, c);
-  if (!feeds.ok()) return fail(feeds.status().message());
+  if (!feeds.is_ok()) return fail(feeds.status().message());
 
   auto run_once = [&](RunProfile* profile) -> Status {
     Result<std::vector<Value>> out = session.run(*feeds, profile);
-    if (!out.ok()) {
+    if (!out.is_ok()) {
       return Status(out.status().code(), "running '" + c.model_file + "' failed: " + out.status().message());
     }
     return Status::ok();
@@ -300,17 +316,7 @@ int bench_command(std::span<const std::string> argv) {
   const ProfileSummary summary = summarize_profiles(profiles);
 
   if (!c.trace_path.empty()) {
-    std::ofstream trace(c.trace_path, std::ios::binary | std::ios::trunc);
-    if (!trace) return fail("cannot write trace file '" + c.trace_path + "': " + std::strerror(errno));
-    write_chrome_trace(trace, profiles, "kiln " + fs::path(c.model_file).filename().string(),
-                       {{"model", c.model_file},
-                        {"threads", std::to_string(c.threads)},
-                        {"backends", join(session.placement().backends, ",")},
-                        {"placement", placement_text(session.placement())},
-                        {"nodes", std::to_string(session.num_nodes())},
-                        {"runs", std::to_string(profiles.size())}});
-    trace.close();
-    if (!trace) return fail("cannot write trace file '" + c.trace_path + "': " + std::strerror(errno));
+    if (Status st = write_trace(c, session, profiles); !st.is_ok()) return fail(st.message());
   }
 
   if (c.json) {

@@ -49,40 +49,53 @@ const Attribute* Node::find_attr(std::string_view attr_name) const {
   return nullptr;
 }
 
-int64_t Node::attr_int(std::string_view n, int64_t dflt) const {
-  const Attribute* a = find_attr(n);
-  return a && a->type == AttrType::kInt ? a->i : dflt;
+namespace {
+
+// The attribute `n` of `node` when it is present with a type; an error when
+// that type is not `want` (nor `also`, a second accepted type).
+Result<const Attribute*> typed_attr(const Node& node, std::string_view n, AttrType want,
+                                    AttrType also = AttrType::kUndefined) {
+  const Attribute* a = node.find_attr(n);
+  if (a == nullptr || a->type == AttrType::kUndefined) return static_cast<const Attribute*>(nullptr);
+  if (a->type == want || (also != AttrType::kUndefined && a->type == also)) return a;
+  return invalid_argument("attribute '", n, "' has type ", attr_type_name(a->type), ", expected ",
+                          attr_type_name(want));
 }
-float Node::attr_float(std::string_view n, float dflt) const {
-  const Attribute* a = find_attr(n);
+
+}  // namespace
+
+Result<int64_t> Node::attr_int(std::string_view n, int64_t dflt) const {
+  KILN_ASSIGN_OR_RETURN(const Attribute* a, typed_attr(*this, n, AttrType::kInt));
+  return a ? a->i : dflt;
+}
+Result<float> Node::attr_float(std::string_view n, float dflt) const {
+  KILN_ASSIGN_OR_RETURN(const Attribute* a, typed_attr(*this, n, AttrType::kFloat, AttrType::kInt));
   if (!a) return dflt;
-  if (a->type == AttrType::kFloat) return a->f;
-  if (a->type == AttrType::kInt) return static_cast<float>(a->i);
-  return dflt;
+  return a->type == AttrType::kFloat ? a->f : static_cast<float>(a->i);
 }
-std::string Node::attr_string(std::string_view n, std::string_view dflt) const {
-  const Attribute* a = find_attr(n);
-  return a && a->type == AttrType::kString ? a->s : std::string(dflt);
+Result<std::string> Node::attr_string(std::string_view n, std::string_view dflt) const {
+  KILN_ASSIGN_OR_RETURN(const Attribute* a, typed_attr(*this, n, AttrType::kString));
+  return a ? a->s : std::string(dflt);
 }
-std::vector<int64_t> Node::attr_ints(std::string_view n) const {
-  const Attribute* a = find_attr(n);
-  return a && a->type == AttrType::kInts ? a->ints : std::vector<int64_t>{};
+Result<std::vector<int64_t>> Node::attr_ints(std::string_view n) const {
+  KILN_ASSIGN_OR_RETURN(const Attribute* a, typed_attr(*this, n, AttrType::kInts));
+  return a ? a->ints : std::vector<int64_t>{};
 }
-std::vector<float> Node::attr_floats(std::string_view n) const {
-  const Attribute* a = find_attr(n);
-  return a && a->type == AttrType::kFloats ? a->floats : std::vector<float>{};
+Result<std::vector<float>> Node::attr_floats(std::string_view n) const {
+  KILN_ASSIGN_OR_RETURN(const Attribute* a, typed_attr(*this, n, AttrType::kFloats));
+  return a ? a->floats : std::vector<float>{};
 }
-std::vector<std::string> Node::attr_strings(std::string_view n) const {
-  const Attribute* a = find_attr(n);
-  return a && a->type == AttrType::kStrings ? a->strings : std::vector<std::string>{};
+Result<std::vector<std::string>> Node::attr_strings(std::string_view n) const {
+  KILN_ASSIGN_OR_RETURN(const Attribute* a, typed_attr(*this, n, AttrType::kStrings));
+  return a ? a->strings : std::vector<std::string>{};
 }
-const Tensor* Node::attr_tensor(std::string_view n) const {
-  const Attribute* a = find_attr(n);
-  return a && a->type == AttrType::kTensor ? &a->t : nullptr;
+Result<const Tensor*> Node::attr_tensor(std::string_view n) const {
+  KILN_ASSIGN_OR_RETURN(const Attribute* a, typed_attr(*this, n, AttrType::kTensor));
+  return a ? &a->t : nullptr;
 }
-const Graph* Node::attr_graph(std::string_view n) const {
-  const Attribute* a = find_attr(n);
-  return a && a->type == AttrType::kGraph ? a->g.get() : nullptr;
+Result<const Graph*> Node::attr_graph(std::string_view n) const {
+  KILN_ASSIGN_OR_RETURN(const Attribute* a, typed_attr(*this, n, AttrType::kGraph));
+  return a ? a->g.get() : nullptr;
 }
 
 std::string Node::label() const {

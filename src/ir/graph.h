@@ -43,14 +43,21 @@ struct Node {
 
   const Attribute* find_attr(std::string_view attr_name) const;
   bool has_attr(std::string_view n) const { return find_attr(n) != nullptr; }
-  int64_t attr_int(std::string_view n, int64_t dflt) const;
-  float attr_float(std::string_view n, float dflt) const;
-  std::string attr_string(std::string_view n, std::string_view dflt) const;
-  std::vector<int64_t> attr_ints(std::string_view n) const;  // empty if absent
-  std::vector<float> attr_floats(std::string_view n) const;
-  std::vector<std::string> attr_strings(std::string_view n) const;
-  const Tensor* attr_tensor(std::string_view n) const;
-  const Graph* attr_graph(std::string_view n) const;
+
+  // Typed, fallible attribute reads. Absent (or present without a type): the
+  // default, an empty list or null. Present with another type: an
+  // InvalidArgument error naming the attribute and both types ("attribute
+  // 'alpha' has type string, expected float"); the caller adds the node, as the
+  // program loader and the executor do ("node Elu 'e': ..."). A float read
+  // also accepts an int attribute (exporters write alpha=1).
+  Result<int64_t> attr_int(std::string_view n, int64_t dflt) const;
+  Result<float> attr_float(std::string_view n, float dflt) const;
+  Result<std::string> attr_string(std::string_view n, std::string_view dflt) const;
+  Result<std::vector<int64_t>> attr_ints(std::string_view n) const;
+  Result<std::vector<float>> attr_floats(std::string_view n) const;
+  Result<std::vector<std::string>> attr_strings(std::string_view n) const;
+  Result<const Tensor*> attr_tensor(std::string_view n) const;
+  Result<const Graph*> attr_graph(std::string_view n) const;
 
   /// Number of inputs that are present (the trailing absent ones dropped).
   size_t num_inputs() const { return inputs.size(); }

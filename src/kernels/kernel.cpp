@@ -4,7 +4,7 @@ namespace kiln::kernels {
 
 Result<Tensor*> KernelContext::allocate_output(size_t i, DType dtype, const Shape& shape) {
   auto bytes = checked_tensor_bytes(dtype, shape);
-  if (!bytes.ok()) return std::move(bytes).status().with_context(node_.label() + ": output " + std::to_string(i));
+  if (!bytes.ok()) return std::move(bytes).status().with_context("output " + std::to_string(i));
   if (!wants_output(i)) {
     scratch_.push_back(std::make_unique<Tensor>(Tensor::allocate(dtype, shape)));
     return scratch_.back().get();

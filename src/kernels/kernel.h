@@ -12,6 +12,8 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -109,8 +111,20 @@ class Kernel {
   virtual Status compute(KernelContext& ctx) const = 0;
 };
 
-/// What a factory gets.
-struct KernelInit {
+/// What a factory gets: the node, its graph, what is known of its inputs, and
+/// typed attribute reads.
+///
+/// Attribute reads follow TensorFlow's OpKernelConstruction: a read returns
+/// the value (or the default when the attribute is absent); an attribute
+/// present with another type records an error naming it and returns the
+/// default. The factory returns the first recorded error (make_kernel does,
+/// ahead of any error init() found with the default), so a factory reads its
+/// attributes in a row and checks once.
+class KernelInit {
+ public:
+  KernelInit(const ir::Node& n, const ir::Graph& g, std::span<const InputInfo> in, int node_opset)
+      : node(n), graph(g), inputs(in), opset(node_opset) {}
+
   const ir::Node& node;
   const ir::Graph& graph;
   std::span<const InputInfo> inputs;
@@ -120,6 +134,29 @@ struct KernelInit {
     return i < inputs.size() && inputs[i].type ? inputs[i].type->dtype : DType::kUndefined;
   }
   const Tensor* constant_input(size_t i) const { return i < inputs.size() ? inputs[i].constant : nullptr; }
+
+  int64_t attr_int(std::string_view name, int64_t dflt) const { return read(node.attr_int(name, dflt), dflt); }
+  float attr_float(std::string_view name, float dflt) const { return read(node.attr_float(name, dflt), dflt); }
+  std::string attr_string(std::string_view name, std::string_view dflt) const {
+    return read(node.attr_string(name, dflt), std::string(dflt));
+  }
+  std::vector<int64_t> attr_ints(std::string_view name) const { return read(node.attr_ints(name), {}); }
+  std::vector<float> attr_floats(std::string_view name) const { return read(node.attr_floats(name), {}); }
+  std::vector<std::string> attr_strings(std::string_view name) const { return read(node.attr_strings(name), {}); }
+  const Tensor* attr_tensor(std::string_view name) const { return read(node.attr_tensor(name), nullptr); }
+  const ir::Graph* attr_graph(std::string_view name) const { return read(node.attr_graph(name), nullptr); }
+
+  /// The first attribute-type error of the reads so far (OK when none).
+  Status attr_status() const { return attr_error_.clone(); }
+
+ private:
+  template <class T>
+  T read(Result<T> r, std::type_identity_t<T> dflt) const {
+    if (r.ok()) return std::move(r).value();
+    if (attr_error_.is_ok()) attr_error_ = std::move(r).status();
+    return dflt;
+  }
+  mutable Status attr_error_;
 };
 
 using KernelFactory = Result<std::unique_ptr<Kernel>> (*)(const KernelInit& init);
@@ -130,15 +167,25 @@ inline constexpr uint32_t kAliasesInput0 = 1u << 0;
 /// never constant-folded, and conformance tests cannot compare them.
 inline constexpr uint32_t kNondeterministic = 1u << 1;
 
+/// Finishes a kernel made by a factory: runs `k->init(init)` when K has one
+/// and returns k, or the first attribute-type error of init's reads (it
+/// explains whatever followed from the default), or init's own error.
+template <class K>
+Result<std::unique_ptr<Kernel>> init_kernel(std::unique_ptr<K> k, const KernelInit& init) {
+  if constexpr (requires(K& x) { x.init(init); }) {
+    Status st = k->init(init);
+    Status attr = init.attr_status();
+    if (!attr.is_ok()) return attr;
+    if (!st.is_ok()) return st;
+  }
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
 /// `make_kernel<K>`: a KernelFactory for a Kernel type K with either a
 /// constructor K() plus `Status init(const KernelInit&)`, or just K().
 template <class K>
 Result<std::unique_ptr<Kernel>> make_kernel(const KernelInit& init) {
-  auto k = std::make_unique<K>();
-  if constexpr (requires(K& x) { x.init(init); }) {
-    KILN_RETURN_IF_ERROR(k->init(init));
-  }
-  return std::unique_ptr<Kernel>(std::move(k));
+  return init_kernel(std::make_unique<K>(), init);
 }
 
 }  // namespace kiln::kernels

@@ -48,7 +48,7 @@ TEST(FunctionInlinerTest, InlinesAModelLocalFunctionWithAttributes) {
   const ir::Graph& g = r->graph;
   EXPECT_EQ(ops(g), (std::vector<std::string>{"Constant", "Mul", "LeakyRelu"}));
   // alpha came from the call; beta was neither given nor defaulted: absent.
-  EXPECT_EQ(find_op(g, "Constant")->attr_float("value_float", 0.f), 2.f);
+  EXPECT_EQ(*find_op(g, "Constant")->attr_float("value_float", 0.f), 2.f);
   EXPECT_FALSE(find_op(g, "LeakyRelu")->has_attr("alpha"));
   // Formal parameters are bound to the call's names; body values renamed.
   EXPECT_EQ(g.value_name(find_op(g, "Mul")->inputs[0]), "X");
@@ -102,7 +102,7 @@ TEST(FunctionInlinerTest, AttributeDefaultsOfIrVersion9Apply) {
   m.set_ir_version(9);
   auto r = import_proto(m);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
-  EXPECT_EQ(find_op(r->graph, "LeakyRelu")->attr_float("alpha", 0.f), 0.25f);
+  EXPECT_EQ(*find_op(r->graph, "LeakyRelu")->attr_float("alpha", 0.f), 0.25f);
   ASSERT_EQ(r->functions[0].attribute_defaults.size(), 1u);
   EXPECT_EQ(r->functions[0].attribute_defaults[0].name, "beta");
   EXPECT_EQ(r->functions[0].attribute_defaults[0].f, 0.25f);
@@ -115,7 +115,7 @@ TEST(FunctionInlinerTest, AttributeDefaultsOfIrVersion9Apply) {
   b->set_f(0.75f);
   auto given = import_proto(m);
   ASSERT_TRUE(given.ok()) << given.status().to_string();
-  EXPECT_EQ(find_op(given->graph, "LeakyRelu")->attr_float("alpha", 0.f), 0.75f);
+  EXPECT_EQ(*find_op(given->graph, "LeakyRelu")->attr_float("alpha", 0.f), 0.75f);
 }
 
 TEST(FunctionInlinerTest, AttributeOfTheWrongTypeIsNamed) {
@@ -176,7 +176,7 @@ inner (x) => (y)
 }
 )");
   ASSERT_TRUE(r.ok()) << r.status().to_string();
-  const ir::Graph* then_g = find_op(r->graph, "If")->attr_graph("then_branch");
+  const ir::Graph* then_g = *find_op(r->graph, "If")->attr_graph("then_branch");
   ASSERT_NE(then_g, nullptr);
   EXPECT_EQ(ops(*then_g), (std::vector<std::string>{"Neg", "Abs"}));
   EXPECT_EQ(then_g->value_name(then_g->nodes[0].inputs[0]), "X");
@@ -201,8 +201,8 @@ pick (cond, x) => (y)
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   const ir::Node* if_node = find_op(r->graph, "If");
   ASSERT_NE(if_node, nullptr);
-  const ir::Graph* then_g = if_node->attr_graph("then_branch");
-  const ir::Graph* else_g = if_node->attr_graph("else_branch");
+  const ir::Graph* then_g = *if_node->attr_graph("then_branch");
+  const ir::Graph* else_g = *if_node->attr_graph("else_branch");
   ASSERT_EQ(then_g->outer_refs.size(), 1u);
   EXPECT_EQ(then_g->value_name(then_g->outer_refs[0]), "pick_0/n");
   ASSERT_EQ(else_g->outer_refs.size(), 1u);
@@ -336,7 +336,7 @@ TEST(FunctionInlinerTest, SchemaFunctionIsInlinedOnlyWithoutAKernel) {
   const ir::Node* mean = find_op(r->graph, "ReduceMean");
   ASSERT_NE(mean, nullptr);
   // axes was not given: the schema's default [0, 2, 3] applies.
-  EXPECT_EQ(mean->attr_ints("axes"), (std::vector<int64_t>{0, 2, 3}));
+  EXPECT_EQ(*mean->attr_ints("axes"), (std::vector<int64_t>{0, 2, 3}));
   EXPECT_EQ(mean->opset, 13);
   EXPECT_NE(std::find(asked.begin(), asked.end(), "ai.onnx:MeanVarianceNormalization:13"), asked.end());
   // The body's values were typed by shape inference after inlining.
@@ -367,7 +367,7 @@ g (float[3] X, double[1] L) => (double[3] Y, float[3] Z)
   EXPECT_EQ(find_op(r->graph, "Celu"), nullptr);
   const ir::Node* cast = find_op(r->graph, "Cast");
   ASSERT_NE(cast, nullptr);
-  EXPECT_EQ(cast->attr_int("to", 0), static_cast<int64_t>(DType::kFloat64));
+  EXPECT_EQ(*cast->attr_int("to", 0), static_cast<int64_t>(DType::kFloat64));
   EXPECT_NE(find_op(r->graph, "Elu"), nullptr);
 }
 

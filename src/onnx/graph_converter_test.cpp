@@ -41,8 +41,8 @@ g (float[2] X, bool c) => (float[2] Y)
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   const ir::Node* if_node = find_op(r->graph, "If");
   ASSERT_NE(if_node, nullptr);
-  const ir::Graph* then_g = if_node->attr_graph("then_branch");
-  const ir::Graph* else_g = if_node->attr_graph("else_branch");
+  const ir::Graph* then_g = *if_node->attr_graph("then_branch");
+  const ir::Graph* else_g = *if_node->attr_graph("else_branch");
   ASSERT_NE(then_g, nullptr);
   ASSERT_NE(else_g, nullptr);
   EXPECT_EQ(outer_ref_names(*then_g), (std::vector<std::string>{"T"}));
@@ -74,9 +74,9 @@ g (float[2] X, bool c, int64 n) => (float[2] Y)
 }
 )");
   ASSERT_TRUE(r.ok()) << r.status().to_string();
-  const ir::Graph* then_g = find_op(r->graph, "If")->attr_graph("then_branch");
+  const ir::Graph* then_g = *find_op(r->graph, "If")->attr_graph("then_branch");
   ASSERT_NE(then_g, nullptr);
-  const ir::Graph* body = find_op(*then_g, "Loop")->attr_graph("body");
+  const ir::Graph* body = *find_op(*then_g, "Loop")->attr_graph("body");
   ASSERT_NE(body, nullptr);
   EXPECT_EQ(outer_ref_names(*body), (std::vector<std::string>{"W"}));
   EXPECT_EQ(outer_ref_names(*then_g), (std::vector<std::string>{"W", "X", "n"}));
@@ -97,7 +97,7 @@ g (float[2] X, bool c) => (float[2] Y)
 }
 )");
   ASSERT_TRUE(r.ok()) << r.status().to_string();
-  const ir::Graph* then_g = find_op(r->graph, "If")->attr_graph("then_branch");
+  const ir::Graph* then_g = *find_op(r->graph, "If")->attr_graph("then_branch");
   EXPECT_EQ(outer_ref_names(*then_g), (std::vector<std::string>{"X"}));
   ASSERT_EQ(then_g->outputs.size(), 1u);
   EXPECT_EQ(then_g->outputs[0], then_g->outer_refs[0]);
@@ -183,7 +183,7 @@ g (float[3, 2] X, float[2] init) => (float[2] final, float[3, 2] scan_out)
 }
 )");
   ASSERT_TRUE(r.ok()) << r.status().to_string();
-  const ir::Graph* body = find_op(r->graph, "Scan")->attr_graph("body");
+  const ir::Graph* body = *find_op(r->graph, "Scan")->attr_graph("body");
   ASSERT_NE(body, nullptr);
   EXPECT_EQ(body->inputs.size(), 2u);
   EXPECT_EQ(body->outputs.size(), 2u);
@@ -264,12 +264,12 @@ sub () => (float[2] out) { out = Neg(X) }
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   const ir::Node& node = r->graph.nodes[0];
   EXPECT_EQ(node.domain, "com.test");
-  EXPECT_EQ(node.attr_float("f", 0), 0.5f);
-  EXPECT_EQ(node.attr_int("i", 0), -7);
-  EXPECT_EQ(node.attr_string("s", ""), std::string("bytes\0!", 7));
-  ASSERT_NE(node.attr_tensor("t"), nullptr);
-  EXPECT_EQ(node.attr_tensor("t")->data<float>()[1], 2.f);
-  const ir::Graph* sub = node.attr_graph("g");
+  EXPECT_EQ(*node.attr_float("f", 0), 0.5f);
+  EXPECT_EQ(*node.attr_int("i", 0), -7);
+  EXPECT_EQ(*node.attr_string("s", ""), std::string("bytes\0!", 7));
+  ASSERT_NE(*node.attr_tensor("t"), nullptr);
+  EXPECT_EQ((*node.attr_tensor("t"))->data<float>()[1], 2.f);
+  const ir::Graph* sub = *node.attr_graph("g");
   ASSERT_NE(sub, nullptr);
   EXPECT_EQ(outer_ref_names(*sub), (std::vector<std::string>{"X"}));
   // Sparse tensors arrive dense, as plain tensor attributes.
@@ -280,9 +280,9 @@ sub () => (float[2] out) { out = Neg(X) }
   EXPECT_EQ(spa->t.data<float>()[2], 9.f);
   EXPECT_EQ(spa->t.data<float>()[0], 0.f);
   EXPECT_EQ(node.find_attr("tp")->tp.to_string(), "int32[...]");
-  EXPECT_EQ(node.attr_floats("fs"), (std::vector<float>{1.f, 2.f}));
-  EXPECT_EQ(node.attr_ints("is"), (std::vector<int64_t>{3}));
-  EXPECT_EQ(node.attr_strings("ss"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(*node.attr_floats("fs"), (std::vector<float>{1.f, 2.f}));
+  EXPECT_EQ(*node.attr_ints("is"), (std::vector<int64_t>{3}));
+  EXPECT_EQ(*node.attr_strings("ss"), (std::vector<std::string>{"a", "b"}));
   ASSERT_EQ(node.find_attr("ts")->tensors.size(), 2u);
   EXPECT_EQ(node.find_attr("ts")->tensors[1].numel(), 2);
   ASSERT_EQ(node.find_attr("gs")->graphs.size(), 1u);
@@ -292,7 +292,7 @@ sub () => (float[2] out) { out = Neg(X) }
   ASSERT_EQ(node.find_attr("tps")->tps.size(), 2u);
   EXPECT_EQ(node.find_attr("tps")->tps[1].to_string(), "seq(int64[...])");
   EXPECT_EQ(node.find_attr("untyped")->type, ir::AttrType::kInts);
-  EXPECT_EQ(node.attr_ints("untyped"), (std::vector<int64_t>{4}));
+  EXPECT_EQ(*node.attr_ints("untyped"), (std::vector<int64_t>{4}));
 }
 
 TEST(GraphConverterTest, BadAttributesAreNamed) {

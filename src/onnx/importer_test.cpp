@@ -59,7 +59,7 @@ TEST(ImporterTest, ImportsASmallModel) {
   ASSERT_EQ(g.nodes.size(), 2u);
   EXPECT_EQ(g.nodes[0].op_type, "Relu");
   EXPECT_EQ(g.nodes[0].opset, 15);
-  EXPECT_EQ(g.nodes[1].attr_ints("perm"), (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(*g.nodes[1].attr_ints("perm"), (std::vector<int64_t>{1, 0}));
   ASSERT_EQ(g.inputs.size(), 1u);
   EXPECT_EQ(g.value(g.inputs[0]).type.to_string(), "float32[2, 3]");
   ASSERT_EQ(g.outputs.size(), 1u);
@@ -313,7 +313,7 @@ g (float[2] X) => (float[2] Y)
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   ASSERT_EQ(r->graph.nodes.size(), 2u);
   EXPECT_EQ(r->graph.nodes[0].op_type, "Constant");
-  const Tensor* v = r->graph.nodes[0].attr_tensor("value");
+  const Tensor* v = *r->graph.nodes[0].attr_tensor("value");
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->data<float>()[1], 2.f);
   EXPECT_TRUE(r->graph.initializers.empty());
@@ -436,7 +436,7 @@ g (float[2000] X) => (float[?, ?] Y)
   const Tensor* wt = g.initializer(g.find_value("W"));
   ASSERT_NE(wt, nullptr);
   EXPECT_EQ(wt->data<float>()[1999], 1999.f);
-  const Tensor* ct = g.nodes[0].attr_tensor("value");
+  const Tensor* ct = *g.nodes[0].attr_tensor("value");
   ASSERT_NE(ct, nullptr);
   EXPECT_EQ(ct->data<float>()[1999], -1999.f);
 }

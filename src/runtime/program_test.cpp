@@ -15,7 +15,7 @@ namespace {
 class AddConst final : public kernels::Kernel {
  public:
   Status init(const kernels::KernelInit& init) {
-    c_ = init.node.attr_float("c", 1.f);
+    c_ = init.attr_float("c", 1.f);
     return Status::ok();
   }
   Status compute(kernels::KernelContext& ctx) const override {
@@ -66,7 +66,7 @@ class Counted final : public kernels::Kernel {
 class Call final : public kernels::Kernel {
  public:
   Status compute(kernels::KernelContext& ctx) const override {
-    const ir::Graph* body = ctx.node().attr_graph("body");
+    const ir::Graph* body = *ctx.node().attr_graph("body");
     Value in = *ctx.input_value(0);
     KILN_ASSIGN_OR_RETURN(std::vector<Value> out, ctx.subgraphs()->run(*body, std::span<const Value>(&in, 1)));
     ctx.set_output_value(0, std::move(out[0]));

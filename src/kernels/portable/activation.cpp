@@ -53,7 +53,7 @@ struct LeakyReluOp {
   static constexpr int64_t kGrain = kGrainCheap;
   float alpha = 0.01f;
   Status init(const KernelInit& init) {
-    alpha = init.node.attr_float("alpha", 0.01f);
+    alpha = init.attr_float("alpha", 0.01f);
     return Status::ok();
   }
   template <class C>
@@ -68,7 +68,7 @@ struct EluOp {
   static constexpr int64_t kGrain = kGrainHeavy;
   float alpha = 1.0f;
   Status init(const KernelInit& init) {
-    alpha = init.node.attr_float("alpha", 1.0f);
+    alpha = init.attr_float("alpha", 1.0f);
     return Status::ok();
   }
   template <class C>
@@ -83,8 +83,8 @@ struct SeluOp {
   float alpha = 1.67326319217681884765625f;
   float gamma = 1.05070102214813232421875f;
   Status init(const KernelInit& init) {
-    alpha = init.node.attr_float("alpha", alpha);
-    gamma = init.node.attr_float("gamma", gamma);
+    alpha = init.attr_float("alpha", alpha);
+    gamma = init.attr_float("gamma", gamma);
     return Status::ok();
   }
   template <class C>
@@ -99,8 +99,8 @@ struct CeluOp {
   static constexpr int64_t kGrain = kGrainHeavy;
   float alpha = 1.0f;
   Status init(const KernelInit& init) {
-    alpha = init.node.attr_float("alpha", 1.0f);
-    if (alpha == 0.0f) return invalid_argument(init.node.label(), ": attribute alpha must not be 0");
+    alpha = init.attr_float("alpha", 1.0f);
+    if (alpha == 0.0f) return invalid_argument("attribute alpha must not be 0");
     return Status::ok();
   }
   template <class C>
@@ -117,8 +117,8 @@ struct HardSigmoidOp {
   static constexpr int64_t kGrain = kGrainCheap;
   float alpha = 0.2f, beta = 0.5f;
   Status init(const KernelInit& init) {
-    alpha = init.node.attr_float("alpha", 0.2f);
-    beta = init.node.attr_float("beta", 0.5f);
+    alpha = init.attr_float("alpha", 0.2f);
+    beta = init.attr_float("beta", 0.5f);
     return Status::ok();
   }
   template <class C>
@@ -162,7 +162,7 @@ struct ThresholdedReluOp {
   static constexpr int64_t kGrain = kGrainCheap;
   float alpha = 1.0f;
   Status init(const KernelInit& init) {
-    alpha = init.node.attr_float("alpha", 1.0f);
+    alpha = init.attr_float("alpha", 1.0f);
     return Status::ok();
   }
   template <class C>
@@ -176,8 +176,8 @@ struct ShrinkOp {
   static constexpr int64_t kGrain = kGrainCheap;
   float lambd = 0.5f, bias = 0.0f;
   Status init(const KernelInit& init) {
-    lambd = init.node.attr_float("lambd", 0.5f);
-    bias = init.node.attr_float("bias", 0.0f);
+    lambd = init.attr_float("lambd", 0.5f);
+    bias = init.attr_float("bias", 0.0f);
     return Status::ok();
   }
   template <class C>
@@ -205,10 +205,10 @@ template <class T>
 Status read_clip_bound(const KernelContext& ctx, size_t i, const Tensor& x, Compute<T>* out) {
   if (!ctx.has_input(i)) return Status::ok();
   KILN_ASSIGN_OR_RETURN(const Tensor* t, tensor_input(ctx, i));
-  KILN_RETURN_IF_ERROR(check_same_dtype(ctx, x, 0, *t, i));
+  KILN_RETURN_IF_ERROR(check_same_dtype(x, 0, *t, i));
   if (t->numel() == 0) return Status::ok();  // an empty tensor reads as absent
   if (t->numel() != 1) {
-    return invalid_argument(ctx.node().label(), ": input ", i, " (", i == 1 ? "min" : "max", ") has shape ",
+    return invalid_argument("input ", i, " (", i == 1 ? "min" : "max", ") has shape ",
                             t->shape().to_string(), ", expected a scalar");
   }
   *out = static_cast<Compute<T>>(t->data<T>()[0]);
@@ -219,8 +219,8 @@ class ClipKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
     use_inputs_ = init.opset >= 11;
-    attr_min_ = init.node.attr_float("min", -std::numeric_limits<float>::infinity());
-    attr_max_ = init.node.attr_float("max", std::numeric_limits<float>::infinity());
+    attr_min_ = init.attr_float("min", -std::numeric_limits<float>::infinity());
+    attr_max_ = init.attr_float("max", std::numeric_limits<float>::infinity());
     return Status::ok();
   }
 
@@ -265,7 +265,7 @@ class ClipKernel final : public Kernel {
         }
         return Status::ok();
       } else {
-        return unsupported_dtype(ctx, 0, dt);
+        return unsupported_dtype(0, dt);
       }
     });
   }

@@ -79,12 +79,12 @@ struct DivOp {
 
 /// Returns an error if the integer tensor `b` (input `index`) holds a zero.
 template <class T>
-Status check_no_zero(const KernelContext& ctx, const Tensor& b, size_t index) {
+Status check_no_zero(const Tensor& b, size_t index) {
   const T* p = b.data<T>();
   const int64_t n = b.numel();
   bool zero = false;
   for (int64_t i = 0; i < n; ++i) zero |= p[i] == 0;
-  if (zero) return invalid_argument(ctx.node().label(), ": input ", index, " holds an integer zero divisor");
+  if (zero) return invalid_argument("input ", index, " holds an integer zero divisor");
   return Status::ok();
 }
 
@@ -116,10 +116,10 @@ struct HalfArithRun {
 
 /// Applies legacy (opset < 7) broadcasting to input b: returns b itself or a
 /// view of it reshaped to A's rank in `storage`.
-Result<const Tensor*> legacy_b(const KernelContext& ctx, const LegacyBroadcast& legacy, const Tensor& a,
+Result<const Tensor*> legacy_b(const LegacyBroadcast& legacy, const Tensor& a,
                                const Tensor& b, Tensor* storage) {
   if (!legacy.active || !legacy.broadcast) return &b;
-  KILN_ASSIGN_OR_RETURN(Shape s, legacy.b_shape(ctx, a.shape(), b.shape()));
+  KILN_ASSIGN_OR_RETURN(Shape s, legacy.b_shape(a.shape(), b.shape()));
   if (s == b.shape()) return &b;
   *storage = b.reshaped(s);
   return static_cast<const Tensor*>(storage);
@@ -136,10 +136,10 @@ class ArithKernel final : public Kernel {
   Status compute(KernelContext& ctx) const override {
     KILN_ASSIGN_OR_RETURN(const Tensor* a, tensor_input(ctx, 0));
     KILN_ASSIGN_OR_RETURN(const Tensor* b, tensor_input(ctx, 1));
-    KILN_RETURN_IF_ERROR(check_same_dtype(ctx, *a, 0, *b, 1));
+    KILN_RETURN_IF_ERROR(check_same_dtype(*a, 0, *b, 1));
     Tensor b_view;
     if (legacy_.active) {
-      KILN_ASSIGN_OR_RETURN(b, legacy_b(ctx, legacy_, *a, *b, &b_view));
+      KILN_ASSIGN_OR_RETURN(b, legacy_b(legacy_, *a, *b, &b_view));
     }
     const DType dt = a->dtype();
     if (dt == DType::kFloat32) {  // the hot case, ahead of the dtype switch
@@ -152,10 +152,10 @@ class ArithKernel final : public Kernel {
       } else if constexpr (kIsHalf<T>) {
         return binary_apply_run<T, T, T>(ctx, *a, *b, dt, kGrainCheap, HalfArithRun<T>{Op::kSimd});
       } else if constexpr (kIsNumeric<T>) {
-        if constexpr (Op::kDivides && kIsInt<T>) KILN_RETURN_IF_ERROR(check_no_zero<T>(ctx, *b, 1));
+        if constexpr (Op::kDivides && kIsInt<T>) KILN_RETURN_IF_ERROR(check_no_zero<T>(*b, 1));
         return binary_apply<T, T, T>(ctx, *a, *b, dt, kGrainCheap, Op{});
       } else {
-        return unsupported_dtype(ctx, 0, dt);
+        return unsupported_dtype(0, dt);
       }
     });
   }
@@ -247,7 +247,7 @@ class PowKernel final : public Kernel {
     KILN_ASSIGN_OR_RETURN(const Tensor* a, tensor_input(ctx, 0));
     KILN_ASSIGN_OR_RETURN(const Tensor* b, tensor_input(ctx, 1));
     Tensor b_view;
-    KILN_ASSIGN_OR_RETURN(b, legacy_b(ctx, legacy_, *a, *b, &b_view));
+    KILN_ASSIGN_OR_RETURN(b, legacy_b(legacy_, *a, *b, &b_view));
     const DType dt = a->dtype();
     return visit_dtype(dt, [&](auto base_tag) -> Status {
       using T = decltype(base_tag);
@@ -269,11 +269,11 @@ class PowKernel final : public Kernel {
             }
             return binary_apply<T, E, T>(ctx, *a, *b, dt, kGrainHeavy, PowOp{});
           } else {
-            return unsupported_dtype(ctx, 1, b->dtype());
+            return unsupported_dtype(1, b->dtype());
           }
         });
       } else {
-        return unsupported_dtype(ctx, 0, dt);
+        return unsupported_dtype(0, dt);
       }
     });
   }
@@ -319,12 +319,12 @@ struct FmodOp {
 class ModKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    const int64_t f = init.node.attr_int("fmod", 0);
-    if (f != 0 && f != 1) return invalid_argument(init.node.label(), ": attribute fmod is ", f, ", expected 0 or 1");
+    const int64_t f = init.attr_int("fmod", 0);
+    if (f != 0 && f != 1) return invalid_argument("attribute fmod is ", f, ", expected 0 or 1");
     fmod_ = f == 1;
     const DType dt = init.input_dtype(0);
     if (!fmod_ && dtype_is_float(dt)) {
-      return invalid_argument(init.node.label(), ": fmod=0 is not defined for ", dtype_name(dt),
+      return invalid_argument("fmod=0 is not defined for ", dtype_name(dt),
                               " inputs; floating-point Mod requires fmod=1");
     }
     return Status::ok();
@@ -333,22 +333,22 @@ class ModKernel final : public Kernel {
   Status compute(KernelContext& ctx) const override {
     KILN_ASSIGN_OR_RETURN(const Tensor* a, tensor_input(ctx, 0));
     KILN_ASSIGN_OR_RETURN(const Tensor* b, tensor_input(ctx, 1));
-    KILN_RETURN_IF_ERROR(check_same_dtype(ctx, *a, 0, *b, 1));
+    KILN_RETURN_IF_ERROR(check_same_dtype(*a, 0, *b, 1));
     const DType dt = a->dtype();
     return visit_dtype(dt, [&](auto tag) -> Status {
       using T = decltype(tag);
       if constexpr (kIsInt<T>) {
-        KILN_RETURN_IF_ERROR(check_no_zero<T>(ctx, *b, 1));
+        KILN_RETURN_IF_ERROR(check_no_zero<T>(*b, 1));
         if (fmod_) return binary_apply<T, T, T>(ctx, *a, *b, dt, kGrainMedium, FmodOp{});
         return binary_apply<T, T, T>(ctx, *a, *b, dt, kGrainMedium, ModIntOp{});
       } else if constexpr (kIsFloat<T>) {
         if (!fmod_) {
-          return invalid_argument(ctx.node().label(), ": fmod=0 is not defined for ", dtype_name(dt),
+          return invalid_argument("fmod=0 is not defined for ", dtype_name(dt),
                                   " inputs; floating-point Mod requires fmod=1");
         }
         return binary_apply<T, T, T>(ctx, *a, *b, dt, kGrainHeavy, FmodOp{});
       } else {
-        return unsupported_dtype(ctx, 0, dt);
+        return unsupported_dtype(0, dt);
       }
     });
   }
@@ -377,13 +377,13 @@ struct ShiftOp {
 class BitShiftKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    const std::string dir = init.node.attr_string("direction", "");
+    const std::string dir = init.attr_string("direction", "");
     if (dir == "LEFT") {
       left_ = true;
     } else if (dir == "RIGHT") {
       left_ = false;
     } else {
-      return invalid_argument(init.node.label(), ": attribute direction is '", dir, "', expected LEFT or RIGHT");
+      return invalid_argument("attribute direction is '", dir, "', expected LEFT or RIGHT");
     }
     return Status::ok();
   }
@@ -391,7 +391,7 @@ class BitShiftKernel final : public Kernel {
   Status compute(KernelContext& ctx) const override {
     KILN_ASSIGN_OR_RETURN(const Tensor* a, tensor_input(ctx, 0));
     KILN_ASSIGN_OR_RETURN(const Tensor* b, tensor_input(ctx, 1));
-    KILN_RETURN_IF_ERROR(check_same_dtype(ctx, *a, 0, *b, 1));
+    KILN_RETURN_IF_ERROR(check_same_dtype(*a, 0, *b, 1));
     const DType dt = a->dtype();
     return visit_dtype(dt, [&](auto tag) -> Status {
       using T = decltype(tag);
@@ -399,7 +399,7 @@ class BitShiftKernel final : public Kernel {
         if (left_) return binary_apply<T, T, T>(ctx, *a, *b, dt, kGrainCheap, ShiftOp<true>{});
         return binary_apply<T, T, T>(ctx, *a, *b, dt, kGrainCheap, ShiftOp<false>{});
       } else {
-        return unsupported_dtype(ctx, 0, dt);
+        return unsupported_dtype(0, dt);
       }
     });
   }
@@ -431,7 +431,7 @@ class PReluKernel final : public Kernel {
   Status compute(KernelContext& ctx) const override {
     KILN_ASSIGN_OR_RETURN(const Tensor* x, tensor_input(ctx, 0));
     KILN_ASSIGN_OR_RETURN(const Tensor* slope, tensor_input(ctx, 1));
-    KILN_RETURN_IF_ERROR(check_same_dtype(ctx, *x, 0, *slope, 1));
+    KILN_RETURN_IF_ERROR(check_same_dtype(*x, 0, *slope, 1));
     Tensor view;
     // Before opset 7 a 1-D slope of X.shape[1] values is per channel (as
     // PyTorch exported it): read it as [C, 1, ..., 1].
@@ -444,7 +444,7 @@ class PReluKernel final : public Kernel {
     }
     Result<Shape> out = broadcast_shapes(x->shape(), slope->shape());
     if (!out.ok() || *out != x->shape()) {
-      return invalid_argument(ctx.node().label(), ": input 1 (slope) has shape ", slope->shape().to_string(),
+      return invalid_argument("input 1 (slope) has shape ", slope->shape().to_string(),
                               ", which does not broadcast to input 0 of shape ", x->shape().to_string());
     }
     const DType dt = x->dtype();
@@ -453,7 +453,7 @@ class PReluKernel final : public Kernel {
       if constexpr (kIsNumeric<T>) {
         return binary_apply<T, T, T>(ctx, *x, *slope, dt, kGrainCheap, PReluOp{});
       } else {
-        return unsupported_dtype(ctx, 0, dt);
+        return unsupported_dtype(0, dt);
       }
     });
   }

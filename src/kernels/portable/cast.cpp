@@ -258,7 +258,7 @@ constexpr bool kCastable = kIsNumeric<T> || std::is_same_v<T, bool> || std::is_s
 /// as "FLOAT".
 Result<DType> parse_to(const ir::Node& node) {
   const ir::Attribute* a = node.find_attr("to");
-  if (a == nullptr) return invalid_argument(node.label(), ": attribute 'to' is required");
+  if (a == nullptr) return invalid_argument("attribute 'to' is required");
   DType t = DType::kUndefined;
   if (a->type == ir::AttrType::kString) {
     static const char* const kNames[] = {"UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16",
@@ -272,7 +272,7 @@ Result<DType> parse_to(const ir::Node& node) {
   }
   const bool ok = visit_dtype(t, [](auto tag) { return kCastable<decltype(tag)>; });
   if (!ok) {
-    return invalid_argument(node.label(), ": attribute 'to' (",
+    return invalid_argument("attribute 'to' (",
                             a->type == ir::AttrType::kString ? a->s : std::to_string(a->i),
                             ") is not a dtype Cast supports");
   }
@@ -311,7 +311,7 @@ Status cast_loop(KernelContext& ctx, const Tensor& x, Tensor* y, bool truncate_b
   } else if constexpr (std::is_same_v<From, std::string> && !std::is_same_v<To, std::string>) {
     for (int64_t i = 0; i < n; ++i) {
       if (!from_string_value(px[i], &py[i])) {
-        return invalid_argument(ctx.node().label(), ": input 0 element ", i, " ('", px[i], "') is not a ",
+        return invalid_argument("input 0 element ", i, " ('", px[i], "') is not a ",
                                 dtype_name(dtype_of<To>), " literal");
       }
     }
@@ -343,11 +343,11 @@ Status cast(KernelContext& ctx, const Tensor& x, DType to, bool truncate_bf16) {
           KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, to, x.shape()));
           return cast_loop<From, To>(ctx, x, y, truncate_bf16);
         } else {
-          return unimplemented(ctx.node().label(), ": cannot cast to ", dtype_name(to));
+          return unimplemented("cannot cast to ", dtype_name(to));
         }
       });
     } else {
-      return unsupported_dtype(ctx, 0, x.dtype());
+      return unsupported_dtype(0, x.dtype());
     }
   });
 }

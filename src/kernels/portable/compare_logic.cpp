@@ -64,10 +64,10 @@ class PredicateKernel final : public Kernel {
   Status compute(KernelContext& ctx) const override {
     KILN_ASSIGN_OR_RETURN(const Tensor* a, tensor_input(ctx, 0));
     KILN_ASSIGN_OR_RETURN(const Tensor* b, tensor_input(ctx, 1));
-    KILN_RETURN_IF_ERROR(check_same_dtype(ctx, *a, 0, *b, 1));
+    KILN_RETURN_IF_ERROR(check_same_dtype(*a, 0, *b, 1));
     Tensor b_view;
     if (legacy_.active && legacy_.broadcast) {
-      KILN_ASSIGN_OR_RETURN(Shape s, legacy_.b_shape(ctx, a->shape(), b->shape()));
+      KILN_ASSIGN_OR_RETURN(Shape s, legacy_.b_shape(a->shape(), b->shape()));
       if (s != b->shape()) {
         b_view = b->reshaped(s);
         b = &b_view;
@@ -79,7 +79,7 @@ class PredicateKernel final : public Kernel {
       if constexpr ((kTypes & bit_of<T>()) != 0) {
         return binary_apply<T, T, bool>(ctx, *a, *b, DType::kBool, kGrainCheap, Op{});
       } else {
-        return unsupported_dtype(ctx, 0, dt);
+        return unsupported_dtype(0, dt);
       }
     });
   }
@@ -94,7 +94,7 @@ class NotKernel final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
     KILN_ASSIGN_OR_RETURN(const Tensor* x, tensor_input(ctx, 0));
-    if (x->dtype() != DType::kBool) return unsupported_dtype(ctx, 0, x->dtype());
+    if (x->dtype() != DType::kBool) return unsupported_dtype(0, x->dtype());
     KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, DType::kBool, x->shape()));
     unary_map(ctx.pool(), x->data<bool>(), y->data<bool>(), x->numel(), kGrainCheap, [](bool v) { return !v; });
     return Status::ok();
@@ -106,8 +106,8 @@ template <bool kIsNaN>
 class FloatClassKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    detect_negative_ = init.node.attr_int("detect_negative", 1) != 0;
-    detect_positive_ = init.node.attr_int("detect_positive", 1) != 0;
+    detect_negative_ = init.attr_int("detect_negative", 1) != 0;
+    detect_positive_ = init.attr_int("detect_positive", 1) != 0;
     return Status::ok();
   }
 
@@ -129,7 +129,7 @@ class FloatClassKernel final : public Kernel {
         }
         return Status::ok();
       } else {
-        return unsupported_dtype(ctx, 0, dt);
+        return unsupported_dtype(0, dt);
       }
     });
   }
@@ -156,16 +156,16 @@ class WhereKernel final : public Kernel {
     KILN_ASSIGN_OR_RETURN(const Tensor* x, tensor_input(ctx, 1));
     KILN_ASSIGN_OR_RETURN(const Tensor* y, tensor_input(ctx, 2));
     if (c->dtype() != DType::kBool) {
-      return invalid_argument(ctx.node().label(), ": input 0 (condition) has dtype ", dtype_name(c->dtype()),
+      return invalid_argument("input 0 (condition) has dtype ", dtype_name(c->dtype()),
                               ", expected bool");
     }
-    KILN_RETURN_IF_ERROR(check_same_dtype(ctx, *x, 1, *y, 2));
+    KILN_RETURN_IF_ERROR(check_same_dtype(*x, 1, *y, 2));
     Shape shape = c->shape();
     if (c->shape() != x->shape() || c->shape() != y->shape()) {
-      KILN_ASSIGN_OR_RETURN(shape, broadcast_inputs(ctx, c->shape(), 0, x->shape(), 1));
+      KILN_ASSIGN_OR_RETURN(shape, broadcast_inputs(c->shape(), 0, x->shape(), 1));
       Result<Shape> s = broadcast_shapes(shape, y->shape());
       if (!s.ok()) {
-        return invalid_argument(ctx.node().label(), ": input 2 has shape ", y->shape().to_string(),
+        return invalid_argument("input 2 has shape ", y->shape().to_string(),
                                 ", which does not broadcast with inputs 0 and 1 (", shape.to_string(), ")");
       }
       shape = *s;
@@ -201,7 +201,7 @@ class WhereKernel final : public Kernel {
                      });
         return Status::ok();
       } else {
-        return unsupported_dtype(ctx, 1, dt);
+        return unsupported_dtype(1, dt);
       }
     });
   }

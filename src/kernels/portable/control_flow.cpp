@@ -4,7 +4,8 @@
 #include <cstring>
 
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -68,11 +69,11 @@ Shape insert_dim(const Shape& s, int64_t axis, int64_t d) {
 }
 
 // Stacks same-shaped tensors along a new `axis` (order reversed if asked).
-Result<Tensor> stack(const std::vector<Tensor>& items, int64_t axis, bool reverse, const ir::Node& node) {
+Result<Tensor> stack(const std::vector<Tensor>& items, int64_t axis, bool reverse) {
   const Tensor& first = items.front();
   for (const Tensor& t : items) {
     if (t.shape() != first.shape() || t.dtype() != first.dtype()) {
-      return invalid_argument(node.label(), ": scan output slices differ in shape or dtype (",
+      return invalid_argument("scan output slices differ in shape or dtype (",
                               first.shape().to_string(), " vs ", t.shape().to_string(), ")");
     }
   }
@@ -101,18 +102,18 @@ bool truthy(const Tensor& t) {
 class IfKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    then_ = init.node.attr_graph("then_branch");
-    else_ = init.node.attr_graph("else_branch");
-    if (!then_ || !else_) return invalid_argument(init.node.label(), ": needs then_branch and else_branch graphs");
+    then_ = init.attr_graph("then_branch");
+    else_ = init.attr_graph("else_branch");
+    if (!then_ || !else_) return invalid_argument("needs then_branch and else_branch graphs");
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {
     if (!ctx.has_input(0) || !ctx.input_value(0)->is_tensor())
-      return invalid_argument(ctx.node().label(), ": input 0 (cond) is missing");
+      return invalid_argument("input 0 (cond) is missing");
     const ir::Graph* branch = truthy(ctx.input(0)) ? then_ : else_;
     KILN_ASSIGN_OR_RETURN(std::vector<Value> outs, ctx.subgraphs()->run(*branch, {}));
     if (outs.size() < ctx.num_outputs()) {
-      return invalid_argument(ctx.node().label(), ": branch produced ", outs.size(), " outputs, the node has ",
+      return invalid_argument("branch produced ", outs.size(), " outputs, the node has ",
                               ctx.num_outputs());
     }
     for (size_t i = 0; i < ctx.num_outputs(); ++i) ctx.set_output_value(i, std::move(outs[i]));
@@ -127,22 +128,21 @@ class IfKernel final : public Kernel {
 class LoopKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    body_ = init.node.attr_graph("body");
-    if (!body_) return invalid_argument(init.node.label(), ": needs a body graph");
+    body_ = init.attr_graph("body");
+    if (!body_) return invalid_argument("needs a body graph");
     const size_t n_carried = init.node.inputs.size() >= 2 ? init.node.inputs.size() - 2 : 0;
     if (body_->inputs.size() != n_carried + 2 || body_->outputs.size() < n_carried + 1) {
-      return invalid_argument(init.node.label(), ": body has ", body_->inputs.size(), " inputs and ",
+      return invalid_argument("body has ", body_->inputs.size(), " inputs and ",
                               body_->outputs.size(), " outputs for ", n_carried, " loop-carried values");
     }
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
     int64_t max_trips = INT64_MAX;
     if (ctx.has_input(0)) {
       KILN_ASSIGN_OR_RETURN(auto m, to_int64_vector(ctx.input(0)));
-      if (m.empty()) return invalid_argument(node.label(), ": input M is empty");
+      if (m.empty()) return invalid_argument("input M is empty");
       max_trips = m[0];
     }
     bool cond = ctx.has_input(1) ? truthy(ctx.input(1)) : true;
@@ -159,12 +159,12 @@ class LoopKernel final : public Kernel {
       body_in[0] = Value(Tensor::scalar<int64_t>(iter));
       body_in[1] = Value(Tensor::scalar<bool>(cond));
       KILN_ASSIGN_OR_RETURN(std::vector<Value> out, ctx.subgraphs()->run(*body_, body_in));
-      if (!out[0].is_tensor()) return invalid_argument(node.label(), ": body condition output is not a tensor");
+      if (!out[0].is_tensor()) return invalid_argument("body condition output is not a tensor");
       cond = truthy(out[0].tensor());
       for (size_t i = 0; i < n_carried; ++i) body_in[2 + i] = std::move(out[1 + i]);
       for (size_t k = 0; k < n_scan; ++k) {
         Value& s = out[1 + n_carried + k];
-        if (!s.is_tensor()) return invalid_argument(node.label(), ": scan output ", k, " is not a tensor");
+        if (!s.is_tensor()) return invalid_argument("scan output ", k, " is not a tensor");
         scans[k].push_back(std::move(s.tensor()));
       }
     }
@@ -175,7 +175,7 @@ class LoopKernel final : public Kernel {
                              Value(empty_scan_output(body_->value(body_->outputs[1 + n_carried + k]).type)));
         continue;
       }
-      KILN_ASSIGN_OR_RETURN(Tensor t, stack(scans[k], 0, false, node));
+      KILN_ASSIGN_OR_RETURN(Tensor t, stack(scans[k], 0, false));
       ctx.set_output_value(n_carried + k, Value(std::move(t)));
     }
     return Status::ok();
@@ -195,7 +195,6 @@ struct ScanSpec {
 Status run_scan(KernelContext& ctx, const ScanSpec& spec, const std::vector<Value>& states_in,
                 const std::vector<Tensor>& scan_in, int64_t seq_len_limit, std::vector<Value>* states_out,
                 std::vector<Tensor>* scan_out) {
-  const ir::Node& node = ctx.node();
   const size_t n_state = states_in.size();
   const size_t m = scan_in.size();
   const size_t k_out = spec.body->outputs.size() - n_state;
@@ -203,9 +202,9 @@ Status run_scan(KernelContext& ctx, const ScanSpec& spec, const std::vector<Valu
   std::vector<int64_t> axes(m);
   for (size_t j = 0; j < m; ++j) {
     int64_t a = j < spec.input_axes.size() ? spec.input_axes[j] : 0;
-    KILN_ASSIGN_OR_RETURN(axes[j], normalize_axis(a, static_cast<int64_t>(scan_in[j].rank()), node));
+    KILN_ASSIGN_OR_RETURN(axes[j], normalize_axis(a, static_cast<int64_t>(scan_in[j].rank())));
     int64_t l = scan_in[j].dim(static_cast<size_t>(axes[j]));
-    if (len >= 0 && l != len) return invalid_argument(node.label(), ": scan inputs have different lengths");
+    if (len >= 0 && l != len) return invalid_argument("scan inputs have different lengths");
     len = l;
   }
   if (len < 0) len = 0;
@@ -221,7 +220,7 @@ Status run_scan(KernelContext& ctx, const ScanSpec& spec, const std::vector<Valu
     KILN_ASSIGN_OR_RETURN(std::vector<Value> out, ctx.subgraphs()->run(*spec.body, body_in));
     for (size_t i = 0; i < n_state; ++i) body_in[i] = std::move(out[i]);
     for (size_t k = 0; k < k_out; ++k) {
-      if (!out[n_state + k].is_tensor()) return invalid_argument(node.label(), ": scan output is not a tensor");
+      if (!out[n_state + k].is_tensor()) return invalid_argument("scan output is not a tensor");
       slices[k].push_back(std::move(out[n_state + k].tensor()));
     }
   }
@@ -233,9 +232,9 @@ Status run_scan(KernelContext& ctx, const ScanSpec& spec, const std::vector<Valu
       continue;
     }
     int64_t a = k < spec.output_axes.size() ? spec.output_axes[k] : 0;
-    KILN_ASSIGN_OR_RETURN(a, normalize_axis(a, static_cast<int64_t>(slices[k][0].rank()) + 1, node));
+    KILN_ASSIGN_OR_RETURN(a, normalize_axis(a, static_cast<int64_t>(slices[k][0].rank()) + 1));
     bool rev = k < spec.output_dirs.size() && spec.output_dirs[k] == 1;
-    KILN_ASSIGN_OR_RETURN(Tensor s, stack(slices[k], a, rev, node));
+    KILN_ASSIGN_OR_RETURN(Tensor s, stack(slices[k], a, rev));
     scan_out->push_back(std::move(s));
   }
   return Status::ok();
@@ -244,16 +243,15 @@ Status run_scan(KernelContext& ctx, const ScanSpec& spec, const std::vector<Valu
 class ScanKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    const ir::Node& n = init.node;
-    spec_.body = n.attr_graph("body");
-    if (!spec_.body) return invalid_argument(n.label(), ": needs a body graph");
-    spec_.num_scan_inputs = n.attr_int("num_scan_inputs", -1);
-    if (spec_.num_scan_inputs < 0) return invalid_argument(n.label(), ": needs num_scan_inputs");
+    spec_.body = init.attr_graph("body");
+    if (!spec_.body) return invalid_argument("needs a body graph");
+    spec_.num_scan_inputs = init.attr_int("num_scan_inputs", -1);
+    if (spec_.num_scan_inputs < 0) return invalid_argument("needs num_scan_inputs");
     opset8_ = init.opset < 9;
-    spec_.input_axes = n.attr_ints("scan_input_axes");
-    spec_.input_dirs = opset8_ ? n.attr_ints("directions") : n.attr_ints("scan_input_directions");
-    spec_.output_axes = n.attr_ints("scan_output_axes");
-    spec_.output_dirs = n.attr_ints("scan_output_directions");
+    spec_.input_axes = init.attr_ints("scan_input_axes");
+    spec_.input_dirs = opset8_ ? init.attr_ints("directions") : init.attr_ints("scan_input_directions");
+    spec_.output_axes = init.attr_ints("scan_output_axes");
+    spec_.output_dirs = init.attr_ints("scan_output_directions");
     return Status::ok();
   }
 
@@ -261,10 +259,10 @@ class ScanKernel final : public Kernel {
     const size_t first = opset8_ ? 1 : 0;  // opset 8: input 0 is sequence_lens
     const size_t n_in = ctx.num_inputs() - first;
     const auto m = static_cast<size_t>(spec_.num_scan_inputs);
-    if (m > n_in) return invalid_argument(ctx.node().label(), ": num_scan_inputs exceeds the inputs");
+    if (m > n_in) return invalid_argument("num_scan_inputs exceeds the inputs");
     const size_t n_state = n_in - m;
     for (size_t i = first; i < ctx.num_inputs(); ++i)
-      if (!ctx.has_input(i)) return invalid_argument(ctx.node().label(), ": input ", i, " is missing");
+      if (!ctx.has_input(i)) return invalid_argument("input ", i, " is missing");
     if (!opset8_) {
       std::vector<Value> states;
       std::vector<Tensor> scans;
@@ -298,11 +296,11 @@ class ScanKernel final : public Kernel {
       for (size_t k = 0; k < sc_out.size(); ++k) scan_items[k].push_back(std::move(sc_out[k]));
     }
     for (size_t i = 0; i < n_state; ++i) {
-      KILN_ASSIGN_OR_RETURN(Tensor t, stack(state_items[i], 0, false, ctx.node()));
+      KILN_ASSIGN_OR_RETURN(Tensor t, stack(state_items[i], 0, false));
       ctx.set_output_value(i, Value(std::move(t)));
     }
     for (size_t k = 0; k < scan_items.size(); ++k) {
-      KILN_ASSIGN_OR_RETURN(Tensor t, stack(scan_items[k], 0, false, ctx.node()));
+      KILN_ASSIGN_OR_RETURN(Tensor t, stack(scan_items[k], 0, false));
       ctx.set_output_value(n_state + k, Value(std::move(t)));
     }
     return Status::ok();

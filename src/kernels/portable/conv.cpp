@@ -297,10 +297,10 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
 class ConvKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    KILN_ASSIGN_OR_RETURN(attrs_, WindowAttrs::parse(init.node));
-    group_ = init.node.attr_int("group", 1);
-    if (group_ < 1) return invalid_argument(init.node.label(), ": attribute group is ", group_, ", expected >= 1");
-    if (init.node.op_type == "FusedConv") KILN_RETURN_IF_ERROR(parse_fusion(init.node));
+    KILN_ASSIGN_OR_RETURN(attrs_, WindowAttrs::parse(init));
+    group_ = init.attr_int("group", 1);
+    if (group_ < 1) return invalid_argument("attribute group is ", group_, ", expected >= 1");
+    if (init.node.op_type == "FusedConv") KILN_RETURN_IF_ERROR(parse_fusion(init));
     const Tensor* w = init.constant_input(1);
     if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3 && w->dim(0) % group_ == 0 && w->numel() > 0 &&
         !(w->dim(1) == 1 && group_ > 1)) {  // depthwise reads W directly
@@ -324,23 +324,23 @@ class ConvKernel final : public Kernel {
     p.m = w.dim(0);
     p.group = group_;
     if (w.dim(1) * group_ != p.c) {
-      return invalid_argument(node.label(), ": input 1 (W) has shape ", w.shape().to_string(), ", expected W[1] * group (",
+      return invalid_argument("input 1 (W) has shape ", w.shape().to_string(), ", expected W[1] * group (",
                               group_, ") == C of input 0 (X) ", x.shape().to_string());
     }
     if (p.m % group_ != 0) {
-      return invalid_argument(node.label(), ": input 1 (W) has ", p.m, " output channels, not a multiple of group ",
+      return invalid_argument("input 1 (W) has ", p.m, " output channels, not a multiple of group ",
                               group_);
     }
     if (b && (b->rank() != 1 || b->dim(0) != p.m)) {
-      return invalid_argument(node.label(), ": input 2 (B) has shape ", b->shape().to_string(), ", expected [", p.m, "]");
+      return invalid_argument("input 2 (B) has shape ", b->shape().to_string(), ", expected [", p.m, "]");
     }
     const std::span<const int64_t> kernel = w.shape().dims().subspan(2);
     if (!attrs_.kernel_shape.empty() &&
         !std::equal(kernel.begin(), kernel.end(), attrs_.kernel_shape.begin(), attrs_.kernel_shape.end())) {
-      return invalid_argument(node.label(), ": attribute kernel_shape ", Shape(attrs_.kernel_shape).to_string(),
+      return invalid_argument("attribute kernel_shape ", Shape(attrs_.kernel_shape).to_string(),
                               " does not match input 1 (W) ", w.shape().to_string());
     }
-    KILN_ASSIGN_OR_RETURN(p.g, resolve_window(attrs_, x.shape().dims().subspan(2), kernel, node));
+    KILN_ASSIGN_OR_RETURN(p.g, resolve_window(attrs_, x.shape().dims().subspan(2), kernel));
     Shape y_shape{p.n, p.m};
     for (int64_t d : p.g.out) y_shape.push_back(d);
     // FusedConv's input 3 (Z) is added before the activation.
@@ -348,7 +348,7 @@ class ConvKernel final : public Kernel {
     if (ctx.has_input(3) && node.op_type == "FusedConv") {
       z = &ctx.input(3);
       if (z->shape() != y_shape || z->dtype() != x.dtype()) {
-        return invalid_argument(node.label(), ": input 3 (Z) is ", dtype_name(z->dtype()), z->shape().to_string(),
+        return invalid_argument("input 3 (Z) is ", dtype_name(z->dtype()), z->shape().to_string(),
                                 ", expected ", dtype_name(x.dtype()), y_shape.to_string(), " like the output");
       }
     }
@@ -376,18 +376,18 @@ class ConvKernel final : public Kernel {
         return Status::ok();
       }
       default:
-        return unimplemented(node.label(), ": dtype ", dtype_name(x.dtype()), " is not supported");
+        return unsupported_dtype(0, x.dtype());
     }
   }
 
  private:
   // FusedConv's activation and activation_params.
-  Status parse_fusion(const ir::Node& node) {
-    const std::string act = node.attr_string("activation", "");
-    const std::vector<float> params = node.attr_floats("activation_params");
+  Status parse_fusion(const KernelInit& init) {
+    const std::string act = init.attr_string("activation", "");
+    const std::vector<float> params = init.attr_floats("activation_params");
     auto need = [&](size_t n) -> Status {
       if (params.size() < n)
-        return invalid_argument(node.label(), ": activation ", act, " needs ", n, " activation_params, got ",
+        return invalid_argument("activation ", act, " needs ", n, " activation_params, got ",
                                 params.size());
       return Status::ok();
     };
@@ -408,7 +408,7 @@ class ConvKernel final : public Kernel {
     } else if (act == "HardSigmoid") {
       fusion_ = {nullptr, Act::kHardSigmoid, params.size() > 0 ? params[0] : 0.2f, params.size() > 1 ? params[1] : 0.5f};
     } else {
-      return invalid_argument(node.label(), ": attribute activation is '", act,
+      return invalid_argument("attribute activation is '", act,
                               "', expected Relu, Clip, LeakyRelu, Sigmoid, Tanh or HardSigmoid");
     }
     return Status::ok();

@@ -132,11 +132,11 @@ void conv_transpose_f32(const DeconvProblem& p, const float* x, const float* w, 
 class ConvTransposeKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    KILN_ASSIGN_OR_RETURN(attrs_, WindowAttrs::parse(init.node));
-    group_ = init.node.attr_int("group", 1);
-    if (group_ < 1) return invalid_argument(init.node.label(), ": attribute group is ", group_, ", expected >= 1");
-    output_padding_ = init.node.attr_ints("output_padding");
-    output_shape_ = init.node.attr_ints("output_shape");
+    KILN_ASSIGN_OR_RETURN(attrs_, WindowAttrs::parse(init));
+    group_ = init.attr_int("group", 1);
+    if (group_ < 1) return invalid_argument("attribute group is ", group_, ", expected >= 1");
+    output_padding_ = init.attr_ints("output_padding");
+    output_shape_ = init.attr_ints("output_shape");
     const Tensor* w = init.constant_input(1);
     if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3 && w->dim(0) % group_ == 0 && w->numel() > 0) {
       const int64_t cg = w->dim(0) / group_, rows = w->numel() / w->dim(0);
@@ -148,7 +148,6 @@ class ConvTransposeKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
     KILN_RETURN_IF_ERROR(check_conv_inputs(ctx));
     const Tensor& x = ctx.input(0);
     const Tensor& w = ctx.input(1);
@@ -158,17 +157,17 @@ class ConvTransposeKernel final : public Kernel {
     p.c = x.dim(1);
     p.group = group_;
     if (w.dim(0) != p.c) {
-      return invalid_argument(node.label(), ": input 1 (W) has shape ", w.shape().to_string(),
+      return invalid_argument("input 1 (W) has shape ", w.shape().to_string(),
                               ", expected W[0] == C of input 0 (X) ", x.shape().to_string());
     }
     if (p.c % group_ != 0) {
-      return invalid_argument(node.label(), ": input 0 (X) has ", p.c, " channels, not a multiple of group ", group_);
+      return invalid_argument("input 0 (X) has ", p.c, " channels, not a multiple of group ", group_);
     }
     p.m = w.dim(1) * group_;
     if (b && (b->rank() != 1 || b->dim(0) != p.m)) {
-      return invalid_argument(node.label(), ": input 2 (B) has shape ", b->shape().to_string(), ", expected [", p.m, "]");
+      return invalid_argument("input 2 (B) has shape ", b->shape().to_string(), ", expected [", p.m, "]");
     }
-    KILN_RETURN_IF_ERROR(resolve(node, x, w, &p));
+    KILN_RETURN_IF_ERROR(resolve(x, w, &p));
     Shape y_shape{p.n, p.m};
     for (int64_t d : p.out) y_shape.push_back(d);
     KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, x.dtype(), y_shape));
@@ -191,17 +190,17 @@ class ConvTransposeKernel final : public Kernel {
         return Status::ok();
       }
       default:
-        return unimplemented(node.label(), ": dtype ", dtype_name(x.dtype()), " is not supported");
+        return unsupported_dtype(0, x.dtype());
     }
   }
 
  private:
   // Fills the spatial geometry and output size of `p`.
-  Status resolve(const ir::Node& node, const Tensor& x, const Tensor& w, DeconvProblem* p) const {
+  Status resolve(const Tensor& x, const Tensor& w, DeconvProblem* p) const {
     const size_t r = x.rank() - 2;
     auto check_len = [&](const std::vector<int64_t>& v, size_t want, const char* name) -> Status {
       if (!v.empty() && v.size() != want) {
-        return invalid_argument(node.label(), ": attribute ", name, " has ", v.size(), " values, expected ", want,
+        return invalid_argument("attribute ", name, " has ", v.size(), " values, expected ", want,
                                 " for ", r, " spatial dims");
       }
       return Status::ok();
@@ -211,13 +210,13 @@ class ConvTransposeKernel final : public Kernel {
     KILN_RETURN_IF_ERROR(check_len(attrs_.pads, 2 * r, "pads"));
     KILN_RETURN_IF_ERROR(check_len(output_padding_, r, "output_padding"));
     if (!output_shape_.empty() && output_shape_.size() != r && output_shape_.size() != r + 2) {
-      return invalid_argument(node.label(), ": attribute output_shape has ", output_shape_.size(),
+      return invalid_argument("attribute output_shape has ", output_shape_.size(),
                               " values, expected ", r, " (or ", r + 2, ")");
     }
     const std::span<const int64_t> kernel = w.shape().dims().subspan(2);
     if (!attrs_.kernel_shape.empty() &&
         !std::equal(kernel.begin(), kernel.end(), attrs_.kernel_shape.begin(), attrs_.kernel_shape.end())) {
-      return invalid_argument(node.label(), ": attribute kernel_shape ", Shape(attrs_.kernel_shape).to_string(),
+      return invalid_argument("attribute kernel_shape ", Shape(attrs_.kernel_shape).to_string(),
                               " does not match input 1 (W) ", w.shape().to_string());
     }
     p->in.assign(x.shape().begin() + 2, x.shape().end());
@@ -229,13 +228,13 @@ class ConvTransposeKernel final : public Kernel {
     const bool same = attrs_.auto_pad == "SAME_UPPER" || attrs_.auto_pad == "SAME_LOWER";
     for (size_t d = 0; d < r; ++d) {
       const int64_t op = output_padding_.empty() ? 0 : output_padding_[d];
-      if (op < 0) return invalid_argument(node.label(), ": attribute output_padding has ", op, ", expected >= 0");
+      if (op < 0) return invalid_argument("attribute output_padding has ", op, ", expected >= 0");
       const int64_t full = p->stride[d] * (p->in[d] - 1) + op + (p->kernel[d] - 1) * p->dilation[d] + 1;
       if (!output_shape_.empty() || same) {
         const int64_t target =
             !output_shape_.empty() ? output_shape_[output_shape_.size() - r + d] : p->in[d] * p->stride[d];
         if (target < 0) {
-          return invalid_argument(node.label(), ": attribute output_shape has ", target, " in spatial dim ", d);
+          return invalid_argument("attribute output_shape has ", target, " in spatial dim ", d);
         }
         // SAME_UPPER puts the odd unit of padding at the end. A negative
         // total (output_shape larger than the input covers) pads the end
@@ -253,7 +252,7 @@ class ConvTransposeKernel final : public Kernel {
         p->pad_begin[d] = pb;
         p->out[d] = full - pb - pe;
         if (p->out[d] < 0) {
-          return invalid_argument(node.label(), ": pads ", Shape(attrs_.pads).to_string(),
+          return invalid_argument("pads ", Shape(attrs_.pads).to_string(),
                                   " remove more than the whole output of spatial dim ", d);
         }
       }

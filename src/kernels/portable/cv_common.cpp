@@ -4,28 +4,29 @@
 
 namespace kiln::kernels {
 
-Result<WindowAttrs> WindowAttrs::parse(const ir::Node& node) {
+Result<WindowAttrs> WindowAttrs::parse(const KernelInit& init) {
   WindowAttrs a;
-  a.kernel_shape = node.attr_ints("kernel_shape");
-  a.strides = node.attr_ints("strides");
-  a.dilations = node.attr_ints("dilations");
-  a.pads = node.attr_ints("pads");
-  a.auto_pad = node.attr_string("auto_pad", "NOTSET");
-  a.ceil_mode = node.attr_int("ceil_mode", 0) != 0;
+  a.kernel_shape = init.attr_ints("kernel_shape");
+  a.strides = init.attr_ints("strides");
+  a.dilations = init.attr_ints("dilations");
+  a.pads = init.attr_ints("pads");
+  a.auto_pad = init.attr_string("auto_pad", "NOTSET");
+  a.ceil_mode = init.attr_int("ceil_mode", 0) != 0;
+  KILN_RETURN_IF_ERROR(init.attr_status());
   if (a.auto_pad.empty()) a.auto_pad = "NOTSET";
   if (a.auto_pad != "NOTSET" && a.auto_pad != "SAME_UPPER" && a.auto_pad != "SAME_LOWER" &&
       a.auto_pad != "VALID") {
-    return invalid_argument(node.label(), ": attribute auto_pad is '", a.auto_pad,
+    return invalid_argument("attribute auto_pad is '", a.auto_pad,
                             "', expected NOTSET, SAME_UPPER, SAME_LOWER or VALID");
   }
   for (int64_t s : a.strides)
-    if (s < 1) return invalid_argument(node.label(), ": attribute strides has ", s, ", expected values >= 1");
+    if (s < 1) return invalid_argument("attribute strides has ", s, ", expected values >= 1");
   for (int64_t d : a.dilations)
-    if (d < 1) return invalid_argument(node.label(), ": attribute dilations has ", d, ", expected values >= 1");
+    if (d < 1) return invalid_argument("attribute dilations has ", d, ", expected values >= 1");
   for (int64_t p : a.pads)
-    if (p < 0) return invalid_argument(node.label(), ": attribute pads has ", p, ", expected values >= 0");
+    if (p < 0) return invalid_argument("attribute pads has ", p, ", expected values >= 0");
   for (int64_t k : a.kernel_shape)
-    if (k < 1) return invalid_argument(node.label(), ": attribute kernel_shape has ", k, ", expected values >= 1");
+    if (k < 1) return invalid_argument("attribute kernel_shape has ", k, ", expected values >= 1");
   return a;
 }
 
@@ -46,11 +47,11 @@ int64_t WindowGeometry::kernel_size() const {
 }
 
 Result<WindowGeometry> resolve_window(const WindowAttrs& attrs, std::span<const int64_t> in_spatial,
-                                      std::span<const int64_t> kernel, const ir::Node& node) {
+                                      std::span<const int64_t> kernel) {
   const size_t r = in_spatial.size();
   auto check_len = [&](const std::vector<int64_t>& v, size_t want, const char* name) -> Status {
     if (!v.empty() && v.size() != want) {
-      return invalid_argument(node.label(), ": attribute ", name, " has ", v.size(), " values, expected ", want,
+      return invalid_argument("attribute ", name, " has ", v.size(), " values, expected ", want,
                               " for ", r, " spatial dims");
     }
     return Status::ok();
@@ -59,7 +60,7 @@ Result<WindowGeometry> resolve_window(const WindowAttrs& attrs, std::span<const 
   KILN_RETURN_IF_ERROR(check_len(attrs.dilations, r, "dilations"));
   KILN_RETURN_IF_ERROR(check_len(attrs.pads, 2 * r, "pads"));
   if (kernel.size() != r) {
-    return invalid_argument(node.label(), ": the kernel has ", kernel.size(), " spatial dims, the input ", r);
+    return invalid_argument("the kernel has ", kernel.size(), " spatial dims, the input ", r);
   }
   WindowGeometry g;
   g.in.assign(in_spatial.begin(), in_spatial.end());
@@ -71,7 +72,7 @@ Result<WindowGeometry> resolve_window(const WindowAttrs& attrs, std::span<const 
   g.out.assign(r, 0);
   const bool same = attrs.auto_pad == "SAME_UPPER" || attrs.auto_pad == "SAME_LOWER";
   for (size_t i = 0; i < r; ++i) {
-    if (g.kernel[i] < 1) return invalid_argument(node.label(), ": kernel dim ", i, " is ", g.kernel[i]);
+    if (g.kernel[i] < 1) return invalid_argument("kernel dim ", i, " is ", g.kernel[i]);
     const int64_t in = g.in[i], s = g.stride[i];
     const int64_t dk = (g.kernel[i] - 1) * g.dilation[i] + 1;  // dilated kernel extent
     if (same) {
@@ -88,7 +89,7 @@ Result<WindowGeometry> resolve_window(const WindowAttrs& attrs, std::span<const 
     }
     const int64_t span = in + g.pad_begin[i] + g.pad_end[i] - dk;
     if (span < 0) {
-      return invalid_argument(node.label(), ": spatial dim ", i, " of the input (", in, ", padded to ",
+      return invalid_argument("spatial dim ", i, " of the input (", in, ", padded to ",
                               in + g.pad_begin[i] + g.pad_end[i], ") is smaller than the kernel extent ", dk);
     }
     if (attrs.ceil_mode) {
@@ -137,27 +138,23 @@ void from_float_vector(const float* values, Tensor* out) {
   }
 }
 
-std::string input_label(size_t index, const char* name) {
-  return "input " + std::to_string(index) + " (" + name + ")";
-}
 
 Status check_conv_inputs(const KernelContext& ctx) {
-  const ir::Node& node = ctx.node();
   for (size_t i = 0; i < 2; ++i)
-    if (!ctx.has_input(i)) return invalid_argument(node.label(), ": ", input_label(i, i ? "W" : "X"), " is missing");
+    if (!ctx.has_input(i)) return invalid_argument(input_label(i, i ? "W" : "X"), " is missing");
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(1);
   const Tensor* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   if (x.rank() < 3 || x.rank() > 10) {
-    return invalid_argument(node.label(), ": input 0 (X) has shape ", x.shape().to_string(),
+    return invalid_argument("input 0 (X) has shape ", x.shape().to_string(),
                             ", expected [N, C, spatial...] with 1 to 8 spatial dims");
   }
   if (w.rank() != x.rank()) {
-    return invalid_argument(node.label(), ": input 1 (W) has shape ", w.shape().to_string(), ", expected rank ",
+    return invalid_argument("input 1 (W) has shape ", w.shape().to_string(), ", expected rank ",
                             x.rank(), " like input 0 (X) ", x.shape().to_string());
   }
   if (w.dtype() != x.dtype() || (b && b->dtype() != x.dtype())) {
-    return invalid_argument(node.label(), ": input 1 (W) and input 2 (B) must have the dtype of input 0 (X), ",
+    return invalid_argument("input 1 (W) and input 2 (B) must have the dtype of input 0 (X), ",
                             dtype_name(x.dtype()));
   }
   return Status::ok();

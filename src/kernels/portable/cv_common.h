@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/kernel.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -27,7 +28,7 @@ struct WindowAttrs {
 
   /// Reads the attributes of `node`; checks auto_pad's value and that no
   /// stride/dilation is < 1 and no pad < 0.
-  static Result<WindowAttrs> parse(const ir::Node& node);
+  static Result<WindowAttrs> parse(const KernelInit& init);
 };
 
 /// The resolved window over the spatial dims of one input.
@@ -49,7 +50,7 @@ struct WindowGeometry {
 /// and ceil_mode (a window that would start inside the end padding is
 /// dropped, as in PyTorch). Errors name `node` and the offending attribute.
 Result<WindowGeometry> resolve_window(const WindowAttrs& attrs, std::span<const int64_t> in_spatial,
-                                      std::span<const int64_t> kernel, const ir::Node& node);
+                                      std::span<const int64_t> kernel);
 
 /// Writes rows [p0, p0 + kc) and columns [j0, j0 + nc) of the im2col matrix
 /// of one image (or one group of it) in the panel layout of BPanelSource
@@ -169,9 +170,6 @@ std::vector<float> to_float_vector(const Tensor& t);
 /// Writes float32 values into `out` (float16/bfloat16/double/float32),
 /// rounding as the dtype requires.
 void from_float_vector(const float* values, Tensor* out);
-
-/// "input 1 (W)" style label used in messages.
-std::string input_label(size_t index, const char* name);
 
 /// Checks Conv/ConvTranspose inputs X, W (present, ranks 3..10 and equal)
 /// and the dtypes of W and the optional B against X; errors name the input.

@@ -6,7 +6,8 @@
 
 #include "kernels/portable/cv_common.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -38,15 +39,14 @@ double lu_determinant(double* a, int64_t m) {
 class DetKernel final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
-    if (!ctx.has_input(0)) return invalid_argument(node.label(), ": input 0 (X) is missing");
+    if (!ctx.has_input(0)) return invalid_argument("input 0 (X) is missing");
     const Tensor& x = ctx.input(0);
     if (x.rank() < 2 || x.dim(x.rank() - 1) != x.dim(x.rank() - 2)) {
-      return invalid_argument(node.label(), ": input 0 (X) has shape ", x.shape().to_string(),
+      return invalid_argument("input 0 (X) has shape ", x.shape().to_string(),
                               ", expected [..., M, M]");
     }
     if (!dtype_is_float(x.dtype()))
-      return invalid_argument(node.label(), ": input 0 (X) has dtype ", dtype_name(x.dtype()), ", expected a float type");
+      return invalid_argument("input 0 (X) has dtype ", dtype_name(x.dtype()), ", expected a float type");
     const int64_t m = x.dim(x.rank() - 1);
     Shape out_shape;
     for (size_t i = 0; i + 2 < x.rank(); ++i) out_shape.push_back(x.dim(i));

@@ -10,7 +10,8 @@
 #include <cmath>
 
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -44,27 +45,26 @@ bool overlaps(const Box& a, const Box& b, float threshold) {
 class NonMaxSuppression final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    const int64_t c = init.node.attr_int("center_point_box", 0);
-    if (c != 0 && c != 1) return invalid_argument(init.node.label(), ": attribute center_point_box must be 0 or 1, got ", c);
+    const int64_t c = init.attr_int("center_point_box", 0);
+    if (c != 0 && c != 1) return invalid_argument("attribute center_point_box must be 0 or 1, got ", c);
     center_point_ = c == 1;
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
     if (!ctx.has_input(0) || !ctx.has_input(1))
-      return invalid_argument(node.label(), ": inputs 0 (boxes) and 1 (scores) are required");
+      return invalid_argument("inputs 0 (boxes) and 1 (scores) are required");
     const Tensor& boxes = ctx.input(0);
     const Tensor& scores = ctx.input(1);
     if (boxes.dtype() != DType::kFloat32 || scores.dtype() != DType::kFloat32)
-      return invalid_argument(node.label(), ": inputs 0 (boxes) and 1 (scores) must be float32");
+      return invalid_argument("inputs 0 (boxes) and 1 (scores) must be float32");
     if (boxes.rank() != 3 || boxes.dim(2) != 4) {
-      return invalid_argument(node.label(), ": input 0 (boxes) must be [num_batches, num_boxes, 4], got ",
+      return invalid_argument("input 0 (boxes) must be [num_batches, num_boxes, 4], got ",
                               boxes.shape().to_string());
     }
     const int64_t batches = boxes.dim(0), num_boxes = boxes.dim(1);
     if (scores.rank() != 3 || scores.dim(0) != batches || scores.dim(2) != num_boxes) {
-      return invalid_argument(node.label(), ": input 1 (scores) must be [", batches, ", num_classes, ", num_boxes,
+      return invalid_argument("input 1 (scores) must be [", batches, ", num_classes, ", num_boxes,
                               "], got ", scores.shape().to_string());
     }
     const int64_t classes = scores.dim(1);
@@ -73,19 +73,19 @@ class NonMaxSuppression final : public Kernel {
     bool has_score_threshold = false;
     if (ctx.has_input(2) && ctx.input(2).numel() > 0) {
       KILN_ASSIGN_OR_RETURN(auto v, to_int64_vector(ctx.input(2)));
-      if (v.size() != 1) return invalid_argument(node.label(), ": input 2 (max_output_boxes_per_class) must be a scalar");
+      if (v.size() != 1) return invalid_argument("input 2 (max_output_boxes_per_class) must be a scalar");
       max_out = v[0];
     }
     if (ctx.has_input(3) && ctx.input(3).numel() > 0) {
       KILN_ASSIGN_OR_RETURN(auto v, to_double_vector(ctx.input(3)));
-      if (v.size() != 1) return invalid_argument(node.label(), ": input 3 (iou_threshold) must be a scalar");
+      if (v.size() != 1) return invalid_argument("input 3 (iou_threshold) must be a scalar");
       iou_threshold = static_cast<float>(v[0]);
       if (iou_threshold < 0 || iou_threshold > 1)
-        return invalid_argument(node.label(), ": input 3 (iou_threshold) must be in [0, 1], got ", iou_threshold);
+        return invalid_argument("input 3 (iou_threshold) must be in [0, 1], got ", iou_threshold);
     }
     if (ctx.has_input(4) && ctx.input(4).numel() > 0) {
       KILN_ASSIGN_OR_RETURN(auto v, to_double_vector(ctx.input(4)));
-      if (v.size() != 1) return invalid_argument(node.label(), ": input 4 (score_threshold) must be a scalar");
+      if (v.size() != 1) return invalid_argument("input 4 (score_threshold) must be a scalar");
       score_threshold = static_cast<float>(v[0]);
       has_score_threshold = true;
     }

@@ -16,6 +16,7 @@
 #include "kernels/portable/cv_common.h"
 #include "kernels/portable/matmul.h"
 #include "kernels/portable/strided_copy.h"
+#include "kernels/util/kernel_args.h"
 #include "kernels/registry.h"
 
 namespace kiln::kernels {
@@ -31,8 +32,7 @@ struct Equation {
   std::vector<int> output;
 };
 
-Result<Equation> parse_equation(const std::string& eq_in, const std::vector<const Tensor*>& operands,
-                                const ir::Node& node) {
+Result<Equation> parse_equation(const std::string& eq_in, const std::vector<const Tensor*>& operands) {
   std::string eq;
   for (char ch : eq_in)
     if (!std::isspace(static_cast<unsigned char>(ch))) eq += ch;
@@ -46,7 +46,7 @@ Result<Equation> parse_equation(const std::string& eq_in, const std::vector<cons
     start = comma + 1;
   }
   if (terms.size() != operands.size()) {
-    return invalid_argument(node.label(), ": equation '", eq_in, "' has ", terms.size(), " input terms but the node has ",
+    return invalid_argument("equation '", eq_in, "' has ", terms.size(), " input terms but the node has ",
                             operands.size(), " inputs");
   }
   auto letters_of = [&](const std::string& term, size_t* ellipsis_at, int64_t* letter_count) -> Status {
@@ -55,13 +55,13 @@ Result<Equation> parse_equation(const std::string& eq_in, const std::vector<cons
     for (size_t i = 0; i < term.size(); ++i) {
       if (term.compare(i, 3, "...") == 0) {
         if (*ellipsis_at != std::string::npos)
-          return invalid_argument(node.label(), ": equation '", eq_in, "' has two ellipses in one term");
+          return invalid_argument("equation '", eq_in, "' has two ellipses in one term");
         *ellipsis_at = i;
         i += 2;
       } else if (std::isalpha(static_cast<unsigned char>(term[i]))) {
         ++*letter_count;
       } else {
-        return invalid_argument(node.label(), ": equation '", eq_in, "' has an invalid character '", term[i], "'");
+        return invalid_argument("equation '", eq_in, "' has an invalid character '", term[i], "'");
       }
     }
     return Status::ok();
@@ -75,7 +75,7 @@ Result<Equation> parse_equation(const std::string& eq_in, const std::vector<cons
     KILN_RETURN_IF_ERROR(letters_of(terms[t], &at, &letters));
     const int64_t rank = static_cast<int64_t>(operands[t]->rank());
     if ((at == std::string::npos && letters != rank) || letters > rank) {
-      return invalid_argument(node.label(), ": term '", terms[t], "' of equation '", eq_in, "' does not match input ", t,
+      return invalid_argument("term '", terms[t], "' of equation '", eq_in, "' does not match input ", t,
                               " of rank ", rank);
     }
     ellipsis_rank[t] = at == std::string::npos ? 0 : rank - letters;
@@ -109,7 +109,7 @@ Result<Equation> parse_equation(const std::string& eq_in, const std::vector<cons
       }
       const int label = static_cast<unsigned char>(rhs[i]);
       if (!counts.count(label) || !seen.insert(label).second) {
-        return invalid_argument(node.label(), ": output label '", rhs[i], "' of equation '", eq_in,
+        return invalid_argument("output label '", rhs[i], "' of equation '", eq_in,
                                 "' is repeated or not in any input");
       }
       e.output.push_back(label);
@@ -220,7 +220,7 @@ int64_t dim_of(const Labeled<T>& x, int label) {
 
 // Contracts a and b; `needed` holds the labels later terms or the output use.
 template <class T>
-Result<Labeled<T>> contract(Labeled<T> a, Labeled<T> b, const std::set<int>& needed, const ir::Node& node,
+Result<Labeled<T>> contract(Labeled<T> a, Labeled<T> b, const std::set<int>& needed,
                             ThreadPool* pool) {
   auto has = [](const Labeled<T>& x, int l) { return std::find(x.labels.begin(), x.labels.end(), l) != x.labels.end(); };
   // A label summed away whose size is 1 on one side: sum the other side first.
@@ -264,7 +264,7 @@ Result<Labeled<T>> contract(Labeled<T> a, Labeled<T> b, const std::set<int>& nee
   as.push_back(k);
   bs.push_back(k);
   bs.push_back(n);
-  KILN_ASSIGN_OR_RETURN(MatMulPlan plan, plan_matmul(as, bs, node));
+  KILN_ASSIGN_OR_RETURN(MatMulPlan plan, plan_matmul(as, bs));
   Labeled<T> out;
   out.labels = batch;
   for (size_t i = 0; i < batch.size(); ++i) out.dims.push_back(plan.out_shape[i]);
@@ -291,8 +291,7 @@ Result<Labeled<T>> contract(Labeled<T> a, Labeled<T> b, const std::set<int>& nee
 }
 
 template <class T>
-Status run_einsum(const Equation& eq, const std::vector<std::vector<T>>& values, const std::vector<const Tensor*>& ops,
-                  const ir::Node& node, ThreadPool* pool, Labeled<T>* result) {
+Status run_einsum(const Equation& eq, const std::vector<std::vector<T>>& values, const std::vector<const Tensor*>& ops,ThreadPool* pool, Labeled<T>* result) {
   std::vector<Labeled<T>> terms(ops.size());
   for (size_t t = 0; t < ops.size(); ++t) {
     terms[t].data = values[t];
@@ -315,7 +314,7 @@ Status run_einsum(const Equation& eq, const std::vector<std::vector<T>>& values,
   for (size_t t = 0; t < terms.size(); ++t) terms[t] = diagonal_and_reduce(terms[t], needed_except(t));
   Labeled<T> acc = std::move(terms[0]);
   for (size_t t = 1; t < terms.size(); ++t) {
-    KILN_ASSIGN_OR_RETURN(acc, contract(std::move(acc), std::move(terms[t]), needed_after(t), node, pool));
+    KILN_ASSIGN_OR_RETURN(acc, contract(std::move(acc), std::move(terms[t]), needed_after(t),pool));
   }
   acc = diagonal_and_reduce(acc, out_labels);
   *result = permute(acc, eq.output, pool);
@@ -326,24 +325,23 @@ class EinsumKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
     if (!init.node.has_attr("equation"))
-      return invalid_argument(init.node.label(), ": attribute equation is required");
-    equation_ = init.node.attr_string("equation", "");
+      return invalid_argument("attribute equation is required");
+    equation_ = init.attr_string("equation", "");
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
     std::vector<const Tensor*> ops;
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-      if (!ctx.has_input(i)) return invalid_argument(node.label(), ": input ", i, " is missing");
+      if (!ctx.has_input(i)) return invalid_argument("input ", i, " is missing");
       ops.push_back(&ctx.input(i));
       if (ops.back()->dtype() != ops[0]->dtype()) {
-        return invalid_argument(node.label(), ": input ", i, " has dtype ", dtype_name(ops.back()->dtype()),
+        return invalid_argument("input ", i, " has dtype ", dtype_name(ops.back()->dtype()),
                                 ", expected ", dtype_name(ops[0]->dtype()), " like input 0");
       }
     }
-    if (ops.empty()) return invalid_argument(node.label(), ": needs at least one input");
-    KILN_ASSIGN_OR_RETURN(Equation eq, parse_equation(equation_, ops, node));
+    if (ops.empty()) return invalid_argument("needs at least one input");
+    KILN_ASSIGN_OR_RETURN(Equation eq, parse_equation(equation_, ops));
     // Every label must have one size (1 broadcasts only for ellipsis dims).
     std::map<int, int64_t> sizes;
     for (size_t t = 0; t < ops.size(); ++t) {
@@ -356,7 +354,7 @@ class EinsumKernel final : public Kernel {
           it->second = std::max(it->second, s);
           continue;
         }
-        return invalid_argument(node.label(), ": label '",
+        return invalid_argument("label '",
                                 l >= kEllipsisBase ? std::string("...") : std::string(1, static_cast<char>(l)),
                                 "' has size ", it->second, " and ", s, " (input ", t, " ",
                                 ops[t]->shape().to_string(), ")");
@@ -369,7 +367,7 @@ class EinsumKernel final : public Kernel {
       std::vector<std::vector<T>> values;
       for (const Tensor* t : ops) values.push_back(load(*t));
       Labeled<T> result;
-      st = run_einsum<T>(eq, values, ops, node, ctx.pool(), &result);
+      st = run_einsum<T>(eq, values, ops,ctx.pool(), &result);
       if (!st.is_ok()) return;
       auto out = ctx.allocate_output(0, dtype, Shape(result.dims));
       if (!out.ok()) {
@@ -389,7 +387,7 @@ class EinsumKernel final : public Kernel {
         run(T{}, [](const Tensor& t) { return std::vector<T>(t.data<T>(), t.data<T>() + t.numel()); },
             [](const std::vector<T>& v, Tensor* out) { std::copy(v.begin(), v.end(), out->data<T>()); });
       } else {
-        st = unimplemented(node.label(), ": dtype ", dtype_name(dtype), " is not supported");
+        st = unsupported_dtype(0, dtype);
       }
     });
     return st;

@@ -28,15 +28,6 @@ void register_elementwise_ops(KernelRegistry& r) {
 
 namespace ew {
 
-Result<Shape> broadcast_inputs(const KernelContext& ctx, const Shape& a, size_t ia, const Shape& b, size_t ib) {
-  Result<Shape> s = broadcast_shapes(a, b);
-  if (!s.ok()) {
-    return invalid_argument(ctx.node().label(), ": input ", ia, " has shape ", a.to_string(), " and input ", ib,
-                            " has shape ", b.to_string(), ", which do not broadcast");
-  }
-  return s;
-}
-
 void NaryPlan::run_offsets(int64_t r, int64_t* offsets) const {
   for (size_t k = 0; k < strides.size(); ++k) offsets[k] = 0;
   for (size_t d = dims.size() - 1; d-- > 0;) {
@@ -78,14 +69,14 @@ NaryPlan make_nary_plan(std::span<const Shape* const> shapes, const Shape& out) 
   return p;
 }
 
-Result<Shape> LegacyBroadcast::b_shape(const KernelContext& ctx, const Shape& a, const Shape& b) const {
+Result<Shape> LegacyBroadcast::b_shape(const Shape& a, const Shape& b) const {
   if (!broadcast || a == b) return b;
   const int64_t ra = static_cast<int64_t>(a.rank()), rb = static_cast<int64_t>(b.rank());
   int64_t start = ra - rb;  // suffix matching without axis
   if (has_axis) {
     start = axis < 0 ? axis + ra : axis;
     if (start < 0 || start >= std::max<int64_t>(ra, 1)) {
-      return invalid_argument(ctx.node().label(), ": axis ", axis, " is out of range for input 0 of shape ",
+      return invalid_argument("axis ", axis, " is out of range for input 0 of shape ",
                               a.to_string());
     }
   }
@@ -95,7 +86,7 @@ Result<Shape> LegacyBroadcast::b_shape(const KernelContext& ctx, const Shape& a,
     return s;
   }
   if (start < 0 || start + rb > ra) {
-    return invalid_argument(ctx.node().label(), ": input 1 of shape ", b.to_string(),
+    return invalid_argument("input 1 of shape ", b.to_string(),
                             " cannot broadcast to input 0 of shape ", a.to_string(), " at axis ", start);
   }
   Shape s;
@@ -103,7 +94,7 @@ Result<Shape> LegacyBroadcast::b_shape(const KernelContext& ctx, const Shape& a,
   for (int64_t i = 0; i < rb; ++i) {
     const int64_t d = b[static_cast<size_t>(i)];
     if (d != 1 && d != a[static_cast<size_t>(start + i)]) {
-      return invalid_argument(ctx.node().label(), ": input 1 of shape ", b.to_string(),
+      return invalid_argument("input 1 of shape ", b.to_string(),
                               " cannot broadcast to input 0 of shape ", a.to_string(), " at axis ", start);
     }
     s[static_cast<size_t>(start + i)] = d;

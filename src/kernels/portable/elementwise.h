@@ -17,7 +17,8 @@
 
 #include "kernels/kernel.h"
 #include "kernels/portable/elementwise_simd.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels::ew {
 
@@ -94,31 +95,6 @@ inline void from_f32(const float* x, Float16* y, int64_t n) {
 inline void from_f32(const float* x, BFloat16* y, int64_t n) {
   simd::f32_to_bf16(x, reinterpret_cast<uint16_t*>(y), n);
 }
-
-// ---- inputs and errors -----------------------------------------------------
-
-/// Input i as a tensor, or an error naming the node and the input.
-inline Result<const Tensor*> tensor_input(const KernelContext& ctx, size_t i) {
-  const Value* v = ctx.input_value(i);
-  if (v == nullptr || v->is_none()) return invalid_argument(ctx.node().label(), ": input ", i, " is missing");
-  if (!v->is_tensor()) return invalid_argument(ctx.node().label(), ": input ", i, " must be a tensor");
-  return &v->tensor();
-}
-
-/// The error for a dtype that a kernel does not implement.
-inline Status unsupported_dtype(const KernelContext& ctx, size_t input, DType t) {
-  return unimplemented(ctx.node().label(), ": input ", input, " has unsupported dtype ", dtype_name(t));
-}
-
-/// Checks that inputs a and b of the node have the same dtype.
-inline Status check_same_dtype(const KernelContext& ctx, const Tensor& a, size_t ia, const Tensor& b, size_t ib) {
-  if (a.dtype() == b.dtype()) return Status::ok();
-  return invalid_argument(ctx.node().label(), ": input ", ib, " has dtype ", dtype_name(b.dtype()), ", expected ",
-                          dtype_name(a.dtype()), " like input ", ia);
-}
-
-/// Broadcasts two input shapes; the error names the node and both inputs.
-Result<Shape> broadcast_inputs(const KernelContext& ctx, const Shape& a, size_t ia, const Shape& b, size_t ib);
 
 // ---- contiguous runs -------------------------------------------------------
 
@@ -231,7 +207,7 @@ Status binary_apply_run(KernelContext& ctx, const Tensor& a, const Tensor& b, DT
   const Shape* shape = &a.shape();
   Shape broadcast;
   if (a.shape() != b.shape()) {
-    KILN_ASSIGN_OR_RETURN(broadcast, broadcast_inputs(ctx, a.shape(), 0, b.shape(), 1));
+    KILN_ASSIGN_OR_RETURN(broadcast, broadcast_inputs(a.shape(), 0, b.shape(), 1));
     shape = &broadcast;
   }
   KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, out_dtype, *shape));
@@ -324,7 +300,7 @@ class UnaryKernel final : public Kernel {
         }
         return Status::ok();
       } else {
-        return unsupported_dtype(ctx, 0, dt);
+        return unsupported_dtype(0, dt);
       }
     });
   }
@@ -363,16 +339,16 @@ struct LegacyBroadcast {
   void init(const KernelInit& init) {
     active = init.opset < 7;
     if (!active) return;
-    broadcast = init.node.attr_int("broadcast", 0) != 0;
+    broadcast = init.attr_int("broadcast", 0) != 0;
     has_axis = init.node.has_attr("axis");
-    axis = init.node.attr_int("axis", 0);
+    axis = init.attr_int("axis", 0);
   }
   /// With broadcast=1, B's shape matches a contiguous run of A's dims
   /// starting at `axis` (or its suffix when axis is absent), dims of 1
   /// broadcasting. Returns the shape B is read with (A's rank), or an error.
   /// Without broadcast, numpy rules apply (a superset of the spec's "same
   /// shape", so valid models run unchanged).
-  Result<Shape> b_shape(const KernelContext& ctx, const Shape& a, const Shape& b) const;
+  Result<Shape> b_shape(const Shape& a, const Shape& b) const;
 };
 
 }  // namespace kiln::kernels::ew

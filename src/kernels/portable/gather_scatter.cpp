@@ -9,7 +9,8 @@
 
 #include "kernels/portable/strided_copy.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -42,13 +43,13 @@ void visit_elem(DType dt, F&& f) {
 Result<std::vector<int64_t>> read_indices(const KernelContext& ctx, size_t input, int64_t dim) {
   const Tensor& t = ctx.input(input);
   if (t.dtype() != DType::kInt64 && t.dtype() != DType::kInt32) {
-    return invalid_argument(ctx.node().label(), ": input ", input, " (indices) must be int32 or int64, got ",
+    return invalid_argument("input ", input, " (indices) must be int32 or int64, got ",
                             dtype_name(t.dtype()));
   }
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> v, to_int64_vector(t));
   for (int64_t& i : v) {
     if (i < -dim || i >= dim) {
-      return invalid_argument(ctx.node().label(), ": input ", input, " (indices) has index ", i,
+      return invalid_argument("input ", input, " (indices) has index ", i,
                               ", outside [", -dim, ", ", dim - 1, "]");
     }
     if (i < 0) i += dim;
@@ -61,18 +62,18 @@ Result<std::vector<int64_t>> read_indices(const KernelContext& ctx, size_t input
 class GatherKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    axis_ = init.node.attr_int("axis", 0);
+    axis_ = init.attr_int("axis", 0);
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 2, 2));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 2, 2));
     const Tensor& data = ctx.input(0);
-    if (!ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": input 1 (indices) is missing");
+    if (!ctx.has_input(1)) return invalid_argument("input 1 (indices) is missing");
     const Tensor& ind = ctx.input(1);
     const int64_t rank = static_cast<int64_t>(data.rank());
-    if (rank == 0) return invalid_argument(ctx.node().label(), ": input 0 (data) must have rank >= 1");
-    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank, ctx.node()));
+    if (rank == 0) return invalid_argument("input 0 (data) must have rank >= 1");
+    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank));
     const int64_t n = data.dim(static_cast<size_t>(axis));
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> idx, read_indices(ctx, 1, n));
     Shape out_shape;
@@ -140,15 +141,15 @@ void for_each_excluding_axis(const Shape& shape, const std::vector<int64_t>& str
   }
 }
 
-Status check_same_rank_fits(const KernelContext& ctx, const Tensor& data, const Tensor& ind, size_t axis,
+Status check_same_rank_fits(const Tensor& data, const Tensor& ind, size_t axis,
                             const char* what) {
   if (ind.rank() != data.rank()) {
-    return invalid_argument(ctx.node().label(), ": input 1 (indices) has rank ", ind.rank(), ", expected ",
+    return invalid_argument("input 1 (indices) has rank ", ind.rank(), ", expected ",
                             data.rank(), " like input 0 (", what, ")");
   }
   for (size_t d = 0; d < data.rank(); ++d) {
     if (d != axis && ind.dim(d) > data.dim(d)) {
-      return invalid_argument(ctx.node().label(), ": input 1 (indices) shape ", ind.shape().to_string(),
+      return invalid_argument("input 1 (indices) shape ", ind.shape().to_string(),
                               " exceeds input 0 shape ", data.shape().to_string(), " on axis ", d);
     }
   }
@@ -158,20 +159,20 @@ Status check_same_rank_fits(const KernelContext& ctx, const Tensor& data, const 
 class GatherElementsKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    axis_ = init.node.attr_int("axis", 0);
+    axis_ = init.attr_int("axis", 0);
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 2, 2));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 2, 2));
     const Tensor& data = ctx.input(0);
-    if (!ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": input 1 (indices) is missing");
+    if (!ctx.has_input(1)) return invalid_argument("input 1 (indices) is missing");
     const Tensor& ind = ctx.input(1);
     const int64_t rank = static_cast<int64_t>(data.rank());
-    if (rank == 0) return invalid_argument(ctx.node().label(), ": input 0 (data) must have rank >= 1");
-    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank, ctx.node()));
+    if (rank == 0) return invalid_argument("input 0 (data) must have rank >= 1");
+    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank));
     const size_t ax = static_cast<size_t>(axis);
-    KILN_RETURN_IF_ERROR(check_same_rank_fits(ctx, data, ind, ax, "data"));
+    KILN_RETURN_IF_ERROR(check_same_rank_fits(data, ind, ax, "data"));
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> idx, read_indices(ctx, 1, data.dim(ax)));
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, data.dtype(), ind.shape()));
     const std::vector<int64_t> strides = contiguous_strides(data.shape());
@@ -196,34 +197,34 @@ class GatherElementsKernel final : public Kernel {
 class GatherNDKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    batch_dims_ = init.node.attr_int("batch_dims", 0);
-    if (batch_dims_ < 0) return invalid_argument(init.node.label(), ": attribute 'batch_dims' must be >= 0");
+    batch_dims_ = init.attr_int("batch_dims", 0);
+    if (batch_dims_ < 0) return invalid_argument("attribute 'batch_dims' must be >= 0");
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 2, 2));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 2, 2));
     const Tensor& data = ctx.input(0);
-    if (!ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": input 1 (indices) is missing");
+    if (!ctx.has_input(1)) return invalid_argument("input 1 (indices) is missing");
     const Tensor& ind = ctx.input(1);
     const size_t b = static_cast<size_t>(batch_dims_);
     if (ind.rank() < 1 || data.rank() < 1 || b >= ind.rank() || b >= data.rank()) {
-      return invalid_argument(ctx.node().label(), ": batch_dims ", b, " needs inputs of higher rank, got ",
+      return invalid_argument("batch_dims ", b, " needs inputs of higher rank, got ",
                               data.shape().to_string(), " and ", ind.shape().to_string());
     }
     const int64_t k = ind.dim(ind.rank() - 1);
     if (k < 1 || static_cast<size_t>(k) > data.rank() - b) {
-      return invalid_argument(ctx.node().label(), ": input 1 (indices) last dim ", k, " must be in [1, ",
+      return invalid_argument("input 1 (indices) last dim ", k, " must be in [1, ",
                               data.rank() - b, "]");
     }
     for (size_t d = 0; d < b; ++d) {
       if (ind.dim(d) != data.dim(d)) {
-        return invalid_argument(ctx.node().label(), ": batch dim ", d, " differs: ", data.shape().to_string(),
+        return invalid_argument("batch dim ", d, " differs: ", data.shape().to_string(),
                                 " vs ", ind.shape().to_string());
       }
     }
     if (ind.dtype() != DType::kInt64 && ind.dtype() != DType::kInt32) {
-      return invalid_argument(ctx.node().label(), ": input 1 (indices) must be int32 or int64");
+      return invalid_argument("input 1 (indices) must be int32 or int64");
     }
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> idx, to_int64_vector(ind));
     Shape out_shape;
@@ -243,7 +244,7 @@ class GatherNDKernel final : public Kernel {
         const size_t dd = b + static_cast<size_t>(j);
         int64_t i = idx[static_cast<size_t>(t * k + j)];
         if (i < -data.dim(dd) || i >= data.dim(dd)) {
-          return invalid_argument(ctx.node().label(), ": input 1 (indices) has index ", i, " for axis ", dd,
+          return invalid_argument("input 1 (indices) has index ", i, " for axis ", dd,
                                   " of size ", data.dim(dd));
         }
         if (i < 0) i += data.dim(dd);
@@ -268,14 +269,15 @@ class GatherNDKernel final : public Kernel {
 
 enum class Reduction { kNone, kAdd, kMul, kMax, kMin };
 
-Result<Reduction> parse_reduction(const ir::Node& node) {
-  const std::string r = node.attr_string("reduction", "none");
+Result<Reduction> parse_reduction(const KernelInit& init) {
+  const std::string r = init.attr_string("reduction", "none");
+  KILN_RETURN_IF_ERROR(init.attr_status());
   if (r == "none") return Reduction::kNone;
   if (r == "add") return Reduction::kAdd;
   if (r == "mul") return Reduction::kMul;
   if (r == "max") return Reduction::kMax;
   if (r == "min") return Reduction::kMin;
-  return invalid_argument(node.label(), ": unknown reduction '", r, "'");
+  return invalid_argument("unknown reduction '", r, "'");
 }
 
 template <class T>
@@ -300,7 +302,7 @@ void combine(T& dst, const T& v, Reduction red) {
 // Calls f(A{}, T{}) for arithmetic dtypes T, accumulating in A (float for
 // 16-bit floats), else reports an error.
 template <class F>
-Status visit_arith(const KernelContext& ctx, DType dt, F&& f) {
+Status visit_arith(DType dt, F&& f) {
   Status st;
   visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
@@ -309,7 +311,7 @@ Status visit_arith(const KernelContext& ctx, DType dt, F&& f) {
     } else if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
       f(float{}, T{});
     } else {
-      st = invalid_argument(ctx.node().label(), ": reduction is not supported for ", dtype_name(dt));
+      st = unimplemented("reduction is not supported for ", dtype_name(dt));
     }
   });
   return st;
@@ -318,26 +320,26 @@ Status visit_arith(const KernelContext& ctx, DType dt, F&& f) {
 class ScatterElementsKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    axis_ = init.node.attr_int("axis", 0);
-    KILN_ASSIGN_OR_RETURN(red_, parse_reduction(init.node));
+    axis_ = init.attr_int("axis", 0);
+    KILN_ASSIGN_OR_RETURN(red_, parse_reduction(init));
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 3, 3));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 3, 3));
     const Tensor& data = ctx.input(0);
     if (!ctx.has_input(1) || !ctx.has_input(2)) {
-      return invalid_argument(ctx.node().label(), ": inputs 1 (indices) and 2 (updates) are required");
+      return invalid_argument("inputs 1 (indices) and 2 (updates) are required");
     }
     const Tensor& ind = ctx.input(1);
     const Tensor& upd = ctx.input(2);
     const int64_t rank = static_cast<int64_t>(data.rank());
-    if (rank == 0) return invalid_argument(ctx.node().label(), ": input 0 (data) must have rank >= 1");
-    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank, ctx.node()));
+    if (rank == 0) return invalid_argument("input 0 (data) must have rank >= 1");
+    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank));
     const size_t ax = static_cast<size_t>(axis);
-    KILN_RETURN_IF_ERROR(check_same_rank_fits(ctx, data, ind, ax, "data"));
+    KILN_RETURN_IF_ERROR(check_same_rank_fits(data, ind, ax, "data"));
     if (upd.shape() != ind.shape() || upd.dtype() != data.dtype()) {
-      return invalid_argument(ctx.node().label(), ": input 2 (updates) ", dtype_name(upd.dtype()),
+      return invalid_argument("input 2 (updates) ", dtype_name(upd.dtype()),
                               upd.shape().to_string(), " must match indices shape ", ind.shape().to_string(),
                               " and data dtype ", dtype_name(data.dtype()));
     }
@@ -357,7 +359,7 @@ class ScatterElementsKernel final : public Kernel {
       });
       return Status::ok();
     }
-    return visit_arith(ctx, data.dtype(), [&](auto acc_tag, auto store_tag) {
+    return visit_arith(data.dtype(), [&](auto acc_tag, auto store_tag) {
       using A = decltype(acc_tag);
       using T = decltype(store_tag);
       const T* u = upd.data<T>();
@@ -381,31 +383,31 @@ class ScatterElementsKernel final : public Kernel {
 class ScatterNDKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    KILN_ASSIGN_OR_RETURN(red_, parse_reduction(init.node));
+    KILN_ASSIGN_OR_RETURN(red_, parse_reduction(init));
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 3, 3));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 3, 3));
     const Tensor& data = ctx.input(0);
     if (!ctx.has_input(1) || !ctx.has_input(2)) {
-      return invalid_argument(ctx.node().label(), ": inputs 1 (indices) and 2 (updates) are required");
+      return invalid_argument("inputs 1 (indices) and 2 (updates) are required");
     }
     const Tensor& ind = ctx.input(1);
     const Tensor& upd = ctx.input(2);
     if (ind.rank() < 1 || ind.dtype() != DType::kInt64) {
-      return invalid_argument(ctx.node().label(), ": input 1 (indices) must be int64 of rank >= 1");
+      return invalid_argument("input 1 (indices) must be int64 of rank >= 1");
     }
     const int64_t k = ind.dim(ind.rank() - 1);
     if (k < 1 || static_cast<size_t>(k) > data.rank()) {
-      return invalid_argument(ctx.node().label(), ": input 1 (indices) last dim ", k, " must be in [1, ",
+      return invalid_argument("input 1 (indices) last dim ", k, " must be in [1, ",
                               data.rank(), "]");
     }
     Shape want;
     for (size_t d = 0; d + 1 < ind.rank(); ++d) want.push_back(ind.dim(d));
     for (size_t d = static_cast<size_t>(k); d < data.rank(); ++d) want.push_back(data.dim(d));
     if (upd.shape() != want || upd.dtype() != data.dtype()) {
-      return invalid_argument(ctx.node().label(), ": input 2 (updates) is ", dtype_name(upd.dtype()),
+      return invalid_argument("input 2 (updates) is ", dtype_name(upd.dtype()),
                               upd.shape().to_string(), ", expected ", dtype_name(data.dtype()), want.to_string());
     }
     const std::vector<int64_t> strides = contiguous_strides(data.shape());
@@ -420,7 +422,7 @@ class ScatterNDKernel final : public Kernel {
         const size_t dd = static_cast<size_t>(j);
         int64_t i = iv[t * k + j];
         if (i < -data.dim(dd) || i >= data.dim(dd)) {
-          return invalid_argument(ctx.node().label(), ": input 1 (indices) has index ", i, " for axis ", dd,
+          return invalid_argument("input 1 (indices) has index ", i, " for axis ", dd,
                                   " of size ", data.dim(dd));
         }
         if (i < 0) i += data.dim(dd);
@@ -438,7 +440,7 @@ class ScatterNDKernel final : public Kernel {
       }
       return Status::ok();
     }
-    return visit_arith(ctx, dt, [&](auto acc_tag, auto store_tag) {
+    return visit_arith(dt, [&](auto acc_tag, auto store_tag) {
       using A = decltype(acc_tag);
       using T = decltype(store_tag);
       const T* u = upd.data<T>();
@@ -464,31 +466,31 @@ class CompressKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
     has_axis_ = init.node.has_attr("axis");
-    axis_ = init.node.attr_int("axis", 0);
+    axis_ = init.attr_int("axis", 0);
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 2, 2));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 2, 2));
     const Tensor& in = ctx.input(0);
-    if (!ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": input 1 (condition) is missing");
+    if (!ctx.has_input(1)) return invalid_argument("input 1 (condition) is missing");
     const Tensor& cond = ctx.input(1);
     if (cond.rank() != 1) {
-      return invalid_argument(ctx.node().label(), ": input 1 (condition) must be 1-D, got ",
+      return invalid_argument("input 1 (condition) must be 1-D, got ",
                               cond.shape().to_string());
     }
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> c, to_int64_vector(cond));
     int64_t outer = 1, dim = in.numel(), inner = 1;
     size_t ax = 0;
     if (has_axis_) {
-      KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, static_cast<int64_t>(in.rank()), ctx.node()));
+      KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, static_cast<int64_t>(in.rank())));
       ax = static_cast<size_t>(axis);
       dim = in.dim(ax);
       for (size_t d = 0; d < ax; ++d) outer *= in.dim(d);
       for (size_t d = ax + 1; d < in.rank(); ++d) inner *= in.dim(d);
     }
     if (static_cast<int64_t>(c.size()) > dim) {
-      return invalid_argument(ctx.node().label(), ": input 1 (condition) has ", c.size(),
+      return invalid_argument("input 1 (condition) has ", c.size(),
                               " entries, more than the ", dim, " selectable slices");
     }
     std::vector<int64_t> keep;
@@ -523,31 +525,31 @@ class CompressKernel final : public Kernel {
 class OneHotKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    axis_ = init.node.attr_int("axis", -1);
+    axis_ = init.attr_int("axis", -1);
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 3, 3));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 3, 3));
     if (!ctx.has_input(1) || !ctx.has_input(2)) {
-      return invalid_argument(ctx.node().label(), ": inputs 1 (depth) and 2 (values) are required");
+      return invalid_argument("inputs 1 (depth) and 2 (values) are required");
     }
     const Tensor& ind = ctx.input(0);
     const Tensor& values = ctx.input(2);
-    if (ctx.input(1).numel() != 1) return invalid_argument(ctx.node().label(), ": input 1 (depth) must be a scalar");
+    if (ctx.input(1).numel() != 1) return invalid_argument("input 1 (depth) must be a scalar");
     KILN_ASSIGN_OR_RETURN(std::vector<double> depth_v, to_double_vector(ctx.input(1)));
-    if (!(depth_v[0] >= 1 && depth_v[0] <= static_cast<double>(layout::kMaxElements))) {
-      return invalid_argument(ctx.node().label(), ": input 1 (depth) must be in [1, 2^38], got ", depth_v[0]);
+    if (!(depth_v[0] >= 1 && depth_v[0] <= static_cast<double>(kMaxElements))) {
+      return invalid_argument("input 1 (depth) must be in [1, 2^38], got ", depth_v[0]);
     }
     const int64_t depth = static_cast<int64_t>(depth_v[0]);
     if (values.numel() != 2) {
-      return invalid_argument(ctx.node().label(), ": input 2 (values) must hold [off, on], got shape ",
+      return invalid_argument("input 2 (values) must hold [off, on], got shape ",
                               values.shape().to_string());
     }
     KILN_ASSIGN_OR_RETURN(std::vector<double> iv, to_double_vector(ind));
     const int64_t out_rank = static_cast<int64_t>(ind.rank()) + 1;
     if (axis_ < -out_rank || axis_ >= out_rank) {
-      return invalid_argument(ctx.node().label(), ": axis ", axis_, " is out of range for output rank ", out_rank);
+      return invalid_argument("axis ", axis_, " is out of range for output rank ", out_rank);
     }
     const size_t axis = static_cast<size_t>(axis_ < 0 ? axis_ + out_rank : axis_);
     Shape out_shape;
@@ -559,14 +561,14 @@ class OneHotKernel final : public Kernel {
     }
     if (axis == ind.rank()) out_shape.push_back(depth);
     const DType dt = values.dtype();
-    KILN_RETURN_IF_ERROR(layout::checked_numel(out_shape, ctx.node()).status());
+    KILN_RETURN_IF_ERROR(checked_numel(out_shape).status());
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, dt, out_shape));
     layout::fill_elements(dt, out->raw_data(), values.raw_data(), out->numel());
     const void* on = advance(values.raw_data(), 1, dt);
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t i = 0; i < inner; ++i) {
         const double kv = iv[static_cast<size_t>(o * inner + i)];
-        if (!(std::fabs(kv) < static_cast<double>(layout::kMaxElements))) continue;  // NaN, inf, far out
+        if (!(std::fabs(kv) < static_cast<double>(kMaxElements))) continue;  // NaN, inf, far out
         int64_t k = static_cast<int64_t>(kv);
         if (k < 0) k += depth;
         if (k < 0 || k >= depth) continue;
@@ -585,7 +587,7 @@ class OneHotKernel final : public Kernel {
 class NonZeroKernel final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 1, 1));
     const Tensor& in = ctx.input(0);
     std::vector<int64_t> hits;
     Status st;
@@ -603,7 +605,7 @@ class NonZeroKernel final : public Kernel {
           if (nz) hits.push_back(i);
         }
       } else {
-        st = invalid_argument(ctx.node().label(), ": unsupported dtype ", dtype_name(in.dtype()));
+        st = unsupported_dtype(0, in.dtype());
       }
     });
     KILN_RETURN_IF_ERROR(std::move(st));

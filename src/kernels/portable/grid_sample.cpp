@@ -15,7 +15,8 @@
 #include <type_traits>
 
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -69,35 +70,33 @@ struct Taps {
 class GridSample final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    const ir::Node& node = init.node;
-    const std::string mode = node.attr_string("mode", init.opset >= 20 ? "linear" : "bilinear");
+    const std::string mode = init.attr_string("mode", init.opset >= 20 ? "linear" : "bilinear");
     if (mode == "bilinear" || mode == "linear") mode_ = SampleMode::kLinear;
     else if (mode == "nearest") mode_ = SampleMode::kNearest;
     else if (mode == "bicubic" || mode == "cubic") mode_ = SampleMode::kCubic;
-    else return invalid_argument(node.label(), ": attribute mode '", mode, "' is not supported");
-    const std::string pad = node.attr_string("padding_mode", "zeros");
+    else return invalid_argument("attribute mode '", mode, "' is not supported");
+    const std::string pad = init.attr_string("padding_mode", "zeros");
     if (pad == "zeros") padding_ = Padding::kZeros;
     else if (pad == "border") padding_ = Padding::kBorder;
     else if (pad == "reflection") padding_ = Padding::kReflection;
-    else return invalid_argument(node.label(), ": attribute padding_mode '", pad, "' is not zeros, border or reflection");
-    align_corners_ = node.attr_int("align_corners", 0) != 0;
+    else return invalid_argument("attribute padding_mode '", pad, "' is not zeros, border or reflection");
+    align_corners_ = init.attr_int("align_corners", 0) != 0;
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
     const Tensor& x = ctx.input(0);
     const Tensor& grid = ctx.input(1);
     if (!dtype_is_float(x.dtype()) || !dtype_is_float(grid.dtype())) {
-      return invalid_argument(node.label(), ": inputs 0 (X) and 1 (grid) must be float, got ", dtype_name(x.dtype()),
+      return invalid_argument("inputs 0 (X) and 1 (grid) must be float, got ", dtype_name(x.dtype()),
                               " and ", dtype_name(grid.dtype()));
     }
     if (x.rank() < 3) {
-      return invalid_argument(node.label(), ": input 0 (X) must be [N, C, D1, ...], got ", x.shape().to_string());
+      return invalid_argument("input 0 (X) must be [N, C, D1, ...], got ", x.shape().to_string());
     }
     const size_t k = x.rank() - 2;
     if (grid.rank() != k + 2 || grid.dim(0) != x.dim(0) || grid.dim(k + 1) != static_cast<int64_t>(k)) {
-      return invalid_argument(node.label(), ": input 1 (grid) must be [", x.dim(0), ", out dims (", k, ")..., ", k,
+      return invalid_argument("input 1 (grid) must be [", x.dim(0), ", out dims (", k, ")..., ", k,
                               "] for X ", x.shape().to_string(), ", got ", grid.shape().to_string());
     }
     const int64_t n = x.dim(0), c = x.dim(1);
@@ -110,7 +109,7 @@ class GridSample final : public Kernel {
     }
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, x.dtype(), out_shape));
     if (out->numel() == 0) return Status::ok();
-    if (in_spatial == 0) return invalid_argument(node.label(), ": input 0 (X) has an empty spatial dimension");
+    if (in_spatial == 0) return invalid_argument("input 0 (X) has an empty spatial dimension");
     KILN_ASSIGN_OR_RETURN(std::vector<double> g, to_double_vector(grid));
     KILN_ASSIGN_OR_RETURN(std::vector<double> in, to_double_vector(x));
     std::vector<double> res(static_cast<size_t>(out->numel()));

@@ -13,7 +13,8 @@
 
 #include "kernels/portable/cv_common.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -26,27 +27,26 @@ class LossKernel final : public Kernel {
   explicit LossKernel(bool softmax) : softmax_(softmax) {}
 
   Status init(const KernelInit& init) {
-    const std::string r = init.node.attr_string("reduction", "mean");
+    const std::string r = init.attr_string("reduction", "mean");
     if (r == "none") reduction_ = Reduction::kNone;
     else if (r == "sum") reduction_ = Reduction::kSum;
     else if (r == "mean") reduction_ = Reduction::kMean;
-    else return invalid_argument(init.node.label(), ": attribute reduction '", r, "' is not none, sum or mean");
+    else return invalid_argument("attribute reduction '", r, "' is not none, sum or mean");
     has_ignore_ = init.node.has_attr("ignore_index");
-    ignore_index_ = init.node.attr_int("ignore_index", 0);
+    ignore_index_ = init.attr_int("ignore_index", 0);
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
     const char* scores_name = softmax_ ? "scores" : "input";
     if (!ctx.has_input(0) || !ctx.has_input(1))
-      return invalid_argument(node.label(), ": inputs 0 (", scores_name, ") and 1 (labels/target) are required");
+      return invalid_argument("inputs 0 (", scores_name, ") and 1 (labels/target) are required");
     const Tensor& x = ctx.input(0);
     const Tensor& target = ctx.input(1);
     if (!dtype_is_float(x.dtype()))
-      return invalid_argument(node.label(), ": ", input_label(0, scores_name), " must be float, got ", dtype_name(x.dtype()));
+      return invalid_argument(input_label(0, scores_name), " must be float, got ", dtype_name(x.dtype()));
     if (x.rank() < 2) {
-      return invalid_argument(node.label(), ": ", input_label(0, scores_name), " must have shape [N, C, ...], got ",
+      return invalid_argument(input_label(0, scores_name), " must have shape [N, C, ...], got ",
                               x.shape().to_string());
     }
     const int64_t n = x.dim(0), c = x.dim(1);
@@ -55,7 +55,7 @@ class LossKernel final : public Kernel {
     want_target.push_back(n);
     for (size_t i = 2; i < x.rank(); ++i) want_target.push_back(x.dim(i));
     if (target.shape() != want_target || !dtype_is_integer(target.dtype())) {
-      return invalid_argument(node.label(), ": input 1 (target) must be an int32/int64 tensor of shape ",
+      return invalid_argument("input 1 (target) must be an int32/int64 tensor of shape ",
                               want_target.to_string(), ", got ", dtype_name(target.dtype()), target.shape().to_string());
     }
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> labels, to_int64_vector(target));
@@ -63,14 +63,14 @@ class LossKernel final : public Kernel {
     if (ctx.has_input(2)) {
       const Tensor& w = ctx.input(2);
       if (w.shape() != Shape{c}) {
-        return invalid_argument(node.label(), ": input 2 (weight) must have shape [", c, "], got ", w.shape().to_string());
+        return invalid_argument("input 2 (weight) must have shape [", c, "], got ", w.shape().to_string());
       }
       KILN_ASSIGN_OR_RETURN(weight, to_double_vector(w));
     }
     for (int64_t label : labels) {
       if (has_ignore_ && label == ignore_index_) continue;
       if (label < 0 || label >= c) {
-        return invalid_argument(node.label(), ": input 1 (target) has class ", label, ", outside [0, ", c, ")",
+        return invalid_argument("input 1 (target) has class ", label, ", outside [0, ", c, ")",
                                 has_ignore_ ? " and not ignore_index" : "");
       }
     }
@@ -144,9 +144,7 @@ class LossKernel final : public Kernel {
 
 template <bool Softmax>
 Result<std::unique_ptr<Kernel>> make_loss(const KernelInit& init) {
-  auto k = std::make_unique<LossKernel>(Softmax);
-  KILN_RETURN_IF_ERROR(k->init(init));
-  return std::unique_ptr<Kernel>(std::move(k));
+  return init_kernel(std::make_unique<LossKernel>(Softmax), init);
 }
 
 }  // namespace

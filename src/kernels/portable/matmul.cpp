@@ -9,13 +9,14 @@
 
 #include "kernels/portable/cv_common.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
-Result<MatMulPlan> plan_matmul(const Shape& a_in, const Shape& b_in, const ir::Node& node) {
+Result<MatMulPlan> plan_matmul(const Shape& a_in, const Shape& b_in) {
   if (a_in.rank() == 0 || b_in.rank() == 0) {
-    return invalid_argument(node.label(), ": inputs must have rank >= 1, got ", a_in.to_string(), " and ",
+    return invalid_argument("inputs must have rank >= 1, got ", a_in.to_string(), " and ",
                             b_in.to_string());
   }
   Shape a = a_in, b = b_in;
@@ -27,7 +28,7 @@ Result<MatMulPlan> plan_matmul(const Shape& a_in, const Shape& b_in, const ir::N
   p.k = a[a.rank() - 1];
   p.n = b[b.rank() - 1];
   if (b[b.rank() - 2] != p.k) {
-    return invalid_argument(node.label(), ": input 0 (A) ", a_in.to_string(), " and input 1 (B) ", b_in.to_string(),
+    return invalid_argument("input 0 (A) ", a_in.to_string(), " and input 1 (B) ", b_in.to_string(),
                             " do not match: A has K = ", p.k, ", B has K = ", b[b.rank() - 2]);
   }
   Shape a_batch, b_batch;
@@ -35,7 +36,7 @@ Result<MatMulPlan> plan_matmul(const Shape& a_in, const Shape& b_in, const ir::N
   for (size_t i = 0; i + 2 < b.rank(); ++i) b_batch.push_back(b[i]);
   auto batch = broadcast_shapes(a_batch, b_batch);
   if (!batch.ok()) {
-    return invalid_argument(node.label(), ": the batch dims of input 0 (A) ", a_in.to_string(), " and input 1 (B) ",
+    return invalid_argument("the batch dims of input 0 (A) ", a_in.to_string(), " and input 1 (B) ",
                             b_in.to_string(), " do not broadcast");
   }
   const Shape& out_batch = *batch;
@@ -98,19 +99,11 @@ constexpr DTypeSet kMatMulTypes =
     dtype_set(DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt32, DType::kInt64,
               DType::kUInt32, DType::kUInt64);
 
-Status check_same_dtype(const KernelContext& ctx, size_t i, const char* name) {
+// Input i (named `name`) has the dtype of input 0 (A).
+Status check_dtype_like_a(const KernelContext& ctx, size_t i, const char* name) {
   if (ctx.input(i).dtype() != ctx.input(0).dtype()) {
-    return invalid_argument(ctx.node().label(), ": ", input_label(i, name), " has dtype ",
-                            dtype_name(ctx.input(i).dtype()), ", expected ", dtype_name(ctx.input(0).dtype()),
-                            " like input 0 (A)");
-  }
-  return Status::ok();
-}
-
-Status check_inputs(const KernelContext& ctx, size_t required) {
-  for (size_t i = 0; i < required; ++i) {
-    if (!ctx.has_input(i) || !ctx.input_value(i)->is_tensor())
-      return invalid_argument(ctx.node().label(), ": input ", i, " is missing");
+    return invalid_argument(input_label(i, name), " has dtype ", dtype_name(ctx.input(i).dtype()), ", expected ",
+                            dtype_name(ctx.input(0).dtype()), " like input 0 (A)");
   }
   return Status::ok();
 }
@@ -127,11 +120,11 @@ class MatMulKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(check_inputs(ctx, 2));
-    KILN_RETURN_IF_ERROR(check_same_dtype(ctx, 1, "B"));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 2, 2));
+    KILN_RETURN_IF_ERROR(check_dtype_like_a(ctx, 1, "B"));
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    KILN_ASSIGN_OR_RETURN(MatMulPlan plan, plan_matmul(a.shape(), b.shape(), ctx.node()));
+    KILN_ASSIGN_OR_RETURN(MatMulPlan plan, plan_matmul(a.shape(), b.shape()));
     KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, a.dtype(), plan.out_shape));
     if (y->numel() == 0) return Status::ok();
     if (plan.k == 0) {  // sum over nothing
@@ -170,7 +163,7 @@ class MatMulKernel final : public Kernel {
           }
         });
       } else {
-        st = unimplemented(ctx.node().label(), ": dtype ", dtype_name(a.dtype()), " is not supported");
+        st = unsupported_dtype(0, a.dtype());
       }
     });
     return st;
@@ -185,10 +178,10 @@ class MatMulKernel final : public Kernel {
 class GemmKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    trans_a_ = init.node.attr_int("transA", 0) != 0;
-    trans_b_ = init.node.attr_int("transB", 0) != 0;
-    alpha_ = init.node.attr_float("alpha", 1.f);
-    beta_ = init.node.attr_float("beta", 1.f);
+    trans_a_ = init.attr_int("transA", 0) != 0;
+    trans_b_ = init.attr_int("transB", 0) != 0;
+    alpha_ = init.attr_float("alpha", 1.f);
+    beta_ = init.attr_float("beta", 1.f);
     c_required_ = init.opset < 11;
     const Tensor* b = init.constant_input(1);
     if (b && b->dtype() == DType::kFloat32 && b->rank() == 2 && b->numel() > 0) {
@@ -199,29 +192,28 @@ class GemmKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(check_inputs(ctx, 2));
-    KILN_RETURN_IF_ERROR(check_same_dtype(ctx, 1, "B"));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 2, 3));
+    KILN_RETURN_IF_ERROR(check_dtype_like_a(ctx, 1, "B"));
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    const ir::Node& node = ctx.node();
-    if (a.rank() != 2) return invalid_argument(node.label(), ": input 0 (A) has shape ", a.shape().to_string(), ", expected rank 2");
-    if (b.rank() != 2) return invalid_argument(node.label(), ": input 1 (B) has shape ", b.shape().to_string(), ", expected rank 2");
+    if (a.rank() != 2) return invalid_argument("input 0 (A) has shape ", a.shape().to_string(), ", expected rank 2");
+    if (b.rank() != 2) return invalid_argument("input 1 (B) has shape ", b.shape().to_string(), ", expected rank 2");
     const int64_t m = trans_a_ ? a.dim(1) : a.dim(0), k = trans_a_ ? a.dim(0) : a.dim(1);
     const int64_t kb = trans_b_ ? b.dim(1) : b.dim(0), n = trans_b_ ? b.dim(0) : b.dim(1);
     if (k != kb) {
-      return invalid_argument(node.label(), ": input 0 (A) ", a.shape().to_string(), (trans_a_ ? " (transposed)" : ""),
+      return invalid_argument("input 0 (A) ", a.shape().to_string(), (trans_a_ ? " (transposed)" : ""),
                               " and input 1 (B) ", b.shape().to_string(), (trans_b_ ? " (transposed)" : ""),
                               " do not match: K = ", k, " vs ", kb);
     }
     const bool has_c = ctx.has_input(2);
-    if (!has_c && c_required_) return invalid_argument(node.label(), ": input 2 (C) is required before opset 11");
+    if (!has_c && c_required_) return invalid_argument("input 2 (C) is required before opset 11");
     const Shape out_shape{m, n};
     const Tensor* c = has_c ? &ctx.input(2) : nullptr;
     if (c) {
-      KILN_RETURN_IF_ERROR(check_same_dtype(ctx, 2, "C"));
+      KILN_RETURN_IF_ERROR(check_dtype_like_a(ctx, 2, "C"));
       auto bs = broadcast_shapes(c->shape(), out_shape);
       if (c->rank() > 2 || !bs.ok() || *bs != out_shape) {
-        return invalid_argument(node.label(), ": input 2 (C) has shape ", c->shape().to_string(),
+        return invalid_argument("input 2 (C) has shape ", c->shape().to_string(),
                                 ", expected one that broadcasts to ", out_shape.to_string());
       }
     }
@@ -264,7 +256,7 @@ class GemmKernel final : public Kernel {
           }
         }
       } else {
-        st = unimplemented(node.label(), ": dtype ", dtype_name(a.dtype()), " is not supported");
+        st = unsupported_dtype(0, a.dtype());
       }
     });
     return st;

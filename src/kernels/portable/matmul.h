@@ -25,7 +25,7 @@ struct MatMulPlan {
 };
 
 /// Builds the plan; errors name the node and both shapes.
-Result<MatMulPlan> plan_matmul(const Shape& a, const Shape& b, const ir::Node& node);
+Result<MatMulPlan> plan_matmul(const Shape& a, const Shape& b);
 
 /// out = A x B for float32 following `plan`; `packed_b`, when not null, is B
 /// (2-D, K x N) packed once. Runs batches in parallel on `pool` when each is

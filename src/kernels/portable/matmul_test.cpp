@@ -5,7 +5,8 @@
 #include <vector>
 
 #include "kernels/testing/kernel_runner.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln {
 namespace {

@@ -12,7 +12,8 @@
 
 #include "kernels/portable/cv_common.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -105,9 +106,9 @@ class FloatOutput {
   std::vector<float> staged_;
 };
 
-Status check_float(const ir::Node& node, const Tensor& t, size_t index, const char* name) {
+Status check_float(const Tensor& t, size_t index, const char* name) {
   if (!dtype_is_float(t.dtype())) {
-    return invalid_argument(node.label(), ": ", input_label(index, name), " has dtype ", dtype_name(t.dtype()),
+    return invalid_argument(input_label(index, name), " has dtype ", dtype_name(t.dtype()),
                             ", expected a float type");
   }
   return Status::ok();
@@ -116,8 +117,8 @@ Status check_float(const ir::Node& node, const Tensor& t, size_t index, const ch
 Status require_inputs(const KernelContext& ctx, std::initializer_list<const char*> names) {
   size_t i = 0;
   for (const char* n : names) {
-    if (!ctx.has_input(i)) return invalid_argument(ctx.node().label(), ": ", input_label(i, n), " is missing");
-    KILN_RETURN_IF_ERROR(check_float(ctx.node(), ctx.input(i), i, n));
+    if (!ctx.has_input(i)) return invalid_argument(input_label(i, n), " is missing");
+    KILN_RETURN_IF_ERROR(check_float(ctx.input(i), i, n));
     ++i;
   }
   return Status::ok();
@@ -128,19 +129,18 @@ Status require_inputs(const KernelContext& ctx, std::initializer_list<const char
 class BatchNormKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    epsilon_ = init.node.attr_float("epsilon", 1e-5f);
-    momentum_ = init.node.attr_float("momentum", 0.9f);
+    epsilon_ = init.attr_float("epsilon", 1e-5f);
+    momentum_ = init.attr_float("momentum", 0.9f);
     opset_ = init.opset;
-    training_mode_ = init.opset >= 14 && init.node.attr_int("training_mode", 0) != 0;
-    spatial_ = init.opset >= 9 || init.node.attr_int("spatial", 1) != 0;
+    training_mode_ = init.opset >= 14 && init.attr_int("training_mode", 0) != 0;
+    spatial_ = init.opset >= 9 || init.attr_int("spatial", 1) != 0;
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
     KILN_RETURN_IF_ERROR(require_inputs(ctx, {"X", "scale", "B", "mean", "var"}));
     const Tensor& x = ctx.input(0);
-    if (x.rank() < 1) return invalid_argument(node.label(), ": input 0 (X) must have rank >= 1");
+    if (x.rank() < 1) return invalid_argument("input 0 (X) must have rank >= 1");
     const int64_t n = x.dim(0), c = x.rank() > 1 ? x.dim(1) : 1;
     int64_t spatial = 1;
     for (size_t i = 2; i < x.rank(); ++i) spatial *= x.dim(i);
@@ -149,7 +149,7 @@ class BatchNormKernel final : public Kernel {
     const char* names[] = {"X", "scale", "B", "mean", "var"};
     for (size_t i = 1; i < 5; ++i) {
       if (ctx.input(i).numel() != per) {
-        return invalid_argument(node.label(), ": ", input_label(i, names[i]), " has shape ",
+        return invalid_argument(input_label(i, names[i]), " has shape ",
                                 ctx.input(i).shape().to_string(), ", expected ", per, " values for input 0 (X) ",
                                 x.shape().to_string());
       }
@@ -169,7 +169,7 @@ class BatchNormKernel final : public Kernel {
 
     std::vector<double> batch_mean, batch_var;
     if (training) {
-      if (!spatial_) return unimplemented(node.label(), ": training mode with spatial = 0 is not supported");
+      if (!spatial_) return unimplemented("training mode with spatial = 0 is not supported");
       batch_mean.assign(static_cast<size_t>(c), 0.0);
       batch_var.assign(static_cast<size_t>(c), 0.0);
       parallel_for(ctx.pool(), c, 1, [&](int64_t c0, int64_t c1) {
@@ -244,19 +244,18 @@ class BatchNormKernel final : public Kernel {
 class LayerNormKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    axis_ = init.node.attr_int("axis", -1);
-    epsilon_ = init.node.attr_float("epsilon", 1e-5f);
+    axis_ = init.attr_int("axis", -1);
+    epsilon_ = init.attr_float("epsilon", 1e-5f);
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
     KILN_RETURN_IF_ERROR(require_inputs(ctx, {"X", "Scale"}));
     const Tensor& x = ctx.input(0);
     const Tensor& scale = ctx.input(1);
     const Tensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-    if (bias) KILN_RETURN_IF_ERROR(check_float(node, *bias, 2, "B"));
-    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, static_cast<int64_t>(x.rank()), node));
+    if (bias) KILN_RETURN_IF_ERROR(check_float(*bias, 2, "B"));
+    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, static_cast<int64_t>(x.rank())));
     Shape norm_shape;
     int64_t rows = 1, cols = 1;
     for (size_t i = 0; i < x.rank(); ++i) {
@@ -271,7 +270,7 @@ class LayerNormKernel final : public Kernel {
     auto expand = [&](const Tensor& t, size_t index, const char* name, std::vector<float>* out) -> Status {
       auto bs = broadcast_shapes(t.shape(), norm_shape);
       if (t.rank() > norm_shape.rank() || !bs.ok() || *bs != norm_shape) {
-        return invalid_argument(node.label(), ": ", input_label(index, name), " has shape ", t.shape().to_string(),
+        return invalid_argument(input_label(index, name), " has shape ", t.shape().to_string(),
                                 ", expected one that broadcasts to ", norm_shape.to_string());
       }
       const std::vector<float> v = to_float_vector(t);
@@ -334,16 +333,15 @@ class LayerNormKernel final : public Kernel {
 class InstanceNormKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    epsilon_ = init.node.attr_float("epsilon", 1e-5f);
+    epsilon_ = init.attr_float("epsilon", 1e-5f);
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
     KILN_RETURN_IF_ERROR(require_inputs(ctx, {"input", "scale", "B"}));
     const Tensor& x = ctx.input(0);
     if (x.rank() < 2) {
-      return invalid_argument(node.label(), ": input 0 (input) has shape ", x.shape().to_string(),
+      return invalid_argument("input 0 (input) has shape ", x.shape().to_string(),
                               ", expected [N, C, ...]");
     }
     const int64_t n = x.dim(0), c = x.dim(1);
@@ -351,7 +349,7 @@ class InstanceNormKernel final : public Kernel {
     for (size_t i = 2; i < x.rank(); ++i) spatial *= x.dim(i);
     for (size_t i = 1; i < 3; ++i) {
       if (ctx.input(i).numel() != c) {
-        return invalid_argument(node.label(), ": ", input_label(i, i == 1 ? "scale" : "B"), " has shape ",
+        return invalid_argument(input_label(i, i == 1 ? "scale" : "B"), " has shape ",
                                 ctx.input(i).shape().to_string(), ", expected [", c, "]");
       }
     }
@@ -386,20 +384,19 @@ class InstanceNormKernel final : public Kernel {
 class LrnKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    alpha_ = init.node.attr_float("alpha", 1e-4f);
-    beta_ = init.node.attr_float("beta", 0.75f);
-    bias_ = init.node.attr_float("bias", 1.f);
-    size_ = init.node.attr_int("size", 0);
-    if (size_ < 1) return invalid_argument(init.node.label(), ": attribute size is ", size_, ", expected >= 1");
+    alpha_ = init.attr_float("alpha", 1e-4f);
+    beta_ = init.attr_float("beta", 0.75f);
+    bias_ = init.attr_float("bias", 1.f);
+    size_ = init.attr_int("size", 0);
+    if (size_ < 1) return invalid_argument("attribute size is ", size_, ", expected >= 1");
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
     KILN_RETURN_IF_ERROR(require_inputs(ctx, {"X"}));
     const Tensor& x = ctx.input(0);
     if (x.rank() < 2) {
-      return invalid_argument(node.label(), ": input 0 (X) has shape ", x.shape().to_string(), ", expected [N, C, ...]");
+      return invalid_argument("input 0 (X) has shape ", x.shape().to_string(), ", expected [N, C, ...]");
     }
     const int64_t n = x.dim(0), c = x.dim(1);
     int64_t spatial = 1;
@@ -440,18 +437,17 @@ class LrnKernel final : public Kernel {
 class MvnKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    axes_ = init.node.has_attr("axes") ? init.node.attr_ints("axes") : std::vector<int64_t>{0, 2, 3};
+    axes_ = init.node.has_attr("axes") ? init.attr_ints("axes") : std::vector<int64_t>{0, 2, 3};
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
     KILN_RETURN_IF_ERROR(require_inputs(ctx, {"X"}));
     const Tensor& x = ctx.input(0);
     const int64_t rank = static_cast<int64_t>(x.rank());
     std::vector<bool> reduced(x.rank(), false);
     for (int64_t a : axes_) {
-      KILN_ASSIGN_OR_RETURN(const int64_t ax, normalize_axis(a, rank, node));
+      KILN_ASSIGN_OR_RETURN(const int64_t ax, normalize_axis(a, rank));
       reduced[static_cast<size_t>(ax)] = true;
     }
     // Group index of each element: its coordinates on the kept axes.

@@ -12,7 +12,8 @@
 
 #include "kernels/portable/cv_common.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -229,37 +230,36 @@ class PoolKernel final : public Kernel {
   explicit PoolKernel(PoolKind kind) : kind_(kind) {}
 
   Status init(const KernelInit& init) {
-    KILN_ASSIGN_OR_RETURN(attrs_, WindowAttrs::parse(init.node));
+    KILN_ASSIGN_OR_RETURN(attrs_, WindowAttrs::parse(init));
     if (attrs_.kernel_shape.empty())
-      return invalid_argument(init.node.label(), ": attribute kernel_shape is required");
+      return invalid_argument("attribute kernel_shape is required");
     params_.kind = kind_;
-    params_.count_include_pad = init.node.attr_int("count_include_pad", 0) != 0;
-    const int64_t order = init.node.attr_int("storage_order", 0);
+    params_.count_include_pad = init.attr_int("count_include_pad", 0) != 0;
+    const int64_t order = init.attr_int("storage_order", 0);
     if (order != 0 && order != 1)
-      return invalid_argument(init.node.label(), ": attribute storage_order is ", order, ", expected 0 or 1");
+      return invalid_argument("attribute storage_order is ", order, ", expected 0 or 1");
     params_.column_major = order == 1;
     if (kind_ == PoolKind::kLp) {
       const ir::Attribute* p = init.node.find_attr("p");
       if (p) params_.p = p->type == ir::AttrType::kFloat ? static_cast<double>(p->f) : static_cast<double>(p->i);
       if (!(params_.p > 0))
-        return invalid_argument(init.node.label(), ": attribute p is ", params_.p, ", expected > 0");
+        return invalid_argument("attribute p is ", params_.p, ", expected > 0");
     }
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
-    if (!ctx.has_input(0)) return invalid_argument(node.label(), ": input 0 (X) is missing");
+    if (!ctx.has_input(0)) return invalid_argument("input 0 (X) is missing");
     const Tensor& x = ctx.input(0);
     if (x.rank() < 3 || x.rank() > 5) {
-      return invalid_argument(node.label(), ": input 0 (X) has shape ", x.shape().to_string(),
+      return invalid_argument("input 0 (X) has shape ", x.shape().to_string(),
                               ", expected [N, C, D1...] with 1 to 3 spatial dims");
     }
     if (attrs_.kernel_shape.size() != x.rank() - 2) {
-      return invalid_argument(node.label(), ": attribute kernel_shape has ", attrs_.kernel_shape.size(),
+      return invalid_argument("attribute kernel_shape has ", attrs_.kernel_shape.size(),
                               " values, input 0 (X) ", x.shape().to_string(), " has ", x.rank() - 2, " spatial dims");
     }
-    KILN_ASSIGN_OR_RETURN(WindowGeometry g, resolve_window(attrs_, x.shape().dims().subspan(2), attrs_.kernel_shape, node));
+    KILN_ASSIGN_OR_RETURN(WindowGeometry g, resolve_window(attrs_, x.shape().dims().subspan(2), attrs_.kernel_shape));
     Shape y_shape{x.dim(0), x.dim(1)};
     for (int64_t d : g.out) y_shape.push_back(d);
     KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, x.dtype(), y_shape));
@@ -297,7 +297,7 @@ class PoolKernel final : public Kernel {
           }
         });
       } else {
-        st = unimplemented(node.label(), ": dtype ", dtype_name(x.dtype()), " is not supported");
+        st = unsupported_dtype(0, x.dtype());
       }
     });
     return st;
@@ -311,9 +311,7 @@ class PoolKernel final : public Kernel {
 
 template <PoolKind kKind>
 Result<std::unique_ptr<Kernel>> make_pool(const KernelInit& init) {
-  auto k = std::make_unique<PoolKernel>(kKind);
-  KILN_RETURN_IF_ERROR(k->init(init));
-  return std::unique_ptr<Kernel>(std::move(k));
+  return init_kernel(std::make_unique<PoolKernel>(kKind), init);
 }
 
 // ------------------------------------------------------------ Global pools
@@ -351,17 +349,16 @@ class GlobalPoolKernel final : public Kernel {
     if (kind_ == PoolKind::kLp) {
       const ir::Attribute* p = init.node.find_attr("p");
       if (p) p_ = p->type == ir::AttrType::kFloat ? static_cast<double>(p->f) : static_cast<double>(p->i);
-      if (!(p_ > 0)) return invalid_argument(init.node.label(), ": attribute p is ", p_, ", expected > 0");
+      if (!(p_ > 0)) return invalid_argument("attribute p is ", p_, ", expected > 0");
     }
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
-    if (!ctx.has_input(0)) return invalid_argument(node.label(), ": input 0 (X) is missing");
+    if (!ctx.has_input(0)) return invalid_argument("input 0 (X) is missing");
     const Tensor& x = ctx.input(0);
     if (x.rank() < 2) {
-      return invalid_argument(node.label(), ": input 0 (X) has shape ", x.shape().to_string(),
+      return invalid_argument("input 0 (X) has shape ", x.shape().to_string(),
                               ", expected [N, C, spatial...]");
     }
     Shape y_shape{x.dim(0), x.dim(1)};
@@ -374,7 +371,7 @@ class GlobalPoolKernel final : public Kernel {
     const int64_t planes = x.dim(0) * x.dim(1);
     if (planes == 0) return Status::ok();
     if (size == 0 && kind_ != PoolKind::kLp) {
-      return invalid_argument(node.label(), ": input 0 (X) ", x.shape().to_string(), " has empty spatial dims");
+      return invalid_argument("input 0 (X) ", x.shape().to_string(), " has empty spatial dims");
     }
     Status st;
     visit_dtype(x.dtype(), [&](auto tag) {
@@ -388,7 +385,7 @@ class GlobalPoolKernel final : public Kernel {
                        for (int64_t plane = b; plane < e; ++plane) yd[plane] = reduce<T>(xd + plane * size, size);
                      });
       } else {
-        st = unimplemented(node.label(), ": dtype ", dtype_name(x.dtype()), " is not supported");
+        st = unsupported_dtype(0, x.dtype());
       }
     });
     return st;
@@ -426,9 +423,7 @@ class GlobalPoolKernel final : public Kernel {
 
 template <PoolKind kKind>
 Result<std::unique_ptr<Kernel>> make_global_pool(const KernelInit& init) {
-  auto k = std::make_unique<GlobalPoolKernel>(kKind);
-  KILN_RETURN_IF_ERROR(k->init(init));
-  return std::unique_ptr<Kernel>(std::move(k));
+  return init_kernel(std::make_unique<GlobalPoolKernel>(kKind), init);
 }
 
 // ------------------------------------------------------------ MaxUnpool
@@ -443,29 +438,28 @@ Result<std::unique_ptr<Kernel>> make_global_pool(const KernelInit& init) {
 class MaxUnpoolKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    KILN_ASSIGN_OR_RETURN(attrs_, WindowAttrs::parse(init.node));
+    KILN_ASSIGN_OR_RETURN(attrs_, WindowAttrs::parse(init));
     if (attrs_.kernel_shape.empty())
-      return invalid_argument(init.node.label(), ": attribute kernel_shape is required");
+      return invalid_argument("attribute kernel_shape is required");
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
     if (!ctx.has_input(0) || !ctx.has_input(1))
-      return invalid_argument(node.label(), ": inputs 0 (X) and 1 (I) are required");
+      return invalid_argument("inputs 0 (X) and 1 (I) are required");
     const Tensor& x = ctx.input(0);
     const Tensor& ind = ctx.input(1);
     const size_t r = x.rank() >= 2 ? x.rank() - 2 : 0;
     if (x.rank() < 3 || attrs_.kernel_shape.size() != r) {
-      return invalid_argument(node.label(), ": input 0 (X) has shape ", x.shape().to_string(),
+      return invalid_argument("input 0 (X) has shape ", x.shape().to_string(),
                               ", expected [N, C] plus ", attrs_.kernel_shape.size(), " spatial dims (kernel_shape)");
     }
     if (ind.shape() != x.shape() || ind.dtype() != DType::kInt64) {
-      return invalid_argument(node.label(), ": input 1 (I) is ", dtype_name(ind.dtype()), ind.shape().to_string(),
+      return invalid_argument("input 1 (I) is ", dtype_name(ind.dtype()), ind.shape().to_string(),
                               ", expected int64 with the shape of input 0 (X) ", x.shape().to_string());
     }
     if ((!attrs_.strides.empty() && attrs_.strides.size() != r) || (!attrs_.pads.empty() && attrs_.pads.size() != 2 * r))
-      return invalid_argument(node.label(), ": attributes strides/pads do not match ", r, " spatial dims");
+      return invalid_argument("attributes strides/pads do not match ", r, " spatial dims");
     Shape inferred{x.dim(0), x.dim(1)};
     for (size_t d = 0; d < r; ++d) {
       const int64_t st = attrs_.strides.empty() ? 1 : attrs_.strides[d];
@@ -476,15 +470,15 @@ class MaxUnpoolKernel final : public Kernel {
     if (ctx.has_input(2)) {
       KILN_ASSIGN_OR_RETURN(std::vector<int64_t> os, to_int64_vector(ctx.input(2)));
       if (os.size() != x.rank()) {
-        return invalid_argument(node.label(), ": input 2 (output_shape) has ", os.size(), " values, expected ",
+        return invalid_argument("input 2 (output_shape) has ", os.size(), " values, expected ",
                                 x.rank());
       }
       y_shape = Shape(os);
       if (y_shape[0] != x.dim(0) || y_shape[1] != x.dim(1))
-        return invalid_argument(node.label(), ": input 2 (output_shape) ", y_shape.to_string(),
+        return invalid_argument("input 2 (output_shape) ", y_shape.to_string(),
                                 " must keep N and C of input 0 (X) ", x.shape().to_string());
       for (int64_t d : os)
-        if (d < 0) return invalid_argument(node.label(), ": input 2 (output_shape) has a negative dim");
+        if (d < 0) return invalid_argument("input 2 (output_shape) has a negative dim");
     }
     KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, x.dtype(), y_shape));
     std::fill_n(static_cast<unsigned char*>(y->raw_data()), y->nbytes(), 0);
@@ -497,7 +491,7 @@ class MaxUnpoolKernel final : public Kernel {
     for (int64_t i = 0; i < x.numel(); ++i) {
       int64_t at = id[i];
       if (at < 0 || at >= total) {
-        return invalid_argument(node.label(), ": input 1 (I) has index ", at, " at ", i, ", outside the ",
+        return invalid_argument("input 1 (I) has index ", at, " at ", i, ", outside the ",
                                 inferred.to_string(), " output it indexes");
       }
       if (!same) {  // same coordinates in the larger output
@@ -506,7 +500,7 @@ class MaxUnpoolKernel final : public Kernel {
           const int64_t c = rem % inferred[d];
           rem /= inferred[d];
           if (c >= y_shape[d]) {
-            return invalid_argument(node.label(), ": input 1 (I) index ", at, " does not fit input 2 (output_shape) ",
+            return invalid_argument("input 1 (I) index ", at, " does not fit input 2 (output_shape) ",
                                     y_shape.to_string());
           }
           off += c * scale;

@@ -17,7 +17,8 @@
 #include "kernels/portable/gemm.h"
 #include "kernels/portable/matmul.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -71,13 +72,13 @@ Result<std::vector<int32_t>> read_zero_point(const KernelContext& ctx, size_t in
   if (!ctx.has_input(index)) return std::vector<int32_t>{0};
   const Tensor& z = ctx.input(index);
   if (z.dtype() != data_dtype) {
-    return invalid_argument(ctx.node().label(), ": ", input_label(index, name), " has dtype ", dtype_name(z.dtype()),
+    return invalid_argument(input_label(index, name), " has dtype ", dtype_name(z.dtype()),
                             ", expected ", dtype_name(data_dtype), " like the data it belongs to");
   }
   bool ok = false;
   for (int64_t a : allowed) ok |= z.numel() == a;
   if (!ok || z.rank() > 1) {
-    return invalid_argument(ctx.node().label(), ": ", input_label(index, name), " has shape ", z.shape().to_string(),
+    return invalid_argument(input_label(index, name), " has shape ", z.shape().to_string(),
                             ", expected a scalar or a 1-D tensor of ", *(allowed.end() - 1), " values");
   }
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> v, to_int64_vector(z));
@@ -86,12 +87,12 @@ Result<std::vector<int32_t>> read_zero_point(const KernelContext& ctx, size_t in
 
 Result<std::vector<float>> read_scale(const KernelContext& ctx, size_t index, const char* name,
                                       std::initializer_list<int64_t> allowed) {
-  if (!ctx.has_input(index)) return invalid_argument(ctx.node().label(), ": ", input_label(index, name), " is missing");
+  if (!ctx.has_input(index)) return invalid_argument(input_label(index, name), " is missing");
   const Tensor& s = ctx.input(index);
   bool ok = false;
   for (int64_t a : allowed) ok |= s.numel() == a;
   if (!dtype_is_float(s.dtype()) || !ok || s.rank() > 1) {
-    return invalid_argument(ctx.node().label(), ": ", input_label(index, name), " is ", dtype_name(s.dtype()),
+    return invalid_argument(input_label(index, name), " is ", dtype_name(s.dtype()),
                             s.shape().to_string(), ", expected a float scalar or 1-D tensor of ",
                             *(allowed.end() - 1), " values");
   }
@@ -132,12 +133,12 @@ void requantize(const float* v, int64_t count, const std::vector<float>& scale, 
 }
 
 // Per-axis layout of a tensor: `count` slices along `axis`, `inner` elements each.
-Result<std::pair<int64_t, int64_t>> axis_layout(const KernelContext& ctx, const Tensor& x, int64_t axis_attr,
+Result<std::pair<int64_t, int64_t>> axis_layout(const Tensor& x, int64_t axis_attr,
                                                size_t scale_numel) {
   if (scale_numel <= 1) return std::make_pair(int64_t{1}, int64_t{1});
-  KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_attr, static_cast<int64_t>(x.rank()), ctx.node()));
+  KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_attr, static_cast<int64_t>(x.rank())));
   if (x.dim(static_cast<size_t>(axis)) != static_cast<int64_t>(scale_numel)) {
-    return invalid_argument(ctx.node().label(), ": input 1 (scale) has ", scale_numel, " values, expected ",
+    return invalid_argument("input 1 (scale) has ", scale_numel, " values, expected ",
                             x.dim(static_cast<size_t>(axis)), " (dim ", axis, " of input 0 ", x.shape().to_string(), ")");
   }
   int64_t inner = 1;
@@ -150,26 +151,25 @@ Result<std::pair<int64_t, int64_t>> axis_layout(const KernelContext& ctx, const 
 class QuantizeLinearKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    axis_ = init.node.attr_int("axis", 1);
+    axis_ = init.attr_int("axis", 1);
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
-    if (!ctx.has_input(0)) return invalid_argument(node.label(), ": input 0 (x) is missing");
+    if (!ctx.has_input(0)) return invalid_argument("input 0 (x) is missing");
     const Tensor& x = ctx.input(0);
     if (!dtype_is_float(x.dtype()) && x.dtype() != DType::kInt32)
-      return invalid_argument(node.label(), ": input 0 (x) has dtype ", dtype_name(x.dtype()), ", expected float or int32");
+      return invalid_argument("input 0 (x) has dtype ", dtype_name(x.dtype()), ", expected float or int32");
     const size_t per_axis = ctx.has_input(1) ? static_cast<size_t>(ctx.input(1).numel()) : 1;
-    KILN_ASSIGN_OR_RETURN(auto layout, axis_layout(ctx, x, axis_, per_axis));
+    KILN_ASSIGN_OR_RETURN(auto layout, axis_layout(x, axis_, per_axis));
     KILN_ASSIGN_OR_RETURN(std::vector<float> scale, read_scale(ctx, 1, "y_scale", {1, layout.first}));
     const DType out_dtype = ctx.has_input(2) ? ctx.input(2).dtype() : DType::kUInt8;
     if (!is_8bit(out_dtype) && out_dtype != DType::kUInt16 && out_dtype != DType::kInt16)
-      return invalid_argument(node.label(), ": input 2 (y_zero_point) has dtype ", dtype_name(out_dtype),
+      return invalid_argument("input 2 (y_zero_point) has dtype ", dtype_name(out_dtype),
                               ", expected uint8, int8, uint16 or int16");
     KILN_ASSIGN_OR_RETURN(std::vector<int32_t> zp, read_zero_point(ctx, 2, "y_zero_point", out_dtype, {1, layout.first}));
     for (float s : scale)
-      if (!(s != 0.f)) return invalid_argument(node.label(), ": input 1 (y_scale) has a zero scale");
+      if (!(s != 0.f)) return invalid_argument("input 1 (y_scale) has a zero scale");
     KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, out_dtype, x.shape()));
     std::vector<float> xf;
     if (x.dtype() == DType::kInt32) {
@@ -191,24 +191,23 @@ class QuantizeLinearKernel final : public Kernel {
 class DequantizeLinearKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    axis_ = init.node.attr_int("axis", 1);
+    axis_ = init.attr_int("axis", 1);
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
-    if (!ctx.has_input(0)) return invalid_argument(node.label(), ": input 0 (x) is missing");
+    if (!ctx.has_input(0)) return invalid_argument("input 0 (x) is missing");
     const Tensor& x = ctx.input(0);
     const DType t = x.dtype();
     if (!is_8bit(t) && t != DType::kInt32 && t != DType::kUInt16 && t != DType::kInt16)
-      return invalid_argument(node.label(), ": input 0 (x) has dtype ", dtype_name(t), ", expected an integer type");
+      return invalid_argument("input 0 (x) has dtype ", dtype_name(t), ", expected an integer type");
     const size_t per_axis = ctx.has_input(1) ? static_cast<size_t>(ctx.input(1).numel()) : 1;
-    KILN_ASSIGN_OR_RETURN(auto layout, axis_layout(ctx, x, axis_, per_axis));
+    KILN_ASSIGN_OR_RETURN(auto layout, axis_layout(x, axis_, per_axis));
     KILN_ASSIGN_OR_RETURN(std::vector<float> scale, read_scale(ctx, 1, "x_scale", {1, layout.first}));
     KILN_ASSIGN_OR_RETURN(std::vector<int32_t> zp, read_zero_point(ctx, 2, "x_zero_point", t, {1, layout.first}));
     if (t == DType::kInt32)
       for (int32_t z : zp)
-        if (z != 0) return invalid_argument(node.label(), ": input 2 (x_zero_point) must be 0 for int32 input");
+        if (z != 0) return invalid_argument("input 2 (x_zero_point) must be 0 for int32 input");
     const DType out_dtype = ctx.input(1).dtype();
     KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, out_dtype, x.shape()));
     std::vector<float> out(static_cast<size_t>(x.numel()));
@@ -239,11 +238,10 @@ class DequantizeLinearKernel final : public Kernel {
 class DynamicQuantizeLinearKernel final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
-    if (!ctx.has_input(0)) return invalid_argument(node.label(), ": input 0 (x) is missing");
+    if (!ctx.has_input(0)) return invalid_argument("input 0 (x) is missing");
     const Tensor& x = ctx.input(0);
     if (!dtype_is_float(x.dtype()))
-      return invalid_argument(node.label(), ": input 0 (x) has dtype ", dtype_name(x.dtype()), ", expected float");
+      return invalid_argument("input 0 (x) has dtype ", dtype_name(x.dtype()), ", expected float");
     const std::vector<float> xf = to_float_vector(x);
     float lo = 0.f, hi = 0.f;
     for (float v : xf) {
@@ -272,16 +270,15 @@ class DynamicQuantizeLinearKernel final : public Kernel {
 // a_zero_point may be per row (M values), b_zero_point per column (N).
 Status integer_matmul(KernelContext& ctx, size_t a_in, size_t a_zp_in, size_t b_in, size_t b_zp_in, MatMulPlan* plan,
                       std::vector<int32_t>* acc) {
-  const ir::Node& node = ctx.node();
   for (size_t i : {a_in, b_in})
-    if (!ctx.has_input(i)) return invalid_argument(node.label(), ": ", input_label(i, i == a_in ? "A" : "B"), " is missing");
+    if (!ctx.has_input(i)) return invalid_argument(input_label(i, i == a_in ? "A" : "B"), " is missing");
   const Tensor& a = ctx.input(a_in);
   const Tensor& b = ctx.input(b_in);
   if (!is_8bit(a.dtype()) || !is_8bit(b.dtype())) {
-    return invalid_argument(node.label(), ": inputs A and B are ", dtype_name(a.dtype()), " and ", dtype_name(b.dtype()),
+    return invalid_argument("inputs A and B are ", dtype_name(a.dtype()), " and ", dtype_name(b.dtype()),
                             ", expected uint8 or int8");
   }
-  KILN_ASSIGN_OR_RETURN(*plan, plan_matmul(a.shape(), b.shape(), node));
+  KILN_ASSIGN_OR_RETURN(*plan, plan_matmul(a.shape(), b.shape()));
   KILN_ASSIGN_OR_RETURN(std::vector<int32_t> azp, read_zero_point(ctx, a_zp_in, "a_zero_point", a.dtype(), {1, plan->m}));
   KILN_ASSIGN_OR_RETURN(std::vector<int32_t> bzp, read_zero_point(ctx, b_zp_in, "b_zero_point", b.dtype(), {1, plan->n}));
   const int64_t m = plan->m, n = plan->n, k = plan->k;
@@ -319,19 +316,18 @@ class MatMulIntegerKernel final : public Kernel {
 class QLinearMatMulKernel final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
     MatMulPlan plan;
     std::vector<int32_t> acc;
     KILN_RETURN_IF_ERROR(integer_matmul(ctx, 0, 2, 3, 5, &plan, &acc));
     KILN_ASSIGN_OR_RETURN(std::vector<float> a_scale, read_scale(ctx, 1, "a_scale", {1, plan.m}));
     KILN_ASSIGN_OR_RETURN(std::vector<float> b_scale, read_scale(ctx, 4, "b_scale", {1, plan.n}));
     KILN_ASSIGN_OR_RETURN(std::vector<float> y_scale, read_scale(ctx, 6, "y_scale", {1}));
-    if (!ctx.has_input(7)) return invalid_argument(node.label(), ": input 7 (y_zero_point) is missing");
+    if (!ctx.has_input(7)) return invalid_argument("input 7 (y_zero_point) is missing");
     const DType out_dtype = ctx.input(7).dtype();
     if (!is_8bit(out_dtype))
-      return invalid_argument(node.label(), ": input 7 (y_zero_point) has dtype ", dtype_name(out_dtype), ", expected uint8 or int8");
+      return invalid_argument("input 7 (y_zero_point) has dtype ", dtype_name(out_dtype), ", expected uint8 or int8");
     KILN_ASSIGN_OR_RETURN(std::vector<int32_t> y_zp, read_zero_point(ctx, 7, "y_zero_point", out_dtype, {1}));
-    if (!(y_scale[0] != 0.f)) return invalid_argument(node.label(), ": input 6 (y_scale) is zero");
+    if (!(y_scale[0] != 0.f)) return invalid_argument("input 6 (y_scale) is zero");
     KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, out_dtype, plan.out_shape));
     const int64_t m = plan.m, n = plan.n;
     std::vector<float> real(acc.size());
@@ -356,32 +352,31 @@ struct IntConvResult {
 // Integer convolution (X - x_zp) * (W - w_zp[m]) with Conv attributes.
 Status integer_conv(KernelContext& ctx, const WindowAttrs& attrs, int64_t group, size_t x_in, size_t x_zp_in,
                     size_t w_in, size_t w_zp_in, IntConvResult* r) {
-  const ir::Node& node = ctx.node();
   for (size_t i : {x_in, w_in})
-    if (!ctx.has_input(i)) return invalid_argument(node.label(), ": ", input_label(i, i == x_in ? "x" : "w"), " is missing");
+    if (!ctx.has_input(i)) return invalid_argument(input_label(i, i == x_in ? "x" : "w"), " is missing");
   const Tensor& x = ctx.input(x_in);
   const Tensor& w = ctx.input(w_in);
   if (!is_8bit(x.dtype()) || !is_8bit(w.dtype())) {
-    return invalid_argument(node.label(), ": inputs x and w are ", dtype_name(x.dtype()), " and ", dtype_name(w.dtype()),
+    return invalid_argument("inputs x and w are ", dtype_name(x.dtype()), " and ", dtype_name(w.dtype()),
                             ", expected uint8 or int8");
   }
   if (x.rank() < 3 || x.rank() > 10 || w.rank() != x.rank()) {
-    return invalid_argument(node.label(), ": ", input_label(x_in, "x"), " ", x.shape().to_string(), " and ",
+    return invalid_argument(input_label(x_in, "x"), " ", x.shape().to_string(), " and ",
                             input_label(w_in, "w"), " ", w.shape().to_string(),
                             " must both be [N or M, C, spatial...] of one rank");
   }
   const int64_t n = x.dim(0), c = x.dim(1), m = w.dim(0);
   if (group < 1 || w.dim(1) * group != c || m % group != 0) {
-    return invalid_argument(node.label(), ": ", input_label(w_in, "w"), " ", w.shape().to_string(), " with group ", group,
+    return invalid_argument(input_label(w_in, "w"), " ", w.shape().to_string(), " with group ", group,
                             " does not match the ", c, " channels of ", input_label(x_in, "x"));
   }
   const std::span<const int64_t> kernel = w.shape().dims().subspan(2);
   if (!attrs.kernel_shape.empty() &&
       !std::equal(kernel.begin(), kernel.end(), attrs.kernel_shape.begin(), attrs.kernel_shape.end())) {
-    return invalid_argument(node.label(), ": attribute kernel_shape does not match ", input_label(w_in, "w"), " ",
+    return invalid_argument("attribute kernel_shape does not match ", input_label(w_in, "w"), " ",
                             w.shape().to_string());
   }
-  KILN_ASSIGN_OR_RETURN(WindowGeometry g, resolve_window(attrs, x.shape().dims().subspan(2), kernel, node));
+  KILN_ASSIGN_OR_RETURN(WindowGeometry g, resolve_window(attrs, x.shape().dims().subspan(2), kernel));
   KILN_ASSIGN_OR_RETURN(std::vector<int32_t> xzp, read_zero_point(ctx, x_zp_in, "x_zero_point", x.dtype(), {1}));
   KILN_ASSIGN_OR_RETURN(std::vector<int32_t> wzp, read_zero_point(ctx, w_zp_in, "w_zero_point", w.dtype(), {1, m}));
   const int64_t cg = c / group, mg = m / group, ksize = g.kernel_size(), kg = cg * ksize;
@@ -409,8 +404,8 @@ Status integer_conv(KernelContext& ctx, const WindowAttrs& attrs, int64_t group,
 class ConvIntegerKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    KILN_ASSIGN_OR_RETURN(attrs_, WindowAttrs::parse(init.node));
-    group_ = init.node.attr_int("group", 1);
+    KILN_ASSIGN_OR_RETURN(attrs_, WindowAttrs::parse(init));
+    group_ = init.attr_int("group", 1);
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {
@@ -431,28 +426,27 @@ class ConvIntegerKernel final : public Kernel {
 class QLinearConvKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    KILN_ASSIGN_OR_RETURN(attrs_, WindowAttrs::parse(init.node));
-    group_ = init.node.attr_int("group", 1);
+    KILN_ASSIGN_OR_RETURN(attrs_, WindowAttrs::parse(init));
+    group_ = init.attr_int("group", 1);
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
     IntConvResult r;
     KILN_RETURN_IF_ERROR(integer_conv(ctx, attrs_, group_, 0, 2, 3, 5, &r));
     KILN_ASSIGN_OR_RETURN(std::vector<float> x_scale, read_scale(ctx, 1, "x_scale", {1}));
     KILN_ASSIGN_OR_RETURN(std::vector<float> w_scale, read_scale(ctx, 4, "w_scale", {1, r.m}));
     KILN_ASSIGN_OR_RETURN(std::vector<float> y_scale, read_scale(ctx, 6, "y_scale", {1}));
-    if (!ctx.has_input(7)) return invalid_argument(node.label(), ": input 7 (y_zero_point) is missing");
+    if (!ctx.has_input(7)) return invalid_argument("input 7 (y_zero_point) is missing");
     const DType out_dtype = ctx.input(7).dtype();
     if (!is_8bit(out_dtype))
-      return invalid_argument(node.label(), ": input 7 (y_zero_point) has dtype ", dtype_name(out_dtype), ", expected uint8 or int8");
+      return invalid_argument("input 7 (y_zero_point) has dtype ", dtype_name(out_dtype), ", expected uint8 or int8");
     KILN_ASSIGN_OR_RETURN(std::vector<int32_t> y_zp, read_zero_point(ctx, 7, "y_zero_point", out_dtype, {1}));
-    if (!(y_scale[0] != 0.f)) return invalid_argument(node.label(), ": input 6 (y_scale) is zero");
+    if (!(y_scale[0] != 0.f)) return invalid_argument("input 6 (y_scale) is zero");
     std::vector<int64_t> bias;
     if (ctx.has_input(8)) {
       const Tensor& b = ctx.input(8);
       if (b.dtype() != DType::kInt32 || b.numel() != r.m || b.rank() != 1)
-        return invalid_argument(node.label(), ": input 8 (B) is ", dtype_name(b.dtype()), b.shape().to_string(),
+        return invalid_argument("input 8 (B) is ", dtype_name(b.dtype()), b.shape().to_string(),
                                 ", expected int32[", r.m, "]");
       KILN_ASSIGN_OR_RETURN(bias, to_int64_vector(b));
     }

@@ -20,7 +20,8 @@
 #include <type_traits>
 
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -57,10 +58,10 @@ struct SeedAttr {
   bool given = false;
   uint64_t value = 0;
 
-  void read(const ir::Node& node) {
-    given = node.has_attr("seed");
+  void read(const KernelInit& init) {
+    given = init.node.has_attr("seed");
     if (given) {
-      const float f = node.attr_float("seed", 0.f);
+      const float f = init.attr_float("seed", 0.f);
       uint32_t bits = 0;
       std::memcpy(&bits, &f, sizeof bits);  // every float, NaN included, is a distinct seed
       value = bits;
@@ -103,29 +104,28 @@ template <Dist D, bool Like>
 class RandomFill final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    const ir::Node& node = init.node;
-    seed_.read(node);
+    seed_.read(init);
     if (D == Dist::kNormal) {
-      a_ = node.attr_float("mean", 0.f);
-      b_ = node.attr_float("scale", 1.f);
+      a_ = init.attr_float("mean", 0.f);
+      b_ = init.attr_float("scale", 1.f);
     } else {
-      a_ = node.attr_float("low", 0.f);
-      b_ = node.attr_float("high", 1.f);
-      if (!(b_ >= a_)) return invalid_argument(node.label(), ": attribute high (", b_, ") must not be below low (", a_, ")");
+      a_ = init.attr_float("low", 0.f);
+      b_ = init.attr_float("high", 1.f);
+      if (!(b_ >= a_)) return invalid_argument("attribute high (", b_, ") must not be below low (", a_, ")");
     }
-    if (node.has_attr("dtype")) {
-      dtype_ = static_cast<DType>(node.attr_int("dtype", 1));
+    if (init.node.has_attr("dtype")) {
+      dtype_ = static_cast<DType>(init.attr_int("dtype", 1));
       if (!is_real_float(dtype_)) {
-        return invalid_argument(node.label(), ": attribute dtype ", node.attr_int("dtype", 1),
+        return invalid_argument("attribute dtype ", init.attr_int("dtype", 1),
                                 " is not a float type (float16, float, double, bfloat16)");
       }
     } else if (!Like) {
       dtype_ = DType::kFloat32;
     }
     if constexpr (!Like) {
-      if (!node.has_attr("shape")) return invalid_argument(node.label(), ": needs attribute shape");
-      for (int64_t d : node.attr_ints("shape")) {
-        if (d < 0) return invalid_argument(node.label(), ": attribute shape has negative dimension ", d);
+      if (!init.node.has_attr("shape")) return invalid_argument("needs attribute shape");
+      for (int64_t d : init.attr_ints("shape")) {
+        if (d < 0) return invalid_argument("attribute shape has negative dimension ", d);
         shape_.push_back(d);
       }
     }
@@ -136,11 +136,11 @@ class RandomFill final : public Kernel {
     Shape shape = shape_;
     DType dt = dtype_;
     if constexpr (Like) {
-      if (!ctx.has_input(0)) return invalid_argument(ctx.node().label(), ": input 0 (input) is required");
+      if (!ctx.has_input(0)) return invalid_argument("input 0 (input) is required");
       shape = ctx.input(0).shape();
       if (dt == DType::kUndefined) dt = ctx.input(0).dtype();
       if (!is_real_float(dt)) {
-        return invalid_argument(ctx.node().label(), ": output dtype ", dtype_name(dt),
+        return invalid_argument("output dtype ", dtype_name(dt),
                                 " is not a float type; set attribute dtype");
       }
     }
@@ -178,11 +178,11 @@ void store_binary(Tensor* out, int64_t i, bool v) {
 class Bernoulli final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    seed_.read(init.node);
+    seed_.read(init);
     if (init.node.has_attr("dtype")) {
-      dtype_ = static_cast<DType>(init.node.attr_int("dtype", 1));
+      dtype_ = static_cast<DType>(init.attr_int("dtype", 1));
       if (!(dtype_is_float(dtype_) || dtype_is_integer(dtype_) || dtype_ == DType::kBool)) {
-        return invalid_argument(init.node.label(), ": attribute dtype ", init.node.attr_int("dtype", 1),
+        return invalid_argument("attribute dtype ", init.attr_int("dtype", 1),
                                 " is not a numeric or bool type");
       }
     }
@@ -192,11 +192,11 @@ class Bernoulli final : public Kernel {
   Status compute(KernelContext& ctx) const override {
     const Tensor& p = ctx.input(0);
     if (!dtype_is_float(p.dtype()))
-      return invalid_argument(ctx.node().label(), ": input 0 (input) must be float, got ", dtype_name(p.dtype()));
+      return invalid_argument("input 0 (input) must be float, got ", dtype_name(p.dtype()));
     KILN_ASSIGN_OR_RETURN(std::vector<double> probs, to_double_vector(p));
     for (double v : probs) {
       if (!(v >= 0 && v <= 1))
-        return invalid_argument(ctx.node().label(), ": input 0 (input) has probability ", v, ", outside [0, 1]");
+        return invalid_argument("input 0 (input) has probability ", v, ", outside [0, 1]");
     }
     const DType dt = dtype_ == DType::kUndefined ? p.dtype() : dtype_;
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, dt, p.shape()));
@@ -213,25 +213,24 @@ class Bernoulli final : public Kernel {
 class Multinomial final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    const ir::Node& node = init.node;
-    seed_.read(node);
-    dtype_ = static_cast<DType>(node.attr_int("dtype", static_cast<int64_t>(DType::kInt32)));
+    seed_.read(init);
+    dtype_ = static_cast<DType>(init.attr_int("dtype", static_cast<int64_t>(DType::kInt32)));
     if (dtype_ != DType::kInt32 && dtype_ != DType::kInt64)
-      return invalid_argument(node.label(), ": attribute dtype must be int32 (6) or int64 (7)");
-    samples_ = node.attr_int("sample_size", 1);
-    if (samples_ < 0) return invalid_argument(node.label(), ": attribute sample_size must not be negative");
+      return invalid_argument("attribute dtype must be int32 (6) or int64 (7)");
+    samples_ = init.attr_int("sample_size", 1);
+    if (samples_ < 0) return invalid_argument("attribute sample_size must not be negative");
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     if (!dtype_is_float(x.dtype()) || x.rank() != 2) {
-      return invalid_argument(ctx.node().label(), ": input 0 (input) must be float [batch_size, class_size], got ",
+      return invalid_argument("input 0 (input) must be float [batch_size, class_size], got ",
                               dtype_name(x.dtype()), x.shape().to_string());
     }
     const int64_t batch = x.dim(0), classes = x.dim(1);
     if (classes == 0 && samples_ > 0)
-      return invalid_argument(ctx.node().label(), ": input 0 (input) has no classes to sample from");
+      return invalid_argument("input 0 (input) has no classes to sample from");
     KILN_ASSIGN_OR_RETURN(std::vector<double> logits, to_double_vector(x));
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, dtype_, Shape{batch, samples_}));
     Rng rng = seed_.make();
@@ -242,7 +241,7 @@ class Multinomial final : public Kernel {
       double mx = -std::numeric_limits<double>::infinity();
       for (int64_t c = 0; c < classes; ++c) mx = std::max(mx, row[c]);
       if (!std::isfinite(mx)) {
-        return invalid_argument(ctx.node().label(), ": input 0 (input) row ", b, " has no finite log-probability");
+        return invalid_argument("input 0 (input) row ", b, " has no finite log-probability");
       }
       double total = 0;
       for (int64_t c = 0; c < classes; ++c) {
@@ -250,7 +249,7 @@ class Multinomial final : public Kernel {
         cdf[static_cast<size_t>(c)] = total;
       }
       if (!(total > 0) || !std::isfinite(total)) {
-        return invalid_argument(ctx.node().label(), ": input 0 (input) row ", b, " has no finite probability mass");
+        return invalid_argument("input 0 (input) row ", b, " has no finite probability mass");
       }
       for (int64_t s = 0; s < samples_; ++s) {
         const double u = rng.uniform() * total;

@@ -15,7 +15,8 @@
 
 #include "kernels/portable/strided_copy.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -221,7 +222,7 @@ Status run_reduce(const KernelContext& ctx, const Tensor& in, Tensor* out, const
         reduce_rows<OP, T>(tmp.data(), y, total_out, k, ctx.pool());
       }
     } else {
-      st = invalid_argument(ctx.node().label(), ": unsupported dtype ", dtype_name(in.dtype()));
+      st = unsupported_dtype(0, in.dtype());
     }
   });
   return st;
@@ -231,20 +232,20 @@ template <Op OP>
 class ReduceKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    keepdims_ = init.node.attr_int("keepdims", 1) != 0;
-    noop_ = init.node.attr_int("noop_with_empty_axes", 0) != 0;
-    attr_axes_ = init.node.attr_ints("axes");
+    keepdims_ = init.attr_int("keepdims", 1) != 0;
+    noop_ = init.attr_int("noop_with_empty_axes", 0) != 0;
+    attr_axes_ = init.attr_ints("axes");
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 2));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 1, 2));
     const Tensor& in = ctx.input(0);
     const int64_t rank = static_cast<int64_t>(in.rank());
     std::vector<int64_t> axes = attr_axes_;
     bool from_input = false;
     std::vector<int64_t> in_axes;
-    KILN_ASSIGN_OR_RETURN(in_axes, layout::read_ints_input(ctx, 1, "axes", &from_input));
+    KILN_ASSIGN_OR_RETURN(in_axes, read_ints_input(ctx, 1, "axes", &from_input));
     if (from_input) axes = std::move(in_axes);
     std::vector<bool> reduced(in.rank(), false);
     if (axes.empty()) {
@@ -255,7 +256,7 @@ class ReduceKernel final : public Kernel {
       }
       reduced.assign(in.rank(), true);
     } else {
-      KILN_ASSIGN_OR_RETURN(std::vector<int64_t> norm, layout::normalize_axes(axes, rank, ctx.node()));
+      KILN_ASSIGN_OR_RETURN(std::vector<int64_t> norm, normalize_axes(axes, rank));
       for (int64_t a : norm) reduced[static_cast<size_t>(a)] = true;
     }
     Shape out_shape;
@@ -282,20 +283,20 @@ template <bool kMax>
 class ArgKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    axis_ = init.node.attr_int("axis", 0);
-    keepdims_ = init.node.attr_int("keepdims", 1) != 0;
-    last_ = init.node.attr_int("select_last_index", 0) != 0;
+    axis_ = init.attr_int("axis", 0);
+    keepdims_ = init.attr_int("keepdims", 1) != 0;
+    last_ = init.attr_int("select_last_index", 0) != 0;
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 1, 1));
     const Tensor& in = ctx.input(0);
     const int64_t rank = static_cast<int64_t>(in.rank());
-    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank, ctx.node()));
+    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank));
     const size_t ax = static_cast<size_t>(axis);
     const int64_t k = rank ? in.dim(ax) : 1;
-    if (k == 0) return invalid_argument(ctx.node().label(), ": cannot take the arg of empty axis ", axis);
+    if (k == 0) return invalid_argument("cannot take the arg of empty axis ", axis);
     Shape out_shape;
     int64_t outer = 1, inner = 1;
     for (size_t d = 0; d < in.rank(); ++d) {
@@ -335,7 +336,7 @@ class ArgKernel final : public Kernel {
           }
         }
       } else {
-        st = invalid_argument(ctx.node().label(), ": unsupported dtype ", dtype_name(in.dtype()));
+        st = unsupported_dtype(0, in.dtype());
       }
     });
     return st;

@@ -20,7 +20,8 @@
 #include <type_traits>
 
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -63,7 +64,7 @@ class ResizeKernel final : public Kernel {
     const ir::Node& node = init.node;
     upsample_ = node.op_type == "Upsample";
     opset_ = init.opset;
-    const std::string mode = node.attr_string("mode", "nearest");
+    const std::string mode = init.attr_string("mode", "nearest");
     if (mode == "nearest") {
       mode_ = Mode::kNearest;
     } else if (mode == "linear" || mode == "bilinear" || (upsample_ && mode == "trilinear")) {
@@ -71,7 +72,7 @@ class ResizeKernel final : public Kernel {
     } else if (mode == "cubic" && !upsample_ && opset_ >= 11) {
       mode_ = Mode::kCubic;
     } else {
-      return invalid_argument(node.label(), ": attribute mode '", mode, "' is not supported (nearest, linear",
+      return invalid_argument("attribute mode '", mode, "' is not supported (nearest, linear",
                               upsample_ || opset_ < 11 ? "" : ", cubic", ")");
     }
     if (upsample_ || opset_ < 11) {
@@ -80,7 +81,7 @@ class ResizeKernel final : public Kernel {
       coord_ = CoordMode::kAsymmetric;
       nearest_ = NearestMode::kFloor;
     } else {
-      const std::string c = node.attr_string("coordinate_transformation_mode", "half_pixel");
+      const std::string c = init.attr_string("coordinate_transformation_mode", "half_pixel");
       if (c == "half_pixel") coord_ = CoordMode::kHalfPixel;
       else if (c == "pytorch_half_pixel") coord_ = CoordMode::kPytorchHalfPixel;
       else if (c == "align_corners") coord_ = CoordMode::kAlignCorners;
@@ -88,38 +89,37 @@ class ResizeKernel final : public Kernel {
       else if (c == "tf_half_pixel_for_nn" && opset_ < 18) coord_ = CoordMode::kTfHalfPixelForNn;
       else if (c == "tf_crop_and_resize") coord_ = CoordMode::kTfCropAndResize;
       else if (c == "half_pixel_symmetric" && opset_ >= 18) coord_ = CoordMode::kHalfPixelSymmetric;
-      else return invalid_argument(node.label(), ": attribute coordinate_transformation_mode '", c, "' is not supported");
-      const std::string n = node.attr_string("nearest_mode", "round_prefer_floor");
+      else return invalid_argument("attribute coordinate_transformation_mode '", c, "' is not supported");
+      const std::string n = init.attr_string("nearest_mode", "round_prefer_floor");
       if (n == "round_prefer_floor") nearest_ = NearestMode::kRoundPreferFloor;
       else if (n == "round_prefer_ceil") nearest_ = NearestMode::kRoundPreferCeil;
       else if (n == "floor") nearest_ = NearestMode::kFloor;
       else if (n == "ceil") nearest_ = NearestMode::kCeil;
-      else return invalid_argument(node.label(), ": attribute nearest_mode '", n, "' is not supported");
-      cubic_a_ = node.attr_float("cubic_coeff_a", -0.75f);
-      exclude_outside_ = node.attr_int("exclude_outside", 0) != 0;
-      extrapolation_ = node.attr_float("extrapolation_value", 0.f);
+      else return invalid_argument("attribute nearest_mode '", n, "' is not supported");
+      cubic_a_ = init.attr_float("cubic_coeff_a", -0.75f);
+      exclude_outside_ = init.attr_int("exclude_outside", 0) != 0;
+      extrapolation_ = init.attr_float("extrapolation_value", 0.f);
     }
     if (opset_ >= 18 && !upsample_) {
-      antialias_ = node.attr_int("antialias", 0) != 0;
-      axes_ = node.attr_ints("axes");
-      const std::string p = node.attr_string("keep_aspect_ratio_policy", "stretch");
+      antialias_ = init.attr_int("antialias", 0) != 0;
+      axes_ = init.attr_ints("axes");
+      const std::string p = init.attr_string("keep_aspect_ratio_policy", "stretch");
       if (p == "stretch") aspect_ = AspectPolicy::kStretch;
       else if (p == "not_larger") aspect_ = AspectPolicy::kNotLarger;
       else if (p == "not_smaller") aspect_ = AspectPolicy::kNotSmaller;
-      else return invalid_argument(node.label(), ": attribute keep_aspect_ratio_policy '", p, "' is not supported");
+      else return invalid_argument("attribute keep_aspect_ratio_policy '", p, "' is not supported");
     }
     if (upsample_ && opset_ < 9) {
-      if (!node.has_attr("scales")) return invalid_argument(node.label(), ": Upsample-7 needs attribute scales");
-      for (float s : node.attr_floats("scales")) attr_scales_.push_back(s);
+      if (!node.has_attr("scales")) return invalid_argument("Upsample-7 needs attribute scales");
+      for (float s : init.attr_floats("scales")) attr_scales_.push_back(s);
       for (double s : attr_scales_) {
-        if (!(s >= 1)) return invalid_argument(node.label(), ": attribute scales must be >= 1, got ", s);
+        if (!(s >= 1)) return invalid_argument("attribute scales must be >= 1, got ", s);
       }
     }
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
     const Tensor& x = ctx.input(0);
     const auto rank = static_cast<int64_t>(x.rank());
 
@@ -129,9 +129,9 @@ class ResizeKernel final : public Kernel {
       for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
     } else {
       for (int64_t a : axes_) {
-        KILN_ASSIGN_OR_RETURN(int64_t ax, normalize_axis(a, rank, node));
+        KILN_ASSIGN_OR_RETURN(int64_t ax, normalize_axis(a, rank));
         if (std::find(axes.begin(), axes.end(), ax) != axes.end())
-          return invalid_argument(node.label(), ": attribute axes repeats axis ", a);
+          return invalid_argument("attribute axes repeats axis ", a);
         axes.push_back(ax);
       }
     }
@@ -142,7 +142,7 @@ class ResizeKernel final : public Kernel {
     if (upsample_ && opset_ < 9) {
       scales_in = attr_scales_;
     } else if (upsample_ || opset_ < 11) {
-      if (!ctx.has_input(1)) return invalid_argument(node.label(), ": input 1 (scales) is missing");
+      if (!ctx.has_input(1)) return invalid_argument("input 1 (scales) is missing");
       KILN_ASSIGN_OR_RETURN(scales_in, to_double_vector(ctx.input(1)));
     } else {
       if (ctx.has_input(1) && ctx.input(1).numel() > 0) {
@@ -153,11 +153,11 @@ class ResizeKernel final : public Kernel {
       }
       if (ctx.has_input(3) && ctx.input(3).numel() > 0) {
         if (!dtype_is_integer(ctx.input(3).dtype()))
-          return invalid_argument(node.label(), ": input 3 (sizes) must be int64, got ", dtype_name(ctx.input(3).dtype()));
+          return invalid_argument("input 3 (sizes) must be int64, got ", dtype_name(ctx.input(3).dtype()));
         KILN_ASSIGN_OR_RETURN(sizes_in, to_int64_vector(ctx.input(3)));
       }
       if (scales_in.empty() == sizes_in.empty()) {
-        return invalid_argument(node.label(), ": exactly one of input 2 (scales) and input 3 (sizes) must be given",
+        return invalid_argument("exactly one of input 2 (scales) and input 3 (sizes) must be given",
                                 " and non-empty");
       }
     }
@@ -167,17 +167,17 @@ class ResizeKernel final : public Kernel {
     Shape out_shape = x.shape();
     if (!scales_in.empty()) {
       if (scales_in.size() != na)
-        return invalid_argument(node.label(), ": scales has ", scales_in.size(), " values, expected ", na);
+        return invalid_argument("scales has ", scales_in.size(), " values, expected ", na);
       for (size_t i = 0; i < na; ++i) {
         if (!(scales_in[i] > 0))
-          return invalid_argument(node.label(), ": scales[", i, "] = ", scales_in[i], " must be positive");
+          return invalid_argument("scales[", i, "] = ", scales_in[i], " must be positive");
       }
     } else if (!sizes_in.empty()) {
       if (sizes_in.size() != na)
-        return invalid_argument(node.label(), ": sizes has ", sizes_in.size(), " values, expected ", na);
+        return invalid_argument("sizes has ", sizes_in.size(), " values, expected ", na);
       for (size_t i = 0; i < na; ++i) {
         if (sizes_in[i] < 0)
-          return invalid_argument(node.label(), ": sizes[", i, "] = ", sizes_in[i], " must not be negative");
+          return invalid_argument("sizes[", i, "] = ", sizes_in[i], " must not be negative");
       }
     }
     std::vector<double> roi(2 * static_cast<size_t>(rank));
@@ -187,7 +187,7 @@ class ResizeKernel final : public Kernel {
     }
     if (coord_ == CoordMode::kTfCropAndResize) {
       if (roi_in.size() != 2 * na)
-        return invalid_argument(node.label(), ": tf_crop_and_resize needs input 1 (roi) with ", 2 * na,
+        return invalid_argument("tf_crop_and_resize needs input 1 (roi) with ", 2 * na,
                                 " values, got ", roi_in.size());
       for (size_t i = 0; i < na; ++i) {
         roi[static_cast<size_t>(axes[i])] = roi_in[i];
@@ -229,7 +229,7 @@ class ResizeKernel final : public Kernel {
     }
     for (int64_t i = 0; i < rank; ++i) {
       if (x.dim(static_cast<size_t>(i)) == 0 && out_shape[static_cast<size_t>(i)] > 0) {
-        return invalid_argument(node.label(), ": cannot resize an empty axis ", i, " of input 0 (X) ",
+        return invalid_argument("cannot resize an empty axis ", i, " of input 0 (X) ",
                                 x.shape().to_string(), " to ", out_shape[static_cast<size_t>(i)]);
       }
     }
@@ -249,7 +249,7 @@ class ResizeKernel final : public Kernel {
       if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
         run<T>(x, taps, out, ctx.pool());
       } else {
-        st = invalid_argument(node.label(), ": input 0 (X) has unsupported dtype ", dtype_name(x.dtype()));
+        st = unsupported_dtype(0, x.dtype());
       }
     });
     return st;

@@ -18,7 +18,8 @@
 #include "kernels/portable/cv_common.h"
 #include "kernels/portable/gemm.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -56,7 +57,7 @@ struct Activation {
 // Parses one activation name; alpha/beta come from the attribute lists in
 // order of use, or the function's usual default when the lists run out.
 Result<Activation> parse_activation(const std::string& name, const std::vector<float>& alphas, size_t* ai,
-                                    const std::vector<float>& betas, size_t* bi, const ir::Node& node) {
+                                    const std::vector<float>& betas, size_t* bi) {
   std::string n = name;
   std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   Activation a;
@@ -74,7 +75,7 @@ Result<Activation> parse_activation(const std::string& name, const std::vector<f
   else if (n == "elu") { a.fn = Fn::kElu; uses_alpha = true; default_alpha = 1.f; }
   else if (n == "softsign") a.fn = Fn::kSoftsign;
   else if (n == "softplus") a.fn = Fn::kSoftplus;
-  else return invalid_argument(node.label(), ": attribute activations has unknown function '", name, "'");
+  else return invalid_argument("attribute activations has unknown function '", name, "'");
   if (uses_alpha) a.alpha = *ai < alphas.size() ? alphas[(*ai)++] : default_alpha;
   if (uses_beta) a.beta = *bi < betas.size() ? betas[(*bi)++] : default_beta;
   return a;
@@ -116,26 +117,26 @@ class RecurrentKernel final : public Kernel {
   Status init(const KernelInit& init) {
     const ir::Node& node = init.node;
     // hidden_size may be omitted: it is then R's last dimension.
-    hidden_ = node.attr_int("hidden_size", 0);
+    hidden_ = init.attr_int("hidden_size", 0);
     if (node.has_attr("hidden_size") && hidden_ <= 0)
-      return invalid_argument(node.label(), ": attribute hidden_size must be positive, got ", hidden_);
-    const std::string dir = node.attr_string("direction", "forward");
+      return invalid_argument("attribute hidden_size must be positive, got ", hidden_);
+    const std::string dir = init.attr_string("direction", "forward");
     if (dir == "forward") num_dir_ = 1;
     else if (dir == "reverse") { num_dir_ = 1; reverse_only_ = true; }
     else if (dir == "bidirectional") num_dir_ = 2;
-    else return invalid_argument(node.label(), ": attribute direction '", dir, "' is not forward, reverse or bidirectional");
-    layout_ = node.attr_int("layout", 0);
-    if (layout_ != 0 && layout_ != 1) return invalid_argument(node.label(), ": attribute layout must be 0 or 1");
+    else return invalid_argument("attribute direction '", dir, "' is not forward, reverse or bidirectional");
+    layout_ = init.attr_int("layout", 0);
+    if (layout_ != 0 && layout_ != 1) return invalid_argument("attribute layout must be 0 or 1");
     if (node.has_attr("clip")) {
-      clip_ = node.attr_float("clip", 0.f);
-      if (!(clip_ > 0)) return invalid_argument(node.label(), ": attribute clip must be positive");
+      clip_ = init.attr_float("clip", 0.f);
+      if (!(clip_ > 0)) return invalid_argument("attribute clip must be positive");
     }
-    linear_before_reset_ = node.attr_int("linear_before_reset", 0) != 0;
-    input_forget_ = node.attr_int("input_forget", 0) != 0;
+    linear_before_reset_ = init.attr_int("linear_before_reset", 0) != 0;
+    input_forget_ = init.attr_int("input_forget", 0) != 0;
 
-    const std::vector<std::string> names = node.attr_strings("activations");
-    const std::vector<float> alphas = node.attr_floats("activation_alpha");
-    const std::vector<float> betas = node.attr_floats("activation_beta");
+    const std::vector<std::string> names = init.attr_strings("activations");
+    const std::vector<float> alphas = init.attr_floats("activation_alpha");
+    const std::vector<float> betas = init.attr_floats("activation_beta");
     const size_t per_dir = static_cast<size_t>(num_activations(kind_));
     std::vector<std::string> list = names;
     if (list.empty()) {
@@ -149,12 +150,12 @@ class RecurrentKernel final : public Kernel {
       for (size_t i = 0; i < per_dir; ++i) list.push_back(list[i]);  // one list for both directions
     }
     if (list.size() != per_dir * static_cast<size_t>(num_dir_)) {
-      return invalid_argument(node.label(), ": attribute activations has ", names.size(), " functions, expected ",
+      return invalid_argument("attribute activations has ", names.size(), " functions, expected ",
                               per_dir * static_cast<size_t>(num_dir_));
     }
     size_t ai = 0, bi = 0;
     for (const std::string& n : list) {
-      KILN_ASSIGN_OR_RETURN(Activation a, parse_activation(n, alphas, &ai, betas, &bi, node));
+      KILN_ASSIGN_OR_RETURN(Activation a, parse_activation(n, alphas, &ai, betas, &bi));
       acts_.push_back(a);
     }
     pack_constant_weights(init);
@@ -204,11 +205,11 @@ class RecurrentKernel final : public Kernel {
   std::vector<PackedMatrix> packed_w_, packed_r_, packed_rh_;  // per direction, or empty
 };
 
-Status check_shape(const ir::Node& node, const Tensor& t, size_t index, const char* name,
+Status check_shape(const Tensor& t, size_t index, const char* name,
                    std::initializer_list<int64_t> want) {
   Shape s(want);
   if (t.shape() != s) {
-    return invalid_argument(node.label(), ": ", input_label(index, name), " has shape ", t.shape().to_string(),
+    return invalid_argument(input_label(index, name), " has shape ", t.shape().to_string(),
                             ", expected ", s.to_string());
   }
   return Status::ok();
@@ -217,25 +218,25 @@ Status check_shape(const ir::Node& node, const Tensor& t, size_t index, const ch
 Status RecurrentKernel::compute(KernelContext& ctx) const {
   const ir::Node& node = ctx.node();
   if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.has_input(2))
-    return invalid_argument(node.label(), ": inputs 0 (X), 1 (W) and 2 (R) are required");
+    return invalid_argument("inputs 0 (X), 1 (W) and 2 (R) are required");
   if (hidden_ <= 0 && ctx.input(2).rank() != 3) {
-    return invalid_argument(node.label(), ": input 2 (R) must have rank 3, got shape ",
+    return invalid_argument("input 2 (R) must have rank 3, got shape ",
                             ctx.input(2).shape().to_string());
   }
   const int64_t g = num_gates(kind_), hs = hidden_ > 0 ? hidden_ : ctx.input(2).dim(2), nd = num_dir_;
   const Tensor& xt = ctx.input(0);
   const DType dt = xt.dtype();
-  if (!dtype_is_float(dt)) return invalid_argument(node.label(), ": input 0 (X) must be float, got ", dtype_name(dt));
+  if (!dtype_is_float(dt)) return invalid_argument("input 0 (X) must be float, got ", dtype_name(dt));
   if (xt.rank() != 3)
-    return invalid_argument(node.label(), ": input 0 (X) must have rank 3, got shape ", xt.shape().to_string());
+    return invalid_argument("input 0 (X) must have rank 3, got shape ", xt.shape().to_string());
   const int64_t seq = layout_ == 0 ? xt.dim(0) : xt.dim(1);
   const int64_t batch = layout_ == 0 ? xt.dim(1) : xt.dim(0);
   const int64_t in_size = xt.dim(2);
-  KILN_RETURN_IF_ERROR(check_shape(node, ctx.input(1), 1, "W", {nd, g * hs, in_size}));
-  KILN_RETURN_IF_ERROR(check_shape(node, ctx.input(2), 2, "R", {nd, g * hs, hs}));
+  KILN_RETURN_IF_ERROR(check_shape(ctx.input(1), 1, "W", {nd, g * hs, in_size}));
+  KILN_RETURN_IF_ERROR(check_shape(ctx.input(2), 2, "R", {nd, g * hs, hs}));
   for (size_t i = 1; i < ctx.num_inputs(); ++i) {
     if (i != 4 && ctx.has_input(i) && ctx.input(i).dtype() != dt) {
-      return invalid_argument(node.label(), ": input ", i, " has dtype ", dtype_name(ctx.input(i).dtype()),
+      return invalid_argument("input ", i, " has dtype ", dtype_name(ctx.input(i).dtype()),
                               ", expected ", dtype_name(dt), " like X");
     }
   }
@@ -245,20 +246,20 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
   const std::vector<float> r = packed ? std::vector<float>() : to_float_vector(ctx.input(2));
   std::vector<float> b, p;
   if (ctx.has_input(3)) {
-    KILN_RETURN_IF_ERROR(check_shape(node, ctx.input(3), 3, "B", {nd, 2 * g * hs}));
+    KILN_RETURN_IF_ERROR(check_shape(ctx.input(3), 3, "B", {nd, 2 * g * hs}));
     b = to_float_vector(ctx.input(3));
   }
   std::vector<int64_t> lens(static_cast<size_t>(batch), seq);
   if (ctx.has_input(4)) {
     const Tensor& sl = ctx.input(4);
     if (sl.shape() != Shape{batch} || !dtype_is_integer(sl.dtype())) {
-      return invalid_argument(node.label(), ": input 4 (sequence_lens) must be int32[", batch, "], got ",
+      return invalid_argument("input 4 (sequence_lens) must be int32[", batch, "], got ",
                               dtype_name(sl.dtype()), sl.shape().to_string());
     }
     KILN_ASSIGN_OR_RETURN(lens, to_int64_vector(sl));
     for (int64_t l : lens) {
       if (l < 0 || l > seq)
-        return invalid_argument(node.label(), ": input 4 (sequence_lens) has ", l, ", outside [0, ", seq, "]");
+        return invalid_argument("input 4 (sequence_lens) has ", l, ", outside [0, ", seq, "]");
     }
   }
   // States are kept as [num_directions][batch][hidden] whatever the layout.
@@ -267,9 +268,9 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
     if (!ctx.has_input(index)) return Status::ok();
     const Tensor& t = ctx.input(index);
     if (layout_ == 0) {
-      KILN_RETURN_IF_ERROR(check_shape(node, t, index, name, {nd, batch, hs}));
+      KILN_RETURN_IF_ERROR(check_shape(t, index, name, {nd, batch, hs}));
     } else {
-      KILN_RETURN_IF_ERROR(check_shape(node, t, index, name, {batch, nd, hs}));
+      KILN_RETURN_IF_ERROR(check_shape(t, index, name, {batch, nd, hs}));
     }
     const std::vector<float> v = to_float_vector(t);
     for (int64_t d = 0; d < nd; ++d)
@@ -285,7 +286,7 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
     c.assign(h.size(), 0.f);
     KILN_RETURN_IF_ERROR(load_state(6, "initial_c", &c));
     if (ctx.has_input(7)) {
-      KILN_RETURN_IF_ERROR(check_shape(node, ctx.input(7), 7, "P", {nd, 3 * hs}));
+      KILN_RETURN_IF_ERROR(check_shape(ctx.input(7), 7, "P", {nd, 3 * hs}));
       p = to_float_vector(ctx.input(7));
     }
   }
@@ -359,7 +360,7 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
   if (kind_ == CellKind::kLstm) {
     KILN_RETURN_IF_ERROR(store_state(2, c));
   } else if (ctx.num_outputs() > 2 && ctx.wants_output(2)) {
-    return invalid_argument(node.label(), ": ", node.op_type, " has only 2 outputs (Y, Y_h)");
+    return invalid_argument(node.op_type, " has only 2 outputs (Y, Y_h)");
   }
   return Status::ok();
 }
@@ -473,9 +474,7 @@ void RecurrentKernel::run_direction(const DirectionParams& p, bool reverse, int6
 
 template <CellKind K>
 Result<std::unique_ptr<Kernel>> make_recurrent(const KernelInit& init) {
-  auto k = std::make_unique<RecurrentKernel>(K);
-  KILN_RETURN_IF_ERROR(k->init(init));
-  return std::unique_ptr<Kernel>(std::move(k));
+  return init_kernel(std::make_unique<RecurrentKernel>(K), init);
 }
 
 }  // namespace

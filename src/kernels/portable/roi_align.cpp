@@ -12,7 +12,8 @@
 
 #include "kernels/portable/cv_common.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -26,46 +27,44 @@ struct Sample {
 class RoiAlignKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    const ir::Node& node = init.node;
-    const std::string mode = node.attr_string("mode", "avg");
+    const std::string mode = init.attr_string("mode", "avg");
     if (mode != "avg" && mode != "max")
-      return invalid_argument(node.label(), ": attribute mode is '", mode, "', expected avg or max");
+      return invalid_argument("attribute mode is '", mode, "', expected avg or max");
     max_mode_ = mode == "max";
-    out_h_ = node.attr_int("output_height", 1);
-    out_w_ = node.attr_int("output_width", 1);
-    sampling_ratio_ = node.attr_int("sampling_ratio", 0);
-    spatial_scale_ = node.attr_float("spatial_scale", 1.f);
+    out_h_ = init.attr_int("output_height", 1);
+    out_w_ = init.attr_int("output_width", 1);
+    sampling_ratio_ = init.attr_int("sampling_ratio", 0);
+    spatial_scale_ = init.attr_float("spatial_scale", 1.f);
     const std::string ctm =
-        node.attr_string("coordinate_transformation_mode", init.opset >= 16 ? "half_pixel" : "output_half_pixel");
+        init.attr_string("coordinate_transformation_mode", init.opset >= 16 ? "half_pixel" : "output_half_pixel");
     if (ctm != "half_pixel" && ctm != "output_half_pixel")
-      return invalid_argument(node.label(), ": attribute coordinate_transformation_mode is '", ctm,
+      return invalid_argument("attribute coordinate_transformation_mode is '", ctm,
                               "', expected half_pixel or output_half_pixel");
     half_pixel_ = ctm == "half_pixel";
     if (out_h_ < 1 || out_w_ < 1 || sampling_ratio_ < 0)
-      return invalid_argument(node.label(), ": output_height/output_width must be >= 1 and sampling_ratio >= 0");
+      return invalid_argument("output_height/output_width must be >= 1 and sampling_ratio >= 0");
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
     for (size_t i = 0; i < 3; ++i)
-      if (!ctx.has_input(i)) return invalid_argument(node.label(), ": input ", i, " is missing");
+      if (!ctx.has_input(i)) return invalid_argument("input ", i, " is missing");
     const Tensor& x = ctx.input(0);
     const Tensor& rois = ctx.input(1);
     const Tensor& batch = ctx.input(2);
-    if (x.rank() != 4) return invalid_argument(node.label(), ": input 0 (X) has shape ", x.shape().to_string(), ", expected [N, C, H, W]");
+    if (x.rank() != 4) return invalid_argument("input 0 (X) has shape ", x.shape().to_string(), ", expected [N, C, H, W]");
     if (rois.rank() != 2 || rois.dim(1) != 4)
-      return invalid_argument(node.label(), ": input 1 (rois) has shape ", rois.shape().to_string(), ", expected [num_rois, 4]");
+      return invalid_argument("input 1 (rois) has shape ", rois.shape().to_string(), ", expected [num_rois, 4]");
     if (batch.rank() != 1 || batch.dim(0) != rois.dim(0))
-      return invalid_argument(node.label(), ": input 2 (batch_indices) has shape ", batch.shape().to_string(),
+      return invalid_argument("input 2 (batch_indices) has shape ", batch.shape().to_string(),
                               ", expected [", rois.dim(0), "]");
     if (!dtype_is_float(x.dtype()) || !dtype_is_float(rois.dtype()))
-      return invalid_argument(node.label(), ": inputs 0 (X) and 1 (rois) must be float tensors");
+      return invalid_argument("inputs 0 (X) and 1 (rois) must be float tensors");
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> bidx, to_int64_vector(batch));
     const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3), num = rois.dim(0);
     for (int64_t i = 0; i < num; ++i)
       if (bidx[static_cast<size_t>(i)] < 0 || bidx[static_cast<size_t>(i)] >= n)
-        return invalid_argument(node.label(), ": input 2 (batch_indices) has ", bidx[static_cast<size_t>(i)],
+        return invalid_argument("input 2 (batch_indices) has ", bidx[static_cast<size_t>(i)],
                                 " at ", i, ", expected [0, ", n, ")");
     const std::vector<float> xf = to_float_vector(x), rf = to_float_vector(rois);
     // Sampling grids follow the roi size when sampling_ratio is 0: refuse
@@ -77,7 +76,7 @@ class RoiAlignKernel final : public Kernel {
       const double gh = sampling_ratio_ > 0 ? sampling_ratio_ : std::ceil((roi[3] - roi[1]) * spatial_scale_ / out_h_);
       const double gw = sampling_ratio_ > 0 ? sampling_ratio_ : std::ceil((roi[2] - roi[0]) * spatial_scale_ / out_w_);
       if (!finite || std::max(gh, 1.0) * std::max(gw, 1.0) * static_cast<double>(out_h_ * out_w_) > 1e8) {
-        return invalid_argument(node.label(), ": input 1 (rois) row ", r, " (", roi[0], ", ", roi[1], ", ", roi[2],
+        return invalid_argument("input 1 (rois) row ", r, " (", roi[0], ", ", roi[1], ", ", roi[2],
                                 ", ", roi[3], ") is not finite or needs too many samples");
       }
     }

@@ -7,7 +7,8 @@
 #include <cstring>
 
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -17,25 +18,25 @@ Tensor owned(const Tensor& t) { return t.owns_memory() ? t : t.clone(); }
 
 Result<const Value*> sequence_input(const KernelContext& ctx, size_t i) {
   const Value* v = ctx.input_value(i);
-  if (!v || !v->is_sequence()) return invalid_argument(ctx.node().label(), ": input ", i, " must be a sequence");
+  if (!v || !v->is_sequence()) return invalid_argument("input ", i, " must be a sequence");
   return v;
 }
 
 Result<int64_t> position(const KernelContext& ctx, size_t i, int64_t size, int64_t dflt, bool allow_end) {
   if (!ctx.has_input(i)) return dflt;
   KILN_ASSIGN_OR_RETURN(auto p, to_int64_vector(ctx.input(i)));
-  if (p.size() != 1) return invalid_argument(ctx.node().label(), ": position must be a scalar");
+  if (p.size() != 1) return invalid_argument("position must be a scalar");
   int64_t pos = p[0];
   const int64_t hi = allow_end ? size : size - 1;
   if (pos < -size || pos > hi)
-    return invalid_argument(ctx.node().label(), ": position ", pos, " is out of range for a sequence of ", size);
+    return invalid_argument("position ", pos, " is out of range for a sequence of ", size);
   return pos < 0 ? pos + size : pos;
 }
 
 class SequenceEmpty final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    dtype_ = static_cast<DType>(init.node.attr_int("dtype", static_cast<int64_t>(DType::kFloat32)));
+    dtype_ = static_cast<DType>(init.attr_int("dtype", static_cast<int64_t>(DType::kFloat32)));
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {
@@ -53,9 +54,9 @@ class SequenceConstruct final : public Kernel {
     std::vector<Tensor> items;
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {
       if (!ctx.has_input(i) || !ctx.input_value(i)->is_tensor())
-        return invalid_argument(ctx.node().label(), ": input ", i, " must be a tensor");
+        return invalid_argument("input ", i, " must be a tensor");
       if (!items.empty() && ctx.input(i).dtype() != items[0].dtype())
-        return invalid_argument(ctx.node().label(), ": inputs have different dtypes");
+        return invalid_argument("inputs have different dtypes");
       items.push_back(owned(ctx.input(i)));
     }
     DType dt = items.empty() ? DType::kUndefined : items[0].dtype();
@@ -68,10 +69,10 @@ class SequenceInsert final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
     KILN_ASSIGN_OR_RETURN(const Value* seq, sequence_input(ctx, 0));
-    if (!ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": input 1 (tensor) is missing");
+    if (!ctx.has_input(1)) return invalid_argument("input 1 (tensor) is missing");
     const Tensor& t = ctx.input(1);
     if (seq->elem_dtype() != DType::kUndefined && t.dtype() != seq->elem_dtype()) {
-      return invalid_argument(ctx.node().label(), ": tensor dtype ", dtype_name(t.dtype()),
+      return invalid_argument("tensor dtype ", dtype_name(t.dtype()),
                               " does not match the sequence's ", dtype_name(seq->elem_dtype()));
     }
     auto n = static_cast<int64_t>(seq->sequence_items().size());
@@ -88,7 +89,7 @@ class SequenceErase final : public Kernel {
   Status compute(KernelContext& ctx) const override {
     KILN_ASSIGN_OR_RETURN(const Value* seq, sequence_input(ctx, 0));
     auto n = static_cast<int64_t>(seq->sequence_items().size());
-    if (n == 0) return invalid_argument(ctx.node().label(), ": cannot erase from an empty sequence");
+    if (n == 0) return invalid_argument("cannot erase from an empty sequence");
     KILN_ASSIGN_OR_RETURN(int64_t pos, position(ctx, 1, n, n - 1, false));
     std::vector<Tensor> items = seq->sequence_items();
     items.erase(items.begin() + pos);
@@ -102,7 +103,7 @@ class SequenceAt final : public Kernel {
   Status compute(KernelContext& ctx) const override {
     KILN_ASSIGN_OR_RETURN(const Value* seq, sequence_input(ctx, 0));
     auto n = static_cast<int64_t>(seq->sequence_items().size());
-    if (!ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": input 1 (position) is missing");
+    if (!ctx.has_input(1)) return invalid_argument("input 1 (position) is missing");
     KILN_ASSIGN_OR_RETURN(int64_t pos, position(ctx, 1, n, 0, false));
     ctx.set_output_value(0, Value(seq->sequence_items()[static_cast<size_t>(pos)]));
     return Status::ok();
@@ -153,13 +154,13 @@ Tensor narrow(const Tensor& t, int64_t axis, int64_t begin, int64_t end, bool dr
 class SplitToSequence final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    axis_ = init.node.attr_int("axis", 0);
-    keepdims_ = init.node.attr_int("keepdims", 1) != 0;
+    axis_ = init.attr_int("axis", 0);
+    keepdims_ = init.attr_int("keepdims", 1) != 0;
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    KILN_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_, static_cast<int64_t>(x.rank()), ctx.node()));
+    KILN_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_, static_cast<int64_t>(x.rank())));
     const int64_t d = x.dim(static_cast<size_t>(axis));
     std::vector<int64_t> sizes;
     bool drop = false;
@@ -169,14 +170,14 @@ class SplitToSequence final : public Kernel {
     } else {
       KILN_ASSIGN_OR_RETURN(auto split, to_int64_vector(ctx.input(1)));
       if (ctx.input(1).rank() == 0) {
-        if (split.empty() || split[0] <= 0) return invalid_argument(ctx.node().label(), ": split must be positive");
+        if (split.empty() || split[0] <= 0) return invalid_argument("split must be positive");
         for (int64_t at = 0; at < d; at += split[0]) sizes.push_back(std::min(split[0], d - at));
       } else {
         sizes = split;
         int64_t total = 0;
         for (int64_t s : sizes) total += s;
         if (total != d)
-          return invalid_argument(ctx.node().label(), ": split sizes sum to ", total, ", axis has ", d);
+          return invalid_argument("split sizes sum to ", total, ", axis has ", d);
       }
     }
     std::vector<Tensor> items;
@@ -197,25 +198,25 @@ class SplitToSequence final : public Kernel {
 class ConcatFromSequence final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    if (!init.node.has_attr("axis")) return invalid_argument(init.node.label(), ": needs attribute axis");
-    axis_ = init.node.attr_int("axis", 0);
-    new_axis_ = init.node.attr_int("new_axis", 0) != 0;
+    if (!init.node.has_attr("axis")) return invalid_argument("needs attribute axis");
+    axis_ = init.attr_int("axis", 0);
+    new_axis_ = init.attr_int("new_axis", 0) != 0;
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {
     KILN_ASSIGN_OR_RETURN(const Value* seq, sequence_input(ctx, 0));
     const auto& items = seq->sequence_items();
-    if (items.empty()) return invalid_argument(ctx.node().label(), ": cannot concatenate an empty sequence");
+    if (items.empty()) return invalid_argument("cannot concatenate an empty sequence");
     const Tensor& first = items[0];
     const auto rank = static_cast<int64_t>(first.rank());
-    KILN_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_, new_axis_ ? rank + 1 : rank, ctx.node()));
+    KILN_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_, new_axis_ ? rank + 1 : rank));
     Shape out_shape = first.shape();
     int64_t total = 0;
     for (const Tensor& t : items) {
       bool same = t.rank() == first.rank() && t.dtype() == first.dtype();
       for (size_t i = 0; same && i < t.rank(); ++i)
         if ((new_axis_ || static_cast<int64_t>(i) != axis) && t.dim(i) != first.dim(i)) same = false;
-      if (!same) return invalid_argument(ctx.node().label(), ": sequence items have incompatible shapes");
+      if (!same) return invalid_argument("sequence items have incompatible shapes");
       total += new_axis_ ? 1 : t.dim(static_cast<size_t>(axis));
     }
     if (new_axis_) {
@@ -258,8 +259,8 @@ class ConcatFromSequence final : public Kernel {
 class SequenceMap final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    body_ = init.node.attr_graph("body");
-    if (!body_) return invalid_argument(init.node.label(), ": needs a body graph");
+    body_ = init.attr_graph("body");
+    if (!body_) return invalid_argument("needs a body graph");
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {
@@ -270,10 +271,10 @@ class SequenceMap final : public Kernel {
     for (size_t i = 0; i < n; ++i) {
       for (size_t j = 0; j < ctx.num_inputs(); ++j) {
         const Value* v = ctx.input_value(j);
-        if (!v) return invalid_argument(ctx.node().label(), ": input ", j, " is missing");
+        if (!v) return invalid_argument("input ", j, " is missing");
         if (v->is_sequence()) {
           if (v->sequence_items().size() != n)
-            return invalid_argument(ctx.node().label(), ": input sequences have different lengths");
+            return invalid_argument("input sequences have different lengths");
           body_in[j] = Value(v->sequence_items()[i]);
         } else {
           body_in[j] = *v;
@@ -281,7 +282,7 @@ class SequenceMap final : public Kernel {
       }
       KILN_ASSIGN_OR_RETURN(std::vector<Value> r, ctx.subgraphs()->run(*body_, body_in));
       for (size_t k = 0; k < outs.size() && k < r.size(); ++k) {
-        if (!r[k].is_tensor()) return invalid_argument(ctx.node().label(), ": body output ", k, " is not a tensor");
+        if (!r[k].is_tensor()) return invalid_argument("body output ", k, " is not a tensor");
         outs[k].push_back(owned(r[k].tensor()));
       }
     }
@@ -326,7 +327,7 @@ class OptionalGetElement final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
     const Value* v = ctx.input_value(0);
-    if (!v || v->is_none()) return invalid_argument(ctx.node().label(), ": the optional input is empty");
+    if (!v || v->is_none()) return invalid_argument("the optional input is empty");
     ctx.set_output_value(0, v->is_tensor() ? Value(owned(v->tensor())) : *v);
     return Status::ok();
   }

@@ -9,18 +9,17 @@
 
 #include "kernels/portable/strided_copy.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
 namespace {
 
-using layout::normalize_axes;
-using layout::read_ints_input;
 
 const Tensor* tensor_input0(const KernelContext& ctx, Status* st) {
   if (!ctx.has_input(0) || !ctx.input_value(0)->is_tensor()) {
-    *st = invalid_argument(ctx.node().label(), ": input 0 must be a tensor");
+    *st = invalid_argument("input 0 must be a tensor");
     return nullptr;
   }
   return &ctx.input(0);
@@ -31,23 +30,23 @@ const Tensor* tensor_input0(const KernelContext& ctx, Status* st) {
 class ReshapeKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    allowzero_ = init.node.attr_int("allowzero", 0) != 0;
+    allowzero_ = init.attr_int("allowzero", 0) != 0;
     if (init.opset < 5) {
-      if (!init.node.has_attr("shape")) return invalid_argument(init.node.label(), ": attribute 'shape' is missing");
-      attr_shape_ = init.node.attr_ints("shape");
+      if (!init.node.has_attr("shape")) return invalid_argument("attribute 'shape' is missing");
+      attr_shape_ = init.attr_ints("shape");
       use_attr_ = true;
     }
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, use_attr_ ? 1 : 2, 2));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, use_attr_ ? 1 : 2, 2));
     const Tensor& in = ctx.input(0);
     std::vector<int64_t> spec;
     if (use_attr_) {
       spec = attr_shape_;
     } else {
-      if (!ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": input 1 (shape) is missing");
+      if (!ctx.has_input(1)) return invalid_argument("input 1 (shape) is missing");
       KILN_ASSIGN_OR_RETURN(spec, read_ints_input(ctx, 1, "shape"));
     }
     Shape out;
@@ -58,30 +57,30 @@ class ReshapeKernel final : public Kernel {
       int64_t d = spec[i];
       if (d == 0 && !allowzero_) {
         if (i >= in.rank()) {
-          return invalid_argument(ctx.node().label(), ": input 1 (shape) ", Shape(spec).to_string(),
+          return invalid_argument("input 1 (shape) ", Shape(spec).to_string(),
                                   " copies dim ", i, " (0) but the data has rank ", in.rank());
         }
         d = in.dim(i);
       } else if (d == -1) {
         if (infer >= 0) {
-          return invalid_argument(ctx.node().label(), ": input 1 (shape) ", Shape(spec).to_string(),
+          return invalid_argument("input 1 (shape) ", Shape(spec).to_string(),
                                   " has more than one -1");
         }
         infer = static_cast<int>(i);
         continue;
       } else if (d < 0) {
-        return invalid_argument(ctx.node().label(), ": input 1 (shape) ", Shape(spec).to_string(),
+        return invalid_argument("input 1 (shape) ", Shape(spec).to_string(),
                                 " has an invalid dim ", d);
       }
       out[i] = d;
       if (__builtin_mul_overflow(known, d, &known)) {
-        return invalid_argument(ctx.node().label(), ": input 1 (shape) ", Shape(spec).to_string(), " overflows");
+        return invalid_argument("input 1 (shape) ", Shape(spec).to_string(), " overflows");
       }
     }
     if (infer >= 0) {
       if (known == 0) {
         if (in.numel() != 0) {
-          return invalid_argument(ctx.node().label(), ": input 1 (shape) ", Shape(spec).to_string(),
+          return invalid_argument("input 1 (shape) ", Shape(spec).to_string(),
                                   " cannot infer -1 for data of shape ", in.shape().to_string());
         }
         out[static_cast<size_t>(infer)] = 0;
@@ -92,7 +91,7 @@ class ReshapeKernel final : public Kernel {
       }
     }
     if (known != in.numel()) {
-      return invalid_argument(ctx.node().label(), ": cannot reshape data of shape ", in.shape().to_string(),
+      return invalid_argument("cannot reshape data of shape ", in.shape().to_string(),
                               " to ", Shape(spec).to_string());
     }
     ctx.set_output_alias(0, in.reshaped(std::move(out)));
@@ -110,15 +109,15 @@ class ReshapeKernel final : public Kernel {
 class FlattenKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    axis_ = init.node.attr_int("axis", 1);
+    axis_ = init.attr_int("axis", 1);
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 1, 1));
     const Tensor& in = ctx.input(0);
     const int64_t r = static_cast<int64_t>(in.rank());
     if (axis_ < -r || axis_ > r) {
-      return invalid_argument(ctx.node().label(), ": axis ", axis_, " is out of range for rank ", r);
+      return invalid_argument("axis ", axis_, " is out of range for rank ", r);
     }
     const int64_t axis = axis_ < 0 ? axis_ + r : axis_;
     int64_t outer = 1, inner = 1;
@@ -139,7 +138,7 @@ class AxesKernelBase : public Kernel {
   Status init(const KernelInit& init) {
     axes_from_input_ = init.opset >= 13;
     has_attr_axes_ = init.node.has_attr("axes");
-    attr_axes_ = init.node.attr_ints("axes");
+    attr_axes_ = init.attr_ints("axes");
     return Status::ok();
   }
 
@@ -159,7 +158,7 @@ class AxesKernelBase : public Kernel {
 class SqueezeKernel final : public AxesKernelBase {
  public:
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 2));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 1, 2));
     const Tensor& in = ctx.input(0);
     bool given = false;
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> ax, axes(ctx, &given));
@@ -168,10 +167,10 @@ class SqueezeKernel final : public AxesKernelBase {
     if (!given || ax.empty()) {
       for (size_t i = 0; i < in.rank(); ++i) drop[i] = in.dim(i) == 1;
     } else {
-      KILN_ASSIGN_OR_RETURN(std::vector<int64_t> norm, normalize_axes(ax, r, ctx.node()));
+      KILN_ASSIGN_OR_RETURN(std::vector<int64_t> norm, normalize_axes(ax, r));
       for (int64_t a : norm) {
         if (in.dim(static_cast<size_t>(a)) != 1) {
-          return invalid_argument(ctx.node().label(), ": cannot squeeze axis ", a, " of size ",
+          return invalid_argument("cannot squeeze axis ", a, " of size ",
                                   in.dim(static_cast<size_t>(a)), " (shape ", in.shape().to_string(), ")");
         }
         drop[static_cast<size_t>(a)] = true;
@@ -188,13 +187,13 @@ class SqueezeKernel final : public AxesKernelBase {
 class UnsqueezeKernel final : public AxesKernelBase {
  public:
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 2));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 1, 2));
     const Tensor& in = ctx.input(0);
     bool given = false;
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> ax, axes(ctx, &given));
-    if (!given) return invalid_argument(ctx.node().label(), ": axes are missing");
+    if (!given) return invalid_argument("axes are missing");
     const int64_t out_rank = static_cast<int64_t>(in.rank() + ax.size());
-    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> norm, normalize_axes(ax, out_rank, ctx.node()));
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> norm, normalize_axes(ax, out_rank));
     std::vector<bool> is_new(static_cast<size_t>(out_rank), false);
     for (int64_t a : norm) is_new[static_cast<size_t>(a)] = true;
     Shape out;
@@ -211,12 +210,12 @@ class UnsqueezeKernel final : public AxesKernelBase {
 class ShapeKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    start_ = init.node.attr_int("start", 0);
-    end_ = init.node.attr_int("end", INT64_MAX);
+    start_ = init.attr_int("start", 0);
+    end_ = init.attr_int("end", INT64_MAX);
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 1, 1));
     Status st;
     const Tensor* in = tensor_input0(ctx, &st);
     if (!in) return st;
@@ -235,7 +234,7 @@ class ShapeKernel final : public Kernel {
 class SizeKernel final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 1, 1));
     Status st;
     const Tensor* in = tensor_input0(ctx, &st);
     if (!in) return st;
@@ -267,16 +266,16 @@ class DropoutKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
     opset_ = init.opset;
-    attr_ratio_ = init.node.attr_float("ratio", 0.5f);
+    attr_ratio_ = init.attr_float("ratio", 0.5f);
     has_seed_ = init.node.has_attr("seed");
-    seed_ = init.node.attr_int("seed", 0);
+    seed_ = init.attr_int("seed", 0);
     // Opsets 1-6: is_test=0 (the default) means training; nobody runs ONNX
     // models that way for inference, and ONNX Runtime ignores it too.
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 3));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 1, 3));
     const Tensor& x = ctx.input(0);
     bool training = false;
     float ratio = attr_ratio_;
@@ -284,19 +283,19 @@ class DropoutKernel final : public Kernel {
       ratio = 0.5f;
       if (ctx.has_input(1)) {
         KILN_ASSIGN_OR_RETURN(std::vector<double> r, to_double_vector(ctx.input(1)));
-        if (r.size() != 1) return invalid_argument(ctx.node().label(), ": input 1 (ratio) must be a scalar");
+        if (r.size() != 1) return invalid_argument("input 1 (ratio) must be a scalar");
         ratio = static_cast<float>(r[0]);
       }
       if (ctx.has_input(2)) {
         const Tensor& t = ctx.input(2);
         if (t.dtype() != DType::kBool || t.numel() != 1) {
-          return invalid_argument(ctx.node().label(), ": input 2 (training_mode) must be a bool scalar");
+          return invalid_argument("input 2 (training_mode) must be a bool scalar");
         }
         training = *t.data<bool>();
       }
     }
     if (training && !(ratio >= 0.f && ratio < 1.f)) {
-      return invalid_argument(ctx.node().label(), ": input 1 (ratio) must be in [0, 1), got ", ratio);
+      return invalid_argument("input 1 (ratio) must be in [0, 1), got ", ratio);
     }
     const DType mask_type = opset_ >= 10 ? DType::kBool : x.dtype();
     const bool want_mask = ctx.wants_output(1);
@@ -304,13 +303,13 @@ class DropoutKernel final : public Kernel {
       ctx.set_output_alias(0, x);
       if (want_mask) {
         KILN_ASSIGN_OR_RETURN(Tensor * mask, ctx.allocate_output(1, mask_type, x.shape()));
-        KILN_RETURN_IF_ERROR(fill_ones(ctx, mask));
+        KILN_RETURN_IF_ERROR(fill_ones(mask));
       }
       return Status::ok();
     }
     // Training mode: a random mask, kept values scaled by 1 / (1 - ratio).
     if (!dtype_is_float(x.dtype())) {
-      return invalid_argument(ctx.node().label(), ": training mode needs a float input, got ",
+      return invalid_argument("training mode needs a float input, got ",
                               dtype_name(x.dtype()));
     }
     KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, x.dtype(), x.shape()));
@@ -342,14 +341,14 @@ class DropoutKernel final : public Kernel {
   }
 
  private:
-  static Status fill_ones(KernelContext& ctx, Tensor* t) {
+  static Status fill_ones(Tensor* t) {
     Status st;
     visit_dtype(t->dtype(), [&](auto tag) {
       using T = decltype(tag);
       if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
         std::fill_n(t->data<T>(), t->numel(), static_cast<T>(1));
       } else {
-        st = invalid_argument(ctx.node().label(), ": cannot make a mask of type ", dtype_name(t->dtype()));
+        st = invalid_argument("cannot make a mask of type ", dtype_name(t->dtype()));
       }
     });
     return st;
@@ -366,15 +365,13 @@ class DropoutKernel final : public Kernel {
 class ExpandKernel final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 2, 2));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 2, 2));
     const Tensor& in = ctx.input(0);
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> spec, read_ints_input(ctx, 1, "shape"));
     for (int64_t d : spec)
-      if (d < 0) return invalid_argument(ctx.node().label(), ": input 1 (shape) has a negative dim ", d);
-    Result<Shape> bs = broadcast_shapes(in.shape(), Shape(spec));
-    if (!bs.ok()) return std::move(bs).status().with_context(ctx.node().label());
-    const Shape out_shape = *bs;
-    KILN_RETURN_IF_ERROR(layout::checked_numel(out_shape, ctx.node()).status());
+      if (d < 0) return invalid_argument("input 1 (shape) has a negative dim ", d);
+    KILN_ASSIGN_OR_RETURN(const Shape out_shape, broadcast_shapes(in.shape(), Shape(spec)));
+    KILN_RETURN_IF_ERROR(checked_numel(out_shape).status());
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, in.dtype(), out_shape));
     std::vector<int64_t> src = broadcast_strides(in.shape(), out_shape);
     std::vector<int64_t> dst = contiguous_strides(out_shape);
@@ -388,10 +385,10 @@ class ExpandKernel final : public Kernel {
 class ConstantOfShapeKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    const Tensor* v = init.node.attr_tensor("value");
+    const Tensor* v = init.attr_tensor("value");
     if (v) {
       if (v->numel() != 1) {
-        return invalid_argument(init.node.label(), ": attribute 'value' must hold one element, got shape ",
+        return invalid_argument("attribute 'value' must hold one element, got shape ",
                                 v->shape().to_string());
       }
       value_ = v->clone();
@@ -401,10 +398,10 @@ class ConstantOfShapeKernel final : public Kernel {
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
-    if (!ctx.has_input(0)) return invalid_argument(ctx.node().label(), ": input 0 (input) is missing");
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 1, 1));
+    if (!ctx.has_input(0)) return invalid_argument("input 0 (input) is missing");
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> spec, read_ints_input(ctx, 0, "input"));
-    KILN_RETURN_IF_ERROR(layout::checked_numel(Shape(spec), ctx.node()).status());
+    KILN_RETURN_IF_ERROR(checked_numel(Shape(spec)).status());
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, value_.dtype(), Shape(spec)));
     layout::fill_elements(value_.dtype(), out->raw_data(), value_.raw_data(), out->numel());
     return Status::ok();
@@ -424,11 +421,11 @@ class ConstantKernel final : public Kernel {
     for (const ir::Attribute& a : n.attributes) {
       if (a.name == "value" || a.name == "sparse_value") {
         if (!a.t.defined()) {
-          return unimplemented(n.label(), ": attribute '", a.name, "' holds no dense tensor");
+          return unimplemented("attribute '", a.name, "' holds no dense tensor");
         }
         value_ = a.t.clone();
       } else if (a.name == "value_float") {
-        value_ = Tensor::scalar(n.attr_float("value_float", 0.f));
+        value_ = Tensor::scalar(init.attr_float("value_float", 0.f));
       } else if (a.name == "value_floats") {
         value_ = Tensor::from_vector(a.floats);
       } else if (a.name == "value_int") {
@@ -445,7 +442,7 @@ class ConstantKernel final : public Kernel {
       ++found;
     }
     if (found != 1) {
-      return invalid_argument(n.label(), ": exactly one value attribute must be set, got ", found);
+      return invalid_argument("exactly one value attribute must be set, got ", found);
     }
     return Status::ok();
   }
@@ -464,14 +461,14 @@ class ConstantKernel final : public Kernel {
 class RangeKernel final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 3, 3));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 3, 3));
     for (size_t i = 0; i < 3; ++i) {
       if (!ctx.has_input(i) || ctx.input(i).numel() != 1) {
         static const char* kNames[] = {"start", "limit", "delta"};
-        return invalid_argument(ctx.node().label(), ": input ", i, " (", kNames[i], ") must be a scalar");
+        return invalid_argument("input ", i, " (", kNames[i], ") must be a scalar");
       }
       if (ctx.input(i).dtype() != ctx.input(0).dtype()) {
-        return invalid_argument(ctx.node().label(), ": inputs must have one dtype, got ",
+        return invalid_argument("inputs must have one dtype, got ",
                                 dtype_name(ctx.input(0).dtype()), " and ", dtype_name(ctx.input(i).dtype()));
       }
     }
@@ -482,12 +479,12 @@ class RangeKernel final : public Kernel {
       if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
         const T start = *ctx.input(0).data<T>(), limit = *ctx.input(1).data<T>(), delta = *ctx.input(2).data<T>();
         if (delta == T(0)) {
-          st = invalid_argument(ctx.node().label(), ": input 2 (delta) must not be zero");
+          st = invalid_argument("input 2 (delta) must not be zero");
           return;
         }
         double count = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
-        if (!(count < static_cast<double>(layout::kMaxElements))) {
-          st = invalid_argument(ctx.node().label(), ": range would have ", count, " elements");
+        if (!(count < static_cast<double>(kMaxElements))) {
+          st = invalid_argument("range would have ", count, " elements");
           return;
         }
         if constexpr (std::is_integral_v<T>) {
@@ -514,7 +511,7 @@ class RangeKernel final : public Kernel {
           for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(start + static_cast<T>(i) * delta);
         }
       } else {
-        st = invalid_argument(ctx.node().label(), ": unsupported dtype ", dtype_name(dt));
+        st = unsupported_dtype(0, dt);
       }
     });
     return st;
@@ -526,20 +523,20 @@ class RangeKernel final : public Kernel {
 class EyeLikeKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    k_ = init.node.attr_int("k", 0);
-    dtype_ = static_cast<DType>(init.node.attr_int("dtype", 0));
+    k_ = init.attr_int("k", 0);
+    dtype_ = static_cast<DType>(init.attr_int("dtype", 0));
     if (init.node.has_attr("dtype") && (static_cast<int>(dtype_) >= kNumDTypes || dtype_ == DType::kString ||
                                         dtype_size(dtype_) == 0)) {
-      return invalid_argument(init.node.label(), ": attribute 'dtype' ", init.node.attr_int("dtype", 0),
+      return invalid_argument("attribute 'dtype' ", init.attr_int("dtype", 0),
                               " is not a supported type");
     }
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 1, 1));
     const Tensor& in = ctx.input(0);
     if (in.rank() != 2) {
-      return invalid_argument(ctx.node().label(), ": input 0 must be 2-D, got shape ", in.shape().to_string());
+      return invalid_argument("input 0 must be 2-D, got shape ", in.shape().to_string());
     }
     const DType dt = dtype_ == DType::kUndefined ? in.dtype() : dtype_;
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, dt, in.shape()));
@@ -556,7 +553,7 @@ class EyeLikeKernel final : public Kernel {
           if (j >= 0 && j < cols) o[i * cols + j] = static_cast<T>(1);
         }
       } else {
-        st = invalid_argument(ctx.node().label(), ": unsupported dtype ", dtype_name(dt));
+        st = unsupported_dtype(0, dt);
       }
     });
     return st;

@@ -14,7 +14,8 @@
 #include <type_traits>
 
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -92,7 +93,7 @@ void dft(std::vector<cd>& a, double sign) {
 Result<int64_t> scalar_int(const KernelContext& ctx, size_t i, const char* name) {
   const Tensor& t = ctx.input(i);
   if (t.numel() != 1 || !dtype_is_integer(t.dtype())) {
-    return invalid_argument(ctx.node().label(), ": input ", i, " (", name, ") must be an integer scalar, got ",
+    return invalid_argument("input ", i, " (", name, ") must be an integer scalar, got ",
                             dtype_name(t.dtype()), t.shape().to_string());
   }
   KILN_ASSIGN_OR_RETURN(auto v, to_int64_vector(t));
@@ -102,7 +103,7 @@ Result<int64_t> scalar_int(const KernelContext& ctx, size_t i, const char* name)
 Result<double> scalar_float(const KernelContext& ctx, size_t i, const char* name) {
   const Tensor& t = ctx.input(i);
   if (t.numel() != 1) {
-    return invalid_argument(ctx.node().label(), ": input ", i, " (", name, ") must be a scalar, got shape ",
+    return invalid_argument("input ", i, " (", name, ") must be a scalar, got shape ",
                             t.shape().to_string());
   }
   KILN_ASSIGN_OR_RETURN(auto v, to_double_vector(t));
@@ -130,20 +131,19 @@ class DftKernel final : public Kernel {
   Status init(const KernelInit& init) {
     // Opset 20 moved axis from an attribute (default 1) to input 2 (default -2).
     axis_from_input_ = init.opset >= 20;
-    axis_ = axis_from_input_ ? -2 : init.node.attr_int("axis", 1);
-    inverse_ = init.node.attr_int("inverse", 0) != 0;
-    onesided_ = init.node.attr_int("onesided", 0) != 0;
+    axis_ = axis_from_input_ ? -2 : init.attr_int("axis", 1);
+    inverse_ = init.attr_int("inverse", 0) != 0;
+    onesided_ = init.attr_int("onesided", 0) != 0;
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
     const Tensor& x = ctx.input(0);
     const auto rank = static_cast<int64_t>(x.rank());
     if (!dtype_is_float(x.dtype()))
-      return invalid_argument(node.label(), ": input 0 (input) must be float, got ", dtype_name(x.dtype()));
+      return invalid_argument("input 0 (input) must be float, got ", dtype_name(x.dtype()));
     if (rank < 2 || (x.dim(x.rank() - 1) != 1 && x.dim(x.rank() - 1) != 2)) {
-      return invalid_argument(node.label(), ": input 0 (input) must be [batch, ..., 1 or 2], got ",
+      return invalid_argument("input 0 (input) must be [batch, ..., 1 or 2], got ",
                               x.shape().to_string());
     }
     int64_t axis_given = axis_;
@@ -152,7 +152,7 @@ class DftKernel final : public Kernel {
     }
     int64_t axis = axis_given < 0 ? axis_given + rank : axis_given;
     if (axis < 0 || axis >= rank - 1) {
-      return invalid_argument(node.label(), ": axis ", axis_given, " is out of range for input rank ", rank,
+      return invalid_argument("axis ", axis_given, " is out of range for input rank ", rank,
                               " (the last dimension holds the complex parts)");
     }
     const bool complex_in = x.dim(x.rank() - 1) == 2;
@@ -160,7 +160,7 @@ class DftKernel final : public Kernel {
     int64_t n = in_len;
     if (ctx.has_input(1) && ctx.input(1).numel() > 0) {
       KILN_ASSIGN_OR_RETURN(n, scalar_int(ctx, 1, "dft_length"));
-      if (n <= 0) return invalid_argument(node.label(), ": input 1 (dft_length) must be positive, got ", n);
+      if (n <= 0) return invalid_argument("input 1 (dft_length) must be positive, got ", n);
     }
     const int64_t out_len = onesided_ ? n / 2 + 1 : n;
     Shape out_shape = x.shape();
@@ -209,31 +209,30 @@ class DftKernel final : public Kernel {
 class StftKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    onesided_ = init.node.attr_int("onesided", 1) != 0;
+    onesided_ = init.attr_int("onesided", 1) != 0;
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
     const Tensor& x = ctx.input(0);
     if (!dtype_is_float(x.dtype()))
-      return invalid_argument(node.label(), ": input 0 (signal) must be float, got ", dtype_name(x.dtype()));
+      return invalid_argument("input 0 (signal) must be float, got ", dtype_name(x.dtype()));
     if (x.rank() != 3 || (x.dim(2) != 1 && x.dim(2) != 2)) {
-      return invalid_argument(node.label(), ": input 0 (signal) must be [batch, length, 1 or 2], got ",
+      return invalid_argument("input 0 (signal) must be [batch, length, 1 or 2], got ",
                               x.shape().to_string());
     }
     const bool complex_in = x.dim(2) == 2;
     if (complex_in && onesided_)
-      return invalid_argument(node.label(), ": onesided=1 needs a real signal (last dimension 1)");
-    if (!ctx.has_input(1)) return invalid_argument(node.label(), ": input 1 (frame_step) is required");
+      return invalid_argument("onesided=1 needs a real signal (last dimension 1)");
+    if (!ctx.has_input(1)) return invalid_argument("input 1 (frame_step) is required");
     KILN_ASSIGN_OR_RETURN(int64_t step, scalar_int(ctx, 1, "frame_step"));
-    if (step <= 0) return invalid_argument(node.label(), ": input 1 (frame_step) must be positive, got ", step);
+    if (step <= 0) return invalid_argument("input 1 (frame_step) must be positive, got ", step);
     std::vector<double> window;
     int64_t frame_len = -1;
     if (ctx.has_input(2)) {
       const Tensor& w = ctx.input(2);
       if (w.rank() != 1) {
-        return invalid_argument(node.label(), ": input 2 (window) must be 1-D, got ", w.shape().to_string());
+        return invalid_argument("input 2 (window) must be 1-D, got ", w.shape().to_string());
       }
       KILN_ASSIGN_OR_RETURN(window, to_double_vector(w));
       frame_len = w.dim(0);
@@ -241,17 +240,17 @@ class StftKernel final : public Kernel {
     if (ctx.has_input(3)) {
       KILN_ASSIGN_OR_RETURN(int64_t fl, scalar_int(ctx, 3, "frame_length"));
       if (frame_len >= 0 && fl != frame_len) {
-        return invalid_argument(node.label(), ": input 3 (frame_length) is ", fl, " but input 2 (window) has ",
+        return invalid_argument("input 3 (frame_length) is ", fl, " but input 2 (window) has ",
                                 frame_len, " values");
       }
       frame_len = fl;
     }
     if (frame_len <= 0) {
-      return invalid_argument(node.label(), ": needs input 2 (window) or input 3 (frame_length), with a positive length");
+      return invalid_argument("needs input 2 (window) or input 3 (frame_length), with a positive length");
     }
     const int64_t batch = x.dim(0), len = x.dim(1);
     if (frame_len > len) {
-      return invalid_argument(node.label(), ": frame length ", frame_len, " is longer than the signal (", len, ")");
+      return invalid_argument("frame length ", frame_len, " is longer than the signal (", len, ")");
     }
     const int64_t frames = (len - frame_len) / step + 1;
     const int64_t bins = onesided_ ? frame_len / 2 + 1 : frame_len;
@@ -283,12 +282,13 @@ class StftKernel final : public Kernel {
   bool onesided_ = true;
 };
 
-Result<DType> output_datatype(const ir::Node& node) {
-  const auto dt = static_cast<DType>(node.attr_int("output_datatype", 1));
-  const int64_t v = node.attr_int("output_datatype", 1);
+Result<DType> output_datatype(const KernelInit& init) {
+  const auto dt = static_cast<DType>(init.attr_int("output_datatype", 1));
+  const int64_t v = init.attr_int("output_datatype", 1);
+  KILN_RETURN_IF_ERROR(init.attr_status());
   if (v <= 0 || v >= kNumDTypes || dt == DType::kString || dt == DType::kBool || dt == DType::kComplex64 ||
       dt == DType::kComplex128) {
-    return invalid_argument(node.label(), ": attribute output_datatype ", v, " is not a numeric type");
+    return invalid_argument("attribute output_datatype ", v, " is not a numeric type");
   }
   return dt;
 }
@@ -299,14 +299,14 @@ template <WindowKind K>
 class WindowKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    KILN_ASSIGN_OR_RETURN(dtype_, output_datatype(init.node));
-    periodic_ = init.node.attr_int("periodic", 1) != 0;
+    KILN_ASSIGN_OR_RETURN(dtype_, output_datatype(init));
+    periodic_ = init.attr_int("periodic", 1) != 0;
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
     KILN_ASSIGN_OR_RETURN(int64_t size, scalar_int(ctx, 0, "size"));
-    if (size < 0) return invalid_argument(ctx.node().label(), ": input 0 (size) must not be negative, got ", size);
+    if (size < 0) return invalid_argument("input 0 (size) must not be negative, got ", size);
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, dtype_, Shape{size}));
     // N = size for a periodic window (one period of a size + 1 symmetric
     // window), size - 1 for a symmetric one.
@@ -336,14 +336,13 @@ class WindowKernel final : public Kernel {
 class MelWeightMatrixKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    KILN_ASSIGN_OR_RETURN(dtype_, output_datatype(init.node));
+    KILN_ASSIGN_OR_RETURN(dtype_, output_datatype(init));
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
     for (size_t i = 0; i < 5; ++i) {
-      if (!ctx.has_input(i)) return invalid_argument(node.label(), ": all 5 inputs are required, input ", i, " is missing");
+      if (!ctx.has_input(i)) return invalid_argument("all 5 inputs are required, input ", i, " is missing");
     }
     KILN_ASSIGN_OR_RETURN(int64_t mel_bins, scalar_int(ctx, 0, "num_mel_bins"));
     KILN_ASSIGN_OR_RETURN(int64_t dft_length, scalar_int(ctx, 1, "dft_length"));
@@ -351,11 +350,11 @@ class MelWeightMatrixKernel final : public Kernel {
     KILN_ASSIGN_OR_RETURN(double lower, scalar_float(ctx, 3, "lower_edge_hertz"));
     KILN_ASSIGN_OR_RETURN(double upper, scalar_float(ctx, 4, "upper_edge_hertz"));
     if (mel_bins <= 0 || dft_length <= 0 || sample_rate <= 0) {
-      return invalid_argument(node.label(), ": num_mel_bins, dft_length and sample_rate must be positive, got ",
+      return invalid_argument("num_mel_bins, dft_length and sample_rate must be positive, got ",
                               mel_bins, ", ", dft_length, ", ", sample_rate);
     }
     if (!(lower >= 0) || !(upper > lower)) {
-      return invalid_argument(node.label(), ": needs 0 <= lower_edge_hertz < upper_edge_hertz, got ", lower, " and ",
+      return invalid_argument("needs 0 <= lower_edge_hertz < upper_edge_hertz, got ", lower, " and ",
                               upper);
     }
     const int64_t spec_bins = dft_length / 2 + 1;
@@ -376,7 +375,7 @@ class MelWeightMatrixKernel final : public Kernel {
     std::vector<double> m(static_cast<size_t>(spec_bins * mel_bins), 0.0);
     auto set = [&](int64_t row, int64_t col, double v) -> Status {
       if (row < 0 || row >= spec_bins) {
-        return invalid_argument(node.label(), ": upper_edge_hertz ", upper, " maps past the last DFT bin (",
+        return invalid_argument("upper_edge_hertz ", upper, " maps past the last DFT bin (",
                                 spec_bins - 1, ") for sample_rate ", sample_rate);
       }
       m[static_cast<size_t>(row * mel_bins + col)] = v;

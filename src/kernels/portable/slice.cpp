@@ -7,7 +7,8 @@
 
 #include "kernels/portable/strided_copy.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -19,18 +20,18 @@ class SliceKernel final : public Kernel {
     from_attrs_ = init.opset < 10;
     if (from_attrs_) {
       if (!init.node.has_attr("starts") || !init.node.has_attr("ends")) {
-        return invalid_argument(init.node.label(), ": attributes 'starts' and 'ends' are required");
+        return invalid_argument("attributes 'starts' and 'ends' are required");
       }
-      starts_ = init.node.attr_ints("starts");
-      ends_ = init.node.attr_ints("ends");
+      starts_ = init.attr_ints("starts");
+      ends_ = init.attr_ints("ends");
       has_axes_ = init.node.has_attr("axes");
-      axes_ = init.node.attr_ints("axes");
+      axes_ = init.attr_ints("axes");
     }
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, from_attrs_ ? 1 : 3, from_attrs_ ? 1 : 5));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, from_attrs_ ? 1 : 3, from_attrs_ ? 1 : 5));
     const Tensor& in = ctx.input(0);
     const int64_t rank = static_cast<int64_t>(in.rank());
     std::vector<int64_t> starts, ends, axes, steps;
@@ -41,15 +42,15 @@ class SliceKernel final : public Kernel {
       axes = axes_;
     } else {
       if (!ctx.has_input(1) || !ctx.has_input(2)) {
-        return invalid_argument(ctx.node().label(), ": inputs 1 (starts) and 2 (ends) are required");
+        return invalid_argument("inputs 1 (starts) and 2 (ends) are required");
       }
-      KILN_ASSIGN_OR_RETURN(starts, layout::read_ints_input(ctx, 1, "starts"));
-      KILN_ASSIGN_OR_RETURN(ends, layout::read_ints_input(ctx, 2, "ends"));
-      KILN_ASSIGN_OR_RETURN(axes, layout::read_ints_input(ctx, 3, "axes", &has_axes));
-      KILN_ASSIGN_OR_RETURN(steps, layout::read_ints_input(ctx, 4, "steps", &has_steps));
+      KILN_ASSIGN_OR_RETURN(starts, read_ints_input(ctx, 1, "starts"));
+      KILN_ASSIGN_OR_RETURN(ends, read_ints_input(ctx, 2, "ends"));
+      KILN_ASSIGN_OR_RETURN(axes, read_ints_input(ctx, 3, "axes", &has_axes));
+      KILN_ASSIGN_OR_RETURN(steps, read_ints_input(ctx, 4, "steps", &has_steps));
     }
     if (ends.size() != starts.size()) {
-      return invalid_argument(ctx.node().label(), ": starts has ", starts.size(), " entries but ends has ",
+      return invalid_argument("starts has ", starts.size(), " entries but ends has ",
                               ends.size());
     }
     if (!has_axes) {
@@ -58,10 +59,10 @@ class SliceKernel final : public Kernel {
     }
     if (!has_steps) steps.assign(starts.size(), 1);
     if (axes.size() != starts.size() || steps.size() != starts.size()) {
-      return invalid_argument(ctx.node().label(), ": starts, ends, axes and steps must have one length, got ",
+      return invalid_argument("starts, ends, axes and steps must have one length, got ",
                               starts.size(), ", ", ends.size(), ", ", axes.size(), ", ", steps.size());
     }
-    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> norm_axes, layout::normalize_axes(axes, rank, ctx.node()));
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> norm_axes, normalize_axes(axes, rank));
 
     Shape out_shape = in.shape();
     const std::vector<int64_t> in_strides = contiguous_strides(in.shape());
@@ -70,7 +71,7 @@ class SliceKernel final : public Kernel {
     for (size_t i = 0; i < norm_axes.size(); ++i) {
       const size_t a = static_cast<size_t>(norm_axes[i]);
       const int64_t dim = in.dim(a), step = steps[i];
-      if (step == 0) return invalid_argument(ctx.node().label(), ": input 4 (steps) has a zero step for axis ", a);
+      if (step == 0) return invalid_argument("input 4 (steps) has a zero step for axis ", a);
       int64_t s = starts[i], e = ends[i];
       if (s < 0) s = s < -dim ? -1 : s + dim;  // avoids overflow near INT64_MIN
       if (e < 0) e = e < -dim ? -1 : e + dim;

@@ -17,7 +17,8 @@
 
 #include "kernels/portable/strided_copy.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define KILN_SOFTMAX_X86 1
@@ -171,23 +172,23 @@ class SoftmaxKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
     coerce_2d_ = init.opset < 13;
-    axis_ = init.node.attr_int("axis", coerce_2d_ ? 1 : -1);
+    axis_ = init.attr_int("axis", coerce_2d_ ? 1 : -1);
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 1, 1));
     const Tensor& in = ctx.input(0);
     const int64_t rank = static_cast<int64_t>(in.rank());
     int64_t outer = 1, n = 1, inner = 1;
     if (coerce_2d_) {
       if (axis_ < -rank || axis_ > rank) {
-        return invalid_argument(ctx.node().label(), ": axis ", axis_, " is out of range for rank ", rank);
+        return invalid_argument("axis ", axis_, " is out of range for rank ", rank);
       }
       const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
       for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : n) *= in.dim(static_cast<size_t>(d));
     } else {
-      KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank, ctx.node()));
+      KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank));
       for (int64_t d = 0; d < rank; ++d) {
         const int64_t v = in.dim(static_cast<size_t>(d));
         if (d < axis) outer *= v;
@@ -232,7 +233,7 @@ class SoftmaxKernel final : public Kernel {
           }
         });
       } else {
-        st = invalid_argument(ctx.node().label(), ": unsupported dtype ", dtype_name(in.dtype()));
+        st = unsupported_dtype(0, in.dtype());
       }
     });
     return st;

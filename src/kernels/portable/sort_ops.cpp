@@ -7,7 +7,8 @@
 
 #include "kernels/portable/strided_copy.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -27,26 +28,26 @@ class TopKKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
     opset_ = init.opset;
-    axis_ = init.node.attr_int("axis", -1);
-    largest_ = init.node.attr_int("largest", 1) != 0;
-    attr_k_ = init.node.attr_int("k", -1);
+    axis_ = init.attr_int("axis", -1);
+    largest_ = init.attr_int("largest", 1) != 0;
+    attr_k_ = init.attr_int("k", -1);
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, opset_ >= 10 ? 2 : 1, 2));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, opset_ >= 10 ? 2 : 1, 2));
     const Tensor& in = ctx.input(0);
     const int64_t rank = static_cast<int64_t>(in.rank());
-    if (rank == 0) return invalid_argument(ctx.node().label(), ": input 0 must have rank >= 1");
-    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank, ctx.node()));
+    if (rank == 0) return invalid_argument("input 0 must have rank >= 1");
+    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank));
     int64_t k = attr_k_;
     if (opset_ >= 10) {
-      KILN_ASSIGN_OR_RETURN(k, layout::read_int_scalar(ctx, 1, "K"));
+      KILN_ASSIGN_OR_RETURN(k, read_int_scalar(ctx, 1, "K"));
     }
     const size_t ax = static_cast<size_t>(axis);
     const int64_t n = in.dim(ax);
     if (k < 0 || k > n) {
-      return invalid_argument(ctx.node().label(), ": k = ", k, " must be in [0, ", n, "] for axis ", axis);
+      return invalid_argument("k = ", k, " must be in [0, ", n, "] for axis ", axis);
     }
     Shape out_shape = in.shape();
     out_shape[ax] = k;
@@ -102,7 +103,7 @@ class TopKKernel final : public Kernel {
           }
         }
       } else {
-        st = invalid_argument(ctx.node().label(), ": unsupported dtype ", dtype_name(in.dtype()));
+        st = unsupported_dtype(0, in.dtype());
       }
     });
     return st;
@@ -121,20 +122,20 @@ class UniqueKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
     has_axis_ = init.node.has_attr("axis");
-    axis_ = init.node.attr_int("axis", 0);
-    sorted_ = init.node.attr_int("sorted", 1) != 0;
+    axis_ = init.attr_int("axis", 0);
+    sorted_ = init.attr_int("sorted", 1) != 0;
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 1, 1));
     const Tensor& in = ctx.input(0);
     // Slices along the axis: [outer, n, inner]; without an axis, n elements.
     int64_t outer = 1, n = in.numel(), inner = 1;
     size_t ax = 0;
     if (has_axis_) {
-      KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, static_cast<int64_t>(in.rank()), ctx.node()));
-      if (in.rank() == 0) return invalid_argument(ctx.node().label(), ": axis needs an input of rank >= 1");
+      KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, static_cast<int64_t>(in.rank())));
+      if (in.rank() == 0) return invalid_argument("axis needs an input of rank >= 1");
       ax = static_cast<size_t>(axis);
       n = in.dim(ax);
       for (size_t d = 0; d < ax; ++d) outer *= in.dim(d);
@@ -146,7 +147,7 @@ class UniqueKernel final : public Kernel {
       if constexpr (kOrdered<T>) {
         st = run<T>(ctx, in, outer, n, inner, ax);
       } else {
-        st = invalid_argument(ctx.node().label(), ": unsupported dtype ", dtype_name(in.dtype()));
+        st = unsupported_dtype(0, in.dtype());
       }
     });
     return st;
@@ -236,18 +237,18 @@ class UniqueKernel final : public Kernel {
 class CumSumKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    exclusive_ = init.node.attr_int("exclusive", 0) != 0;
-    reverse_ = init.node.attr_int("reverse", 0) != 0;
+    exclusive_ = init.attr_int("exclusive", 0) != 0;
+    reverse_ = init.attr_int("reverse", 0) != 0;
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 2, 2));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 2, 2));
     const Tensor& in = ctx.input(0);
-    KILN_ASSIGN_OR_RETURN(const int64_t axis_in, layout::read_int_scalar(ctx, 1, "axis"));
+    KILN_ASSIGN_OR_RETURN(const int64_t axis_in, read_int_scalar(ctx, 1, "axis"));
     const int64_t rank = static_cast<int64_t>(in.rank());
-    if (rank == 0) return invalid_argument(ctx.node().label(), ": input 0 must have rank >= 1");
-    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_in, rank, ctx.node()));
+    if (rank == 0) return invalid_argument("input 0 must have rank >= 1");
+    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_in, rank));
     const size_t ax = static_cast<size_t>(axis);
     int64_t outer = 1, inner = 1;
     const int64_t n = in.dim(ax);
@@ -281,7 +282,7 @@ class CumSumKernel final : public Kernel {
           }
         }
       } else {
-        st = invalid_argument(ctx.node().label(), ": unsupported dtype ", dtype_name(in.dtype()));
+        st = unsupported_dtype(0, in.dtype());
       }
     });
     return st;

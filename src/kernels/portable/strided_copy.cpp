@@ -8,7 +8,8 @@
 #include <emmintrin.h>
 #endif
 
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels::layout {
 
@@ -245,81 +246,6 @@ void strided_copy(DType dtype, void* dst, std::span<const int64_t> dst_strides, 
       strided_copy_t(static_cast<Bytes16*>(dst), static_cast<const Bytes16*>(src), std::move(merged), pool);
       break;
   }
-}
-
-Result<std::vector<int64_t>> read_ints_input(const KernelContext& ctx, size_t i, std::string_view what,
-                                             bool* present) {
-  if (present) *present = ctx.has_input(i);
-  if (!ctx.has_input(i)) return std::vector<int64_t>{};
-  const Tensor& t = ctx.input(i);
-  if (!dtype_is_integer(t.dtype())) {
-    return invalid_argument(ctx.node().label(), ": input ", i, " (", what, ") must be an integer tensor, got ",
-                            dtype_name(t.dtype()));
-  }
-  if (t.rank() > 1) {
-    return invalid_argument(ctx.node().label(), ": input ", i, " (", what, ") must be 1-D, got shape ",
-                            t.shape().to_string());
-  }
-  return to_int64_vector(t);
-}
-
-Result<int64_t> read_int_scalar(const KernelContext& ctx, size_t i, std::string_view what) {
-  if (!ctx.has_input(i)) return invalid_argument(ctx.node().label(), ": input ", i, " (", what, ") is missing");
-  const Tensor& t = ctx.input(i);
-  if (!dtype_is_integer(t.dtype()) || t.numel() != 1) {
-    return invalid_argument(ctx.node().label(), ": input ", i, " (", what,
-                            ") must be one integer, got ", dtype_name(t.dtype()), t.shape().to_string());
-  }
-  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> v, to_int64_vector(t));
-  return v[0];
-}
-
-Status check_inputs(const KernelContext& ctx, size_t required, size_t max_inputs) {
-  const size_t n = std::min(ctx.num_inputs(), max_inputs);
-  for (size_t i = 0; i < std::max(n, required); ++i) {
-    const Value* v = ctx.input_value(i);
-    const bool present = v != nullptr && !v->is_none();
-    if (!present) {
-      if (i < required) return invalid_argument(ctx.node().label(), ": input ", i, " is missing");
-      continue;
-    }
-    if (!v->is_tensor() || !v->tensor().defined()) {
-      return invalid_argument(ctx.node().label(), ": input ", i, " must be a tensor");
-    }
-  }
-  return Status::ok();
-}
-
-Result<int64_t> checked_numel(const Shape& shape, const ir::Node& node) {
-  int64_t n = 1;
-  bool zero = false;
-  for (int64_t d : shape) {
-    if (d < 0) return invalid_argument(node.label(), ": shape ", shape.to_string(), " has a negative dim");
-    if (d == 0) zero = true;
-  }
-  if (zero) return int64_t{0};
-  for (int64_t d : shape) {
-    if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements) {
-      return invalid_argument(node.label(), ": output shape ", shape.to_string(), " has too many elements");
-    }
-  }
-  return n;
-}
-
-Result<std::vector<int64_t>> normalize_axes(std::span<const int64_t> axes, int64_t rank, const ir::Node& node) {
-  std::vector<int64_t> out;
-  out.reserve(axes.size());
-  for (int64_t a : axes) {
-    if (a < -rank || a >= rank) {
-      return invalid_argument(node.label(), ": axis ", a, " is out of range for rank ", rank);
-    }
-    const int64_t n = a < 0 ? a + rank : a;
-    if (std::find(out.begin(), out.end(), n) != out.end()) {
-      return invalid_argument(node.label(), ": axis ", a, " is repeated");
-    }
-    out.push_back(n);
-  }
-  return out;
 }
 
 }  // namespace kiln::kernels::layout

@@ -1,5 +1,6 @@
 // Data-movement helpers shared by the tensor-manipulation kernels
 // (transform.cpp, slice.cpp, shape_ops.cpp, gather_scatter.cpp, sort_ops.cpp).
+// Their input checks live in kernels/util/kernel_args.h.
 //
 // Every data-movement op (Transpose, Slice, Expand, Tile, Concat, Split,
 // DepthToSpace...) is one N-d strided copy: walk an iteration space `dims`,
@@ -12,7 +13,6 @@
 
 #include <cstdint>
 #include <span>
-#include <string_view>
 #include <vector>
 
 #include "kernels/kernel.h"
@@ -42,27 +42,5 @@ inline void* advance(void* p, int64_t elems, DType dtype) {
 inline const void* advance(const void* p, int64_t elems, DType dtype) {
   return static_cast<const char*>(p) + elems * static_cast<int64_t>(dtype_size(dtype));
 }
-
-/// Reads the integers of optional input `i` (any int dtype) as int64.
-/// `what` names the input in errors ("axes"). Absent input: empty vector and
-/// *present = false.
-Result<std::vector<int64_t>> read_ints_input(const KernelContext& ctx, size_t i, std::string_view what,
-                                             bool* present = nullptr);
-
-/// Reads one integer scalar (or 1-element tensor) from input `i`.
-Result<int64_t> read_int_scalar(const KernelContext& ctx, size_t i, std::string_view what);
-
-/// Checks inputs 0..required-1 are present tensors and that optional inputs
-/// required..max_inputs-1, when present, are tensors. A model can omit any
-/// input or feed a sequence where a tensor belongs; kernels must not crash.
-Status check_inputs(const KernelContext& ctx, size_t required, size_t max_inputs);
-
-/// Elements in a tensor of `shape`; an error naming the node when the count
-/// overflows or exceeds kMaxElements (no real model comes close).
-inline constexpr int64_t kMaxElements = int64_t{1} << 38;
-Result<int64_t> checked_numel(const Shape& shape, const ir::Node& node);
-
-/// Normalizes each axis into [0, rank) and checks they are distinct.
-Result<std::vector<int64_t>> normalize_axes(std::span<const int64_t> axes, int64_t rank, const ir::Node& node);
 
 }  // namespace kiln::kernels::layout

@@ -133,7 +133,7 @@ class StringNormalizerKernel final : public Kernel {
   enum class CaseChange : uint8_t { kNone, kLower, kUpper };
 
   Status init(const KernelInit& init) {
-    const std::string action = init.node.attr_string("case_change_action", "NONE");
+    const std::string action = init.attr_string("case_change_action", "NONE");
     if (action == "NONE") {
       case_change_ = CaseChange::kNone;
     } else if (action == "LOWER") {
@@ -141,11 +141,11 @@ class StringNormalizerKernel final : public Kernel {
     } else if (action == "UPPER") {
       case_change_ = CaseChange::kUpper;
     } else {
-      return invalid_argument(init.node.label(), ": attribute case_change_action is '", action,
+      return invalid_argument("attribute case_change_action is '", action,
                               "', expected NONE, LOWER or UPPER");
     }
-    case_sensitive_ = init.node.attr_int("is_case_sensitive", 0) != 0;
-    for (const std::string& w : init.node.attr_strings("stopwords")) {
+    case_sensitive_ = init.attr_int("is_case_sensitive", 0) != 0;
+    for (const std::string& w : init.attr_strings("stopwords")) {
       stopwords_.insert(case_sensitive_ ? w : utf8_to_lower(w));
     }
     return Status::ok();
@@ -154,11 +154,11 @@ class StringNormalizerKernel final : public Kernel {
   Status compute(KernelContext& ctx) const override {
     KILN_ASSIGN_OR_RETURN(const Tensor* x, tensor_input(ctx, 0));
     if (x->dtype() != DType::kString) {
-      return invalid_argument(ctx.node().label(), ": input 0 has dtype ", dtype_name(x->dtype()), ", expected string");
+      return invalid_argument("input 0 has dtype ", dtype_name(x->dtype()), ", expected string");
     }
     const bool two_d = x->rank() == 2;
     if (!(x->rank() == 1 || (two_d && x->dim(0) == 1))) {
-      return invalid_argument(ctx.node().label(), ": input 0 has shape ", x->shape().to_string(),
+      return invalid_argument("input 0 has shape ", x->shape().to_string(),
                               ", expected [C] or [1, C]");
     }
     const std::string* in = x->data<std::string>();

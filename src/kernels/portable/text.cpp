@@ -16,7 +16,8 @@
 #include <type_traits>
 
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -28,28 +29,28 @@ class TfIdfVectorizer final : public Kernel {
  public:
   Status init(const KernelInit& init) {
     const ir::Node& node = init.node;
-    const std::string mode = node.attr_string("mode", "");
+    const std::string mode = init.attr_string("mode", "");
     if (mode == "TF") mode_ = TfIdfMode::kTf;
     else if (mode == "IDF") mode_ = TfIdfMode::kIdf;
     else if (mode == "TFIDF") mode_ = TfIdfMode::kTfIdf;
-    else return invalid_argument(node.label(), ": attribute mode must be TF, IDF or TFIDF, got '", mode, "'");
-    min_gram_ = node.attr_int("min_gram_length", 0);
-    max_gram_ = node.attr_int("max_gram_length", 0);
-    max_skip_ = node.attr_int("max_skip_count", 0);
+    else return invalid_argument("attribute mode must be TF, IDF or TFIDF, got '", mode, "'");
+    min_gram_ = init.attr_int("min_gram_length", 0);
+    max_gram_ = init.attr_int("max_gram_length", 0);
+    max_skip_ = init.attr_int("max_skip_count", 0);
     if (min_gram_ < 1 || max_gram_ < min_gram_) {
-      return invalid_argument(node.label(), ": needs 1 <= min_gram_length <= max_gram_length, got ", min_gram_, " and ",
+      return invalid_argument("needs 1 <= min_gram_length <= max_gram_length, got ", min_gram_, " and ",
                               max_gram_);
     }
-    if (max_skip_ < 0) return invalid_argument(node.label(), ": attribute max_skip_count must not be negative");
-    const std::vector<int64_t> counts = node.attr_ints("ngram_counts");
-    const std::vector<int64_t> indexes = node.attr_ints("ngram_indexes");
-    weights_ = node.attr_floats("weights");
+    if (max_skip_ < 0) return invalid_argument("attribute max_skip_count must not be negative");
+    const std::vector<int64_t> counts = init.attr_ints("ngram_counts");
+    const std::vector<int64_t> indexes = init.attr_ints("ngram_indexes");
+    weights_ = init.attr_floats("weights");
     const bool has_ints = node.has_attr("pool_int64s"), has_strings = node.has_attr("pool_strings");
     if (has_ints == has_strings)
-      return invalid_argument(node.label(), ": exactly one of pool_int64s and pool_strings must be given");
+      return invalid_argument("exactly one of pool_int64s and pool_strings must be given");
     strings_ = has_strings;
-    const std::vector<int64_t> pool_i = node.attr_ints("pool_int64s");
-    const std::vector<std::string> pool_s = node.attr_strings("pool_strings");
+    const std::vector<int64_t> pool_i = init.attr_ints("pool_int64s");
+    const std::vector<std::string> pool_s = init.attr_strings("pool_strings");
     const auto pool_size = static_cast<int64_t>(strings_ ? pool_s.size() : pool_i.size());
     // Walk the pool: ngram_counts[k] .. ngram_counts[k + 1] hold (k+1)-grams.
     int64_t ordinal = 0;
@@ -58,16 +59,16 @@ class TfIdfVectorizer final : public Kernel {
       const int64_t end = k + 1 < counts.size() ? counts[k + 1] : pool_size;
       const auto n = static_cast<int64_t>(k + 1);
       if (begin < 0 || end < begin || end > pool_size || (end - begin) % n != 0) {
-        return invalid_argument(node.label(), ": attribute ngram_counts[", k, "] = ", begin,
+        return invalid_argument("attribute ngram_counts[", k, "] = ", begin,
                                 " does not split the pool into ", n, "-grams");
       }
       for (int64_t at = begin; at < end; at += n, ++ordinal) {
         if (ordinal >= static_cast<int64_t>(indexes.size())) {
-          return invalid_argument(node.label(), ": attribute ngram_indexes has ", indexes.size(),
+          return invalid_argument("attribute ngram_indexes has ", indexes.size(),
                                   " entries, fewer than the pool's n-grams");
         }
         const int64_t column = indexes[static_cast<size_t>(ordinal)];
-        if (column < 0) return invalid_argument(node.label(), ": attribute ngram_indexes has negative ", column);
+        if (column < 0) return invalid_argument("attribute ngram_indexes has negative ", column);
         Entry e{column};
         if (strings_) {
           std::vector<std::string> key(pool_s.begin() + at, pool_s.begin() + at + n);
@@ -80,20 +81,19 @@ class TfIdfVectorizer final : public Kernel {
       }
     }
     if (!weights_.empty() && static_cast<int64_t>(weights_.size()) < num_columns_) {
-      return invalid_argument(node.label(), ": attribute weights has ", weights_.size(), " entries, fewer than the ",
+      return invalid_argument("attribute weights has ", weights_.size(), " entries, fewer than the ",
                               num_columns_, " output columns");
     }
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
     const Tensor& x = ctx.input(0);
     if (x.rank() > 2) {
-      return invalid_argument(node.label(), ": input 0 (X) must be 1-D or 2-D, got ", x.shape().to_string());
+      return invalid_argument("input 0 (X) must be 1-D or 2-D, got ", x.shape().to_string());
     }
     if (strings_ != (x.dtype() == DType::kString)) {
-      return invalid_argument(node.label(), ": input 0 (X) has dtype ", dtype_name(x.dtype()), " but the pool holds ",
+      return invalid_argument("input 0 (X) has dtype ", dtype_name(x.dtype()), " but the pool holds ",
                               strings_ ? "strings" : "integers");
     }
     const int64_t rows = x.rank() == 2 ? x.dim(0) : 1;
@@ -111,7 +111,7 @@ class TfIdfVectorizer final : public Kernel {
           std::vector<int64_t> v(x.data<T>(), x.data<T>() + x.numel());
           count_rows(v.data(), rows, len, int_pool_, out->data<float>());
         } else {
-          st = invalid_argument(node.label(), ": input 0 (X) must be int32, int64 or string, got ", dtype_name(x.dtype()));
+          st = invalid_argument("input 0 (X) must be int32, int64 or string, got ", dtype_name(x.dtype()));
         }
       });
       KILN_RETURN_IF_ERROR(std::move(st));

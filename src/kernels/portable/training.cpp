@@ -12,7 +12,8 @@
 #include <type_traits>
 
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -28,33 +29,32 @@ struct OptimizerArgs {
 };
 
 Result<OptimizerArgs> read_optimizer_args(const KernelContext& ctx, size_t groups, const char* group_names) {
-  const ir::Node& node = ctx.node();
   OptimizerArgs a;
   if (ctx.num_inputs() < 2 + groups || (ctx.num_inputs() - 2) % groups != 0) {
-    return invalid_argument(node.label(), ": expects R, T and ", groups, " equally long groups (", group_names,
+    return invalid_argument("expects R, T and ", groups, " equally long groups (", group_names,
                             "), got ", ctx.num_inputs(), " inputs");
   }
   a.n = (ctx.num_inputs() - 2) / groups;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    if (!ctx.has_input(i)) return invalid_argument(node.label(), ": input ", i, " is missing");
+    if (!ctx.has_input(i)) return invalid_argument("input ", i, " is missing");
   }
   const Tensor& r = ctx.input(0);
   const Tensor& t = ctx.input(1);
   if (r.numel() != 1 || !dtype_is_float(r.dtype()))
-    return invalid_argument(node.label(), ": input 0 (R) must be a float scalar, got ", dtype_name(r.dtype()), r.shape().to_string());
+    return invalid_argument("input 0 (R) must be a float scalar, got ", dtype_name(r.dtype()), r.shape().to_string());
   if (t.numel() != 1 || t.dtype() != DType::kInt64)
-    return invalid_argument(node.label(), ": input 1 (T) must be an int64 scalar, got ", dtype_name(t.dtype()), t.shape().to_string());
+    return invalid_argument("input 1 (T) must be an int64 scalar, got ", dtype_name(t.dtype()), t.shape().to_string());
   KILN_ASSIGN_OR_RETURN(auto rv, to_double_vector(r));
   a.r = rv[0];
   a.t = t.data<int64_t>()[0];
   for (size_t i = 0; i < a.n; ++i) {
     const Tensor& x = ctx.input(2 + i);
     if (!dtype_is_float(x.dtype()))
-      return invalid_argument(node.label(), ": input ", 2 + i, " (X) must be float, got ", dtype_name(x.dtype()));
+      return invalid_argument("input ", 2 + i, " (X) must be float, got ", dtype_name(x.dtype()));
     for (size_t g = 1; g < groups; ++g) {
       const Tensor& other = ctx.input(2 + g * a.n + i);
       if (other.shape() != x.shape() || other.dtype() != x.dtype()) {
-        return invalid_argument(node.label(), ": input ", 2 + g * a.n + i, " has ", dtype_name(other.dtype()),
+        return invalid_argument("input ", 2 + g * a.n + i, " has ", dtype_name(other.dtype()),
                                 other.shape().to_string(), ", expected ", dtype_name(x.dtype()), x.shape().to_string(),
                                 " like input ", 2 + i);
       }
@@ -81,9 +81,9 @@ Status write_like(KernelContext& ctx, size_t index, const Tensor& like, const st
 class Adagrad final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    decay_ = init.node.attr_float("decay_factor", 0.f);
-    epsilon_ = init.node.attr_float("epsilon", 1e-6f);
-    norm_ = init.node.attr_float("norm_coefficient", 0.f);
+    decay_ = init.attr_float("decay_factor", 0.f);
+    epsilon_ = init.attr_float("epsilon", 1e-6f);
+    norm_ = init.attr_float("norm_coefficient", 0.f);
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {
@@ -111,11 +111,11 @@ class Adagrad final : public Kernel {
 class Adam final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    alpha_ = init.node.attr_float("alpha", 0.9f);
-    beta_ = init.node.attr_float("beta", 0.999f);
-    epsilon_ = init.node.attr_float("epsilon", 1e-6f);
-    norm_ = init.node.attr_float("norm_coefficient", 0.f);
-    norm_post_ = init.node.attr_float("norm_coefficient_post", 0.f);
+    alpha_ = init.attr_float("alpha", 0.9f);
+    beta_ = init.attr_float("beta", 0.999f);
+    epsilon_ = init.attr_float("epsilon", 1e-6f);
+    norm_ = init.attr_float("norm_coefficient", 0.f);
+    norm_post_ = init.attr_float("norm_coefficient_post", 0.f);
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {
@@ -150,15 +150,15 @@ class Momentum final : public Kernel {
   Status init(const KernelInit& init) {
     const ir::Node& node = init.node;
     for (const char* a : {"alpha", "beta", "mode", "norm_coefficient"}) {
-      if (!node.has_attr(a)) return invalid_argument(node.label(), ": needs attribute ", a);
+      if (!node.has_attr(a)) return invalid_argument("needs attribute ", a);
     }
-    alpha_ = node.attr_float("alpha", 0.f);
-    beta_ = node.attr_float("beta", 0.f);
-    norm_ = node.attr_float("norm_coefficient", 0.f);
-    const std::string mode = node.attr_string("mode", "");
+    alpha_ = init.attr_float("alpha", 0.f);
+    beta_ = init.attr_float("beta", 0.f);
+    norm_ = init.attr_float("norm_coefficient", 0.f);
+    const std::string mode = init.attr_string("mode", "");
     if (mode == "standard") nesterov_ = false;
     else if (mode == "nesterov") nesterov_ = true;
-    else return invalid_argument(node.label(), ": attribute mode must be standard or nesterov, got '", mode, "'");
+    else return invalid_argument("attribute mode must be standard or nesterov, got '", mode, "'");
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {

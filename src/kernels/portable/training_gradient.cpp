@@ -23,7 +23,8 @@
 #include <unordered_map>
 
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -81,17 +82,17 @@ class Gradient final : public Kernel {
   Status init(const KernelInit& init) {
     const ir::Node& node = init.node;
     const ir::Graph& graph = init.graph;
-    const std::vector<std::string> xs = node.attr_strings("xs");
-    const std::vector<std::string> zs = node.attr_strings("zs");
-    const std::string y = node.attr_string("y", "");
-    if (xs.empty() || y.empty()) return invalid_argument(node.label(), ": needs attributes xs and y");
+    const std::vector<std::string> xs = init.attr_strings("xs");
+    const std::vector<std::string> zs = init.attr_strings("zs");
+    const std::string y = init.attr_string("y", "");
+    if (xs.empty() || y.empty()) return invalid_argument("needs attributes xs and y");
     if (node.inputs.size() != xs.size() + zs.size()) {
-      return invalid_argument(node.label(), ": has ", node.inputs.size(), " inputs, expected one per name in xs and zs (",
+      return invalid_argument("has ", node.inputs.size(), " inputs, expected one per name in xs and zs (",
                               xs.size() + zs.size(), ")");
     }
     auto find = [&](const std::string& name, const char* what) -> Result<ir::ValueId> {
       const ir::ValueId id = graph.find_value(name);
-      if (id == ir::kNoValue) return invalid_argument(node.label(), ": ", what, " names '", name, "', not a value of the graph");
+      if (id == ir::kNoValue) return invalid_argument(what, " names '", name, "', not a value of the graph");
       return id;
     };
     for (const std::string& n : xs) {
@@ -118,11 +119,11 @@ class Gradient final : public Kernel {
       }
       const int32_t p = producer[static_cast<size_t>(v)];
       if (p < 0) {
-        return invalid_argument(node.label(), ": y '", y, "' depends on '", graph.value_name(v),
+        return invalid_argument("y '", y, "' depends on '", graph.value_name(v),
                                 "', which is neither in xs or zs nor a constant");
       }
       if (state[static_cast<size_t>(p)] == 2) return Status::ok();
-      if (state[static_cast<size_t>(p)] == 1) return invalid_argument(node.label(), ": the graph has a cycle");
+      if (state[static_cast<size_t>(p)] == 1) return invalid_argument("the graph has a cycle");
       state[static_cast<size_t>(p)] = 1;
       for (ir::ValueId in : graph.nodes[static_cast<size_t>(p)].inputs) {
         if (in != ir::kNoValue) KILN_RETURN_IF_ERROR(visit(in));
@@ -142,7 +143,7 @@ class Gradient final : public Kernel {
       for (ir::ValueId in : n.inputs) step.on_path |= in != ir::kNoValue && depends.count(in) != 0;
       if (step.on_path) {
         if (!differentiable_ops().count(n.op_type) || !n.domain.empty() || n.outputs.size() != 1) {
-          return unimplemented(node.label(), ": cannot differentiate through ", n.label(),
+          return unimplemented("cannot differentiate through ", n.label(),
                                " (supported: Add, Sub, Mul, Div, Neg, Identity, Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Sum,"
                                " 2-D MatMul)");
         }
@@ -150,7 +151,7 @@ class Gradient final : public Kernel {
       }
       for (const ir::Attribute& a : n.attributes) {
         if (a.g || !a.graphs.empty())
-          return unimplemented(node.label(), ": cannot evaluate ", n.label(), ", which has a subgraph");
+          return unimplemented("cannot evaluate ", n.label(), ", which has a subgraph");
       }
       std::vector<InputInfo> infos(n.inputs.size());
       std::vector<DType> dtypes(n.inputs.size(), DType::kUndefined);
@@ -167,7 +168,7 @@ class Gradient final : public Kernel {
       }
       std::string why;
       const KernelDef* def = portable_registry().find(n.domain, n.op_type, opset, dtypes, &why);
-      if (!def) return unimplemented(node.label(), ": no kernel for ", n.label(), ": ", why);
+      if (!def) return unimplemented("no kernel for ", n.label(), ": ", why);
       KernelInit sub{step.node, graph, infos, opset};
       KILN_ASSIGN_OR_RETURN(step.kernel, def->factory(sub));
     }
@@ -175,11 +176,10 @@ class Gradient final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
-    const ir::Node& node = ctx.node();
     std::unordered_map<ir::ValueId, Tensor> values = constants_;
     for (size_t i = 0; i < leaves_.size(); ++i) {
       if (!ctx.has_input(i) || !ctx.input_value(i)->is_tensor())
-        return invalid_argument(node.label(), ": input ", i, " must be a tensor");
+        return invalid_argument("input ", i, " must be a tensor");
       values[leaves_[i]] = ctx.input(i);
     }
     // Forward.
@@ -191,7 +191,7 @@ class Gradient final : public Kernel {
       for (size_t i = 0; i < in.size(); ++i) {
         if (s.node.inputs[i] == ir::kNoValue) continue;
         auto it = values.find(s.node.inputs[i]);
-        if (it == values.end()) return internal_error(node.label(), ": ", s.node.label(), " has an input not computed");
+        if (it == values.end()) return internal_error(s.node.label(), " has an input not computed");
         in[i] = Value(it->second);
         in_ptrs[i] = &in[i];
       }
@@ -203,16 +203,16 @@ class Gradient final : public Kernel {
       if (!st.is_ok()) return std::move(st).with_context(s.node.label());
       for (size_t i = 0; i < out.size(); ++i) {
         if (!out_ptrs[i]) continue;
-        if (!out[i].is_tensor()) return invalid_argument(node.label(), ": ", s.node.label(), " did not produce a tensor");
+        if (!out[i].is_tensor()) return invalid_argument(s.node.label(), " did not produce a tensor");
         values[s.node.outputs[i]] = out[i].tensor();
       }
     }
     // Backward.
     std::unordered_map<ir::ValueId, std::vector<double>> grads;
     auto yit = values.find(y_);
-    if (yit == values.end()) return internal_error(node.label(), ": y was not computed");
+    if (yit == values.end()) return internal_error("y was not computed");
     const Tensor& yt = yit->second;
-    if (!dtype_is_float(yt.dtype())) return invalid_argument(node.label(), ": y must be float, got ", dtype_name(yt.dtype()));
+    if (!dtype_is_float(yt.dtype())) return invalid_argument("y must be float, got ", dtype_name(yt.dtype()));
     grads[y_] = std::vector<double>(static_cast<size_t>(yt.numel()), 1.0);
     for (size_t k = steps_.size(); k-- > 0;) {
       const Step& s = steps_[k];

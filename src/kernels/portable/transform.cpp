@@ -8,7 +8,8 @@
 
 #include "kernels/portable/strided_copy.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -16,7 +17,6 @@ namespace {
 
 using layout::advance;
 using layout::copy_elements;
-using layout::read_ints_input;
 using layout::strided_copy;
 
 constexpr int64_t kParallelBytes = 1 << 17;
@@ -27,32 +27,32 @@ class ConcatKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
     if (init.opset >= 4 && !init.node.has_attr("axis")) {
-      return invalid_argument(init.node.label(), ": attribute 'axis' is missing");
+      return invalid_argument("attribute 'axis' is missing");
     }
-    axis_ = init.node.attr_int("axis", 1);
+    axis_ = init.attr_int("axis", 1);
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, std::max<size_t>(ctx.num_inputs(), 1), ctx.num_inputs()));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, std::max<size_t>(ctx.num_inputs(), 1), ctx.num_inputs()));
     const size_t n = ctx.num_inputs();
-    if (n == 0 || !ctx.has_input(0)) return invalid_argument(ctx.node().label(), ": needs at least one input");
+    if (n == 0 || !ctx.has_input(0)) return invalid_argument("needs at least one input");
     const Tensor& first = ctx.input(0);
     const int64_t rank = static_cast<int64_t>(first.rank());
-    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank, ctx.node()));
+    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank));
     Shape out_shape = first.shape();
     int64_t total = 0;
     for (size_t i = 0; i < n; ++i) {
-      if (!ctx.has_input(i)) return invalid_argument(ctx.node().label(), ": input ", i, " is missing");
+      if (!ctx.has_input(i)) return invalid_argument("input ", i, " is missing");
       const Tensor& t = ctx.input(i);
       if (t.dtype() != first.dtype() || t.rank() != first.rank()) {
-        return invalid_argument(ctx.node().label(), ": input ", i, " ", dtype_name(t.dtype()),
+        return invalid_argument("input ", i, " ", dtype_name(t.dtype()),
                                 t.shape().to_string(), " does not match input 0 ", dtype_name(first.dtype()),
                                 first.shape().to_string());
       }
       for (int64_t d = 0; d < rank; ++d) {
         if (d != axis && t.dim(static_cast<size_t>(d)) != first.dim(static_cast<size_t>(d))) {
-          return invalid_argument(ctx.node().label(), ": input ", i, " has shape ", t.shape().to_string(),
+          return invalid_argument("input ", i, " has shape ", t.shape().to_string(),
                                   ", which differs from input 0 ", first.shape().to_string(),
                                   " outside axis ", axis);
         }
@@ -103,22 +103,22 @@ class ConcatKernel final : public Kernel {
 class SplitKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    axis_ = init.node.attr_int("axis", 0);
+    axis_ = init.attr_int("axis", 0);
     opset_ = init.opset;
     has_attr_split_ = init.node.has_attr("split");
-    attr_split_ = init.node.attr_ints("split");
-    num_outputs_attr_ = init.node.attr_int("num_outputs", 0);
+    attr_split_ = init.attr_ints("split");
+    num_outputs_attr_ = init.attr_int("num_outputs", 0);
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 2));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 1, 2));
     const Tensor& in = ctx.input(0);
     const int64_t rank = static_cast<int64_t>(in.rank());
-    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank, ctx.node()));
+    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank));
     const int64_t dim = in.dim(static_cast<size_t>(axis));
     const size_t nout = ctx.num_outputs();
-    if (nout == 0) return invalid_argument(ctx.node().label(), ": has no outputs");
+    if (nout == 0) return invalid_argument("has no outputs");
     std::vector<int64_t> split;
     bool given = false;
     if (opset_ >= 13 || (opset_ == 1 && ctx.has_input(1))) {
@@ -130,16 +130,16 @@ class SplitKernel final : public Kernel {
     }
     if (given) {
       if (split.size() != nout) {
-        return invalid_argument(ctx.node().label(), ": 'split' has ", split.size(), " entries for ", nout,
+        return invalid_argument("'split' has ", split.size(), " entries for ", nout,
                                 " outputs");
       }
       int64_t sum = 0;
       for (int64_t s : split) {
-        if (s < 0) return invalid_argument(ctx.node().label(), ": 'split' has a negative size ", s);
+        if (s < 0) return invalid_argument("'split' has a negative size ", s);
         sum += s;
       }
       if (sum != dim) {
-        return invalid_argument(ctx.node().label(), ": 'split' sums to ", sum, " but axis ", axis, " has size ",
+        return invalid_argument("'split' sums to ", sum, " but axis ", axis, " has size ",
                                 dim);
       }
     } else {
@@ -150,7 +150,7 @@ class SplitKernel final : public Kernel {
         for (int64_t i = 0; i < parts; ++i) split.push_back(std::clamp(dim - i * chunk, int64_t{0}, chunk));
       } else {
         if (dim % parts != 0) {
-          return invalid_argument(ctx.node().label(), ": axis ", axis, " of size ", dim,
+          return invalid_argument("axis ", axis, " of size ", dim,
                                   " does not split evenly into ", parts, " outputs");
         }
         split.assign(nout, dim / parts);
@@ -192,12 +192,12 @@ class TransposeKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
     has_perm_ = init.node.has_attr("perm");
-    perm_ = init.node.attr_ints("perm");
+    perm_ = init.attr_ints("perm");
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 1, 1));
     const Tensor& in = ctx.input(0);
     const size_t rank = in.rank();
     std::vector<int64_t> perm = perm_;
@@ -206,14 +206,14 @@ class TransposeKernel final : public Kernel {
       for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(rank - 1 - i);
     }
     if (perm.size() != rank) {
-      return invalid_argument(ctx.node().label(), ": 'perm' has ", perm.size(), " entries for input of rank ",
+      return invalid_argument("'perm' has ", perm.size(), " entries for input of rank ",
                               rank);
     }
     std::vector<bool> seen(rank, false);
     for (int64_t& p : perm) {
       if (p < 0) p += static_cast<int64_t>(rank);
       if (p < 0 || p >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(p)]) {
-        return invalid_argument(ctx.node().label(), ": 'perm' is not a permutation of 0..", rank - 1);
+        return invalid_argument("'perm' is not a permutation of 0..", rank - 1);
       }
       seen[static_cast<size_t>(p)] = true;
     }
@@ -240,13 +240,13 @@ class TransposeKernel final : public Kernel {
 class TileKernel final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 2, 2));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 2, 2));
     const Tensor& in = ctx.input(0);
-    if (!ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": input 1 (repeats) is missing");
+    if (!ctx.has_input(1)) return invalid_argument("input 1 (repeats) is missing");
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> reps, read_ints_input(ctx, 1, "repeats"));
     const size_t rank = in.rank();
     if (reps.size() != rank) {
-      return invalid_argument(ctx.node().label(), ": input 1 (repeats) has ", reps.size(),
+      return invalid_argument("input 1 (repeats) has ", reps.size(),
                               " entries for input of rank ", rank);
     }
     Shape out_shape;
@@ -255,16 +255,16 @@ class TileKernel final : public Kernel {
     // Output viewed as [r0, d0, r1, d1, ...]: the repeat dims read with stride 0.
     std::vector<int64_t> dims(2 * rank), src(2 * rank);
     for (size_t i = 0; i < rank; ++i) {
-      if (reps[i] < 0) return invalid_argument(ctx.node().label(), ": input 1 (repeats) has a negative entry");
+      if (reps[i] < 0) return invalid_argument("input 1 (repeats) has a negative entry");
       if (__builtin_mul_overflow(in.dim(i), reps[i], &out_shape[i])) {
-        return invalid_argument(ctx.node().label(), ": input 1 (repeats) makes axis ", i, " overflow");
+        return invalid_argument("input 1 (repeats) makes axis ", i, " overflow");
       }
       dims[2 * i] = reps[i];
       dims[2 * i + 1] = in.dim(i);
       src[2 * i] = 0;
       src[2 * i + 1] = in_strides[i];
     }
-    KILN_RETURN_IF_ERROR(layout::checked_numel(Shape(dims), ctx.node()).status());
+    KILN_RETURN_IF_ERROR(checked_numel(Shape(dims)).status());
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, in.dtype(), out_shape));
     std::vector<int64_t> dst(2 * rank);
     int64_t acc = 1;
@@ -285,7 +285,7 @@ class PadKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
     opset_ = init.opset;
-    const std::string mode = init.node.attr_string("mode", "constant");
+    const std::string mode = init.attr_string("mode", "constant");
     if (mode == "constant") {
       mode_ = PadMode::kConstant;
     } else if (mode == "reflect") {
@@ -295,26 +295,26 @@ class PadKernel final : public Kernel {
     } else if (mode == "wrap") {
       mode_ = PadMode::kWrap;
     } else {
-      return invalid_argument(init.node.label(), ": unknown mode '", mode, "'");
+      return invalid_argument("unknown mode '", mode, "'");
     }
     if (opset_ < 11) {
-      attr_pads_ = init.node.attr_ints(opset_ < 2 ? "paddings" : "pads");
+      attr_pads_ = init.attr_ints(opset_ < 2 ? "paddings" : "pads");
       if (attr_pads_.empty() && !init.node.has_attr(opset_ < 2 ? "paddings" : "pads")) {
-        return invalid_argument(init.node.label(), ": attribute 'pads' is missing");
+        return invalid_argument("attribute 'pads' is missing");
       }
-      attr_value_ = init.node.attr_float("value", 0.f);
+      attr_value_ = init.attr_float("value", 0.f);
     }
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, opset_ >= 11 ? 2 : 1, 4));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, opset_ >= 11 ? 2 : 1, 4));
     const Tensor& in = ctx.input(0);
     const size_t rank = in.rank();
     const DType dt = in.dtype();
     std::vector<int64_t> pads_in = attr_pads_;
     if (opset_ >= 11) {
-      if (!ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": input 1 (pads) is missing");
+      if (!ctx.has_input(1)) return invalid_argument("input 1 (pads) is missing");
       KILN_ASSIGN_OR_RETURN(pads_in, read_ints_input(ctx, 1, "pads"));
     }
     // Opset 18 'axes' input: pads cover only those axes.
@@ -325,17 +325,17 @@ class PadKernel final : public Kernel {
       axes.resize(rank);
       std::iota(axes.begin(), axes.end(), 0);
     } else {
-      KILN_ASSIGN_OR_RETURN(axes, layout::normalize_axes(axes, static_cast<int64_t>(rank), ctx.node()));
+      KILN_ASSIGN_OR_RETURN(axes, normalize_axes(axes, static_cast<int64_t>(rank)));
     }
     if (pads_in.size() != 2 * axes.size()) {
-      return invalid_argument(ctx.node().label(), ": pads has ", pads_in.size(), " entries, expected ",
+      return invalid_argument("pads has ", pads_in.size(), " entries, expected ",
                               2 * axes.size(), " for input of shape ", in.shape().to_string());
     }
     std::vector<int64_t> begin(rank, 0), end(rank, 0);
     for (size_t i = 0; i < axes.size(); ++i) {
       const int64_t b = pads_in[i], e = pads_in[i + axes.size()];
-      if (std::max(std::abs(b), std::abs(e)) > layout::kMaxElements) {
-        return invalid_argument(ctx.node().label(), ": pads ", b, ", ", e, " are out of range");
+      if (std::max(std::abs(b), std::abs(e)) > kMaxElements) {
+        return invalid_argument("pads ", b, ", ", e, " are out of range");
       }
       begin[static_cast<size_t>(axes[i])] = b;
       end[static_cast<size_t>(axes[i])] = e;
@@ -345,13 +345,13 @@ class PadKernel final : public Kernel {
     for (size_t i = 0; i < rank; ++i) {
       out_shape[i] = in.dim(i) + begin[i] + end[i];
       if (out_shape[i] < 0) {
-        return invalid_argument(ctx.node().label(), ": pads make axis ", i, " of size ", in.dim(i), " negative");
+        return invalid_argument("pads make axis ", i, " of size ", in.dim(i), " negative");
       }
       if (mode_ != PadMode::kConstant && in.dim(i) == 0 && out_shape[i] > 0) {
-        return invalid_argument(ctx.node().label(), ": cannot pad empty axis ", i, " in non-constant mode");
+        return invalid_argument("cannot pad empty axis ", i, " in non-constant mode");
       }
     }
-    KILN_RETURN_IF_ERROR(layout::checked_numel(out_shape, ctx.node()).status());
+    KILN_RETURN_IF_ERROR(checked_numel(out_shape).status());
     // The padding value as one element of the input dtype.
     alignas(16) unsigned char value_buf[16] = {};
     std::string value_str;
@@ -362,7 +362,7 @@ class PadKernel final : public Kernel {
       value = &value_str;
     } else if (ctx.has_input(2) && ctx.input(2).numel() >= 1) {
       if (ctx.input(2).dtype() != dt) {
-        return invalid_argument(ctx.node().label(), ": input 2 (constant_value) has dtype ",
+        return invalid_argument("input 2 (constant_value) has dtype ",
                                 dtype_name(ctx.input(2).dtype()), ", expected ", dtype_name(dt));
       }
       std::memcpy(value_buf, ctx.input(2).raw_data(), dtype_size(dt));
@@ -468,20 +468,20 @@ class PadKernel final : public Kernel {
 class DepthToSpaceKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    block_ = init.node.attr_int("blocksize", 0);
-    if (block_ <= 0) return invalid_argument(init.node.label(), ": attribute 'blocksize' must be positive");
-    const std::string mode = init.node.attr_string("mode", "DCR");
-    if (mode != "DCR" && mode != "CRD") return invalid_argument(init.node.label(), ": unknown mode '", mode, "'");
+    block_ = init.attr_int("blocksize", 0);
+    if (block_ <= 0) return invalid_argument("attribute 'blocksize' must be positive");
+    const std::string mode = init.attr_string("mode", "DCR");
+    if (mode != "DCR" && mode != "CRD") return invalid_argument("unknown mode '", mode, "'");
     crd_ = mode == "CRD";
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 1, 1));
     const Tensor& in = ctx.input(0);
     const int64_t b = block_;
     if (in.rank() != 4 || b > in.dim(1) || in.dim(1) % (b * b) != 0) {
-      return invalid_argument(ctx.node().label(), ": input 0 must be [N, C, H, W] with C divisible by ", b * b,
+      return invalid_argument("input 0 must be [N, C, H, W] with C divisible by ", b * b,
                               ", got ", in.shape().to_string());
     }
     const int64_t n = in.dim(0), c = in.dim(1) / (b * b), h = in.dim(2), w = in.dim(3);
@@ -510,17 +510,17 @@ class DepthToSpaceKernel final : public Kernel {
 class SpaceToDepthKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    block_ = init.node.attr_int("blocksize", 0);
-    if (block_ <= 0) return invalid_argument(init.node.label(), ": attribute 'blocksize' must be positive");
+    block_ = init.attr_int("blocksize", 0);
+    if (block_ <= 0) return invalid_argument("attribute 'blocksize' must be positive");
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 1));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 1, 1));
     const Tensor& in = ctx.input(0);
     const int64_t b = block_;
     if (in.rank() != 4 || b > std::max(in.dim(2), in.dim(3)) || in.dim(2) % b != 0 || in.dim(3) % b != 0) {
-      return invalid_argument(ctx.node().label(), ": input 0 must be [N, C, H, W] with H and W divisible by ", b,
+      return invalid_argument("input 0 must be [N, C, H, W] with H and W divisible by ", b,
                               ", got ", in.shape().to_string());
     }
     const int64_t n = in.dim(0), c = in.dim(1), h = in.dim(2) / b, w = in.dim(3) / b;
@@ -543,19 +543,19 @@ class SpaceToDepthKernel final : public Kernel {
 class TriluKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    upper_ = init.node.attr_int("upper", 1) != 0;
+    upper_ = init.attr_int("upper", 1) != 0;
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 1, 2));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 1, 2));
     const Tensor& in = ctx.input(0);
     if (in.rank() < 2) {
-      return invalid_argument(ctx.node().label(), ": input 0 must have rank >= 2, got ", in.shape().to_string());
+      return invalid_argument("input 0 must have rank >= 2, got ", in.shape().to_string());
     }
     int64_t k = 0;
     if (ctx.has_input(1)) {
-      KILN_ASSIGN_OR_RETURN(k, layout::read_int_scalar(ctx, 1, "k"));
+      KILN_ASSIGN_OR_RETURN(k, read_int_scalar(ctx, 1, "k"));
     }
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, in.dtype(), in.shape()));
     const int64_t rows = in.dim(in.rank() - 2), cols = in.dim(in.rank() - 1);
@@ -589,30 +589,30 @@ class TriluKernel final : public Kernel {
 class ReverseSequenceKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    batch_axis_ = init.node.attr_int("batch_axis", 1);
-    time_axis_ = init.node.attr_int("time_axis", 0);
+    batch_axis_ = init.attr_int("batch_axis", 1);
+    time_axis_ = init.attr_int("time_axis", 0);
     if (!((batch_axis_ == 0 && time_axis_ == 1) || (batch_axis_ == 1 && time_axis_ == 0))) {
-      return invalid_argument(init.node.label(), ": batch_axis and time_axis must be 0 and 1 in some order");
+      return invalid_argument("batch_axis and time_axis must be 0 and 1 in some order");
     }
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    KILN_RETURN_IF_ERROR(layout::check_inputs(ctx, 2, 2));
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 2, 2));
     const Tensor& in = ctx.input(0);
     if (in.rank() < 2) {
-      return invalid_argument(ctx.node().label(), ": input 0 must have rank >= 2, got ", in.shape().to_string());
+      return invalid_argument("input 0 must have rank >= 2, got ", in.shape().to_string());
     }
-    if (!ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": input 1 (sequence_lens) is missing");
+    if (!ctx.has_input(1)) return invalid_argument("input 1 (sequence_lens) is missing");
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> lens, read_ints_input(ctx, 1, "sequence_lens"));
     const int64_t batch = in.dim(static_cast<size_t>(batch_axis_)), steps = in.dim(static_cast<size_t>(time_axis_));
     if (static_cast<int64_t>(lens.size()) != batch) {
-      return invalid_argument(ctx.node().label(), ": input 1 (sequence_lens) has ", lens.size(),
+      return invalid_argument("input 1 (sequence_lens) has ", lens.size(),
                               " entries for batch size ", batch);
     }
     for (int64_t l : lens) {
       if (l < 0 || l > steps) {
-        return invalid_argument(ctx.node().label(), ": input 1 (sequence_lens) has ", l, ", outside [0, ", steps,
+        return invalid_argument("input 1 (sequence_lens) has ", l, ", outside [0, ", steps,
                                 "]");
       }
     }

@@ -76,18 +76,18 @@ class VariadicKernel final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
     const size_t n = ctx.num_inputs();
-    if (n == 0) return invalid_argument(ctx.node().label(), ": expected at least one input");
+    if (n == 0) return invalid_argument("expected at least one input");
     std::vector<const Tensor*> ins(n);
     for (size_t i = 0; i < n; ++i) {
       KILN_ASSIGN_OR_RETURN(ins[i], tensor_input(ctx, i));
-      if (i > 0) KILN_RETURN_IF_ERROR(check_same_dtype(ctx, *ins[0], 0, *ins[i], i));
+      if (i > 0) KILN_RETURN_IF_ERROR(check_same_dtype(*ins[0], 0, *ins[i], i));
     }
     Shape shape = ins[0]->shape();
     for (size_t i = 1; i < n; ++i) {
       if (ins[i]->shape() == shape) continue;
       Result<Shape> s = broadcast_shapes(shape, ins[i]->shape());
       if (!s.ok()) {
-        return invalid_argument(ctx.node().label(), ": input ", i, " has shape ", ins[i]->shape().to_string(),
+        return invalid_argument("input ", i, " has shape ", ins[i]->shape().to_string(),
                                 ", which does not broadcast with inputs 0..", i - 1, " (", shape.to_string(), ")");
       }
       shape = *s;
@@ -99,7 +99,7 @@ class VariadicKernel final : public Kernel {
         KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, dt, shape));
         return fold<T>(ctx, ins, out);
       } else {
-        return unsupported_dtype(ctx, 0, dt);
+        return unsupported_dtype(0, dt);
       }
     });
   }

@@ -82,7 +82,11 @@ Result<std::vector<Value>> run_op(const OpCall& call) {
       kernels::portable_registry().find(call.domain, call.op_type, call.opset, dtypes, &why);
   if (!def) return not_found(why);
   kernels::KernelInit init{node, g, infos, call.opset};
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<kernels::Kernel> kernel, def->factory(init));
+  // Errors get the context the runtime gives them ("node Op 'name': ").
+  const std::string context = "node " + node.label();
+  auto made = def->factory(init);
+  if (!made.ok()) return std::move(made).status().with_context(context);
+  std::unique_ptr<kernels::Kernel> kernel = std::move(made).value();
 
   std::vector<const Value*> in_ptrs;
   for (size_t i = 0; i < call.inputs.size(); ++i)
@@ -95,7 +99,8 @@ Result<std::vector<Value>> run_op(const OpCall& call) {
   if (call.threads > 1) pool = std::make_unique<ThreadPool>(call.threads);
   kernels::KernelContext ctx(node, in_ptrs.data(), in_ptrs.size(), out_ptrs.data(), out_ptrs.size(), &alloc,
                              pool.get(), nullptr);
-  KILN_RETURN_IF_ERROR(kernel->compute(ctx));
+  Status st = kernel->compute(ctx);
+  if (!st.is_ok()) return std::move(st).with_context(context);
   // Outputs that alias inputs must not outlive the call's inputs: copy them.
   for (Value& v : outputs)
     if (v.is_tensor() && !v.tensor().owns_memory()) v = Value(v.tensor().clone());

@@ -33,7 +33,8 @@ struct OpCall {
   int threads = 1;
 };
 
-/// Runs the call; returns its outputs, or the error from the factory or compute.
+/// Runs the call; returns its outputs, or the error from the factory or compute
+/// with the context the runtime adds ("node Op 'name': ").
 Result<std::vector<Value>> run_op(const OpCall& call);
 
 /// Shorthand: one output tensor.

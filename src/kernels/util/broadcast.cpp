@@ -1,18 +1,8 @@
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
 
 #include <algorithm>
 
 namespace kiln::kernels {
-
-Result<int64_t> normalize_axis(int64_t axis, int64_t rank, const ir::Node& node) {
-  // Strict: a scalar has no axis. (Callers whose axis may equal the rank,
-  // such as Unsqueeze or a new stacking axis, pass rank + 1.)
-  const int64_t r = std::max<int64_t>(rank, 0);
-  if (axis < -r || axis >= r) {
-    return invalid_argument(node.label(), ": axis ", axis, " is out of range for rank ", rank);
-  }
-  return axis < 0 ? axis + r : axis;
-}
 
 Result<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
   const size_t rank = std::max(a.rank(), b.rank());
@@ -30,6 +20,15 @@ Result<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
     }
   }
   return out;
+}
+
+Result<Shape> broadcast_inputs(const Shape& a, size_t ia, const Shape& b, size_t ib) {
+  Result<Shape> s = broadcast_shapes(a, b);
+  if (!s.ok()) {
+    return invalid_argument("input ", ia, " has shape ", a.to_string(), " and input ", ib, " has shape ",
+                            b.to_string(), ", which do not broadcast");
+  }
+  return s;
 }
 
 Result<Shape> broadcast_shapes(std::span<const Shape* const> shapes) {
@@ -59,44 +58,6 @@ std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
     acc *= in[i];
   }
   return s;
-}
-
-Result<std::vector<int64_t>> to_int64_vector(const Tensor& t) {
-  std::vector<int64_t> v(static_cast<size_t>(t.numel()));
-  Status st;
-  visit_dtype(t.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_integral_v<T>) {
-      const T* d = t.data<T>();
-      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int64_t>(d[i]);
-    } else {
-      st = invalid_argument("expected an integer tensor, got ", dtype_name(t.dtype()));
-    }
-  });
-  if (!st.is_ok()) return st;
-  return v;
-}
-
-Result<std::vector<double>> to_double_vector(const Tensor& t) {
-  std::vector<double> v(static_cast<size_t>(t.numel()));
-  Status st;
-  visit_dtype(t.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
-      const T* d = t.data<T>();
-      for (size_t i = 0; i < v.size(); ++i) {
-        if constexpr (std::is_arithmetic_v<T>) {
-          v[i] = static_cast<double>(d[i]);
-        } else {
-          v[i] = static_cast<double>(static_cast<float>(d[i]));
-        }
-      }
-    } else {
-      st = invalid_argument("expected a numeric tensor, got ", dtype_name(t.dtype()));
-    }
-  });
-  if (!st.is_ok()) return st;
-  return v;
 }
 
 void BroadcastPlan::run_offsets(int64_t r, int64_t* off_a, int64_t* off_b) const {

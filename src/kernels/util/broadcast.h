@@ -1,22 +1,22 @@
-// Small helpers shared by portable kernels: axes, broadcasting, strides and
-// reading integer tensors (shape inputs, axes) whatever their int dtype.
+// Numpy broadcasting and strides: the shape arithmetic shared by kernels.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
 
-#include "kernels/kernel.h"
+#include "kiln/result.h"
+#include "kiln/shape.h"
 
 namespace kiln::kernels {
 
-/// Maps a possibly negative axis into [0, rank); error names the node.
-Result<int64_t> normalize_axis(int64_t axis, int64_t rank, const ir::Node& node);
-
-/// Numpy broadcasting of two shapes; error names both shapes.
+/// Numpy broadcasting of two shapes; the error names both shapes.
 Result<Shape> broadcast_shapes(const Shape& a, const Shape& b);
 /// Numpy broadcasting of several shapes.
 Result<Shape> broadcast_shapes(std::span<const Shape* const> shapes);
+/// Broadcasting of inputs ia and ib (shapes a and b); the error names both inputs.
+Result<Shape> broadcast_inputs(const Shape& a, size_t ia, const Shape& b, size_t ib);
 
 /// Row-major strides of `shape` in elements.
 std::vector<int64_t> contiguous_strides(const Shape& shape);
@@ -24,11 +24,6 @@ std::vector<int64_t> contiguous_strides(const Shape& shape);
 /// Strides to read `in` (rank <= out.rank()) broadcast to `out`: right-aligned,
 /// 0 on broadcast dims. Result has out.rank() entries.
 std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out);
-
-/// Reads an integer (or bool) tensor of any int dtype into int64 values.
-Result<std::vector<int64_t>> to_int64_vector(const Tensor& t);
-/// Reads a float tensor of any float dtype (or int) into double values.
-Result<std::vector<double>> to_double_vector(const Tensor& t);
 
 /// Calls f(offset_a, offset_b, offset_out, count) over `out` in row-major
 /// order, where each call covers `count` contiguous output elements whose

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "onnx/graph_converter.h"
 #include "onnx/test_util.h"
 
 namespace kiln::importer {
@@ -162,13 +163,32 @@ TEST(ImporterTest, ModelWithoutGraphIsNamed) {
 
 TEST(ImporterTest, UnsupportedIrVersionIsNamed) {
   auto m = parse_text(kSmallModel);
-  m.set_ir_version(11);
+  m.set_ir_version(14);
   auto r = import_proto(m);
-  EXPECT_ERROR_HAS(r, "IR version 11");
+  EXPECT_ERROR_HAS(r, "IR version 14");
   EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
   m.clear_ir_version();
   auto none = import_proto(m);
   EXPECT_ERROR_HAS(none, "has no ir_version");
+}
+
+TEST(ImporterTest, NewerIrVersionsAreRefusedOnlyForFeaturesKilnLacks) {
+  auto m = parse_text(kSmallModel);
+  for (int v = 11; v <= 13; ++v) {
+    m.set_ir_version(v);
+    EXPECT_TRUE(import_proto(m).ok()) << "IR version " << v;
+  }
+  // ModelProto.configuration (26) and NodeProto.device_configurations (10):
+  // multi-device execution, which Kiln does not implement.
+  auto with_config = m;
+  with_config.mutable_unknown_fields()->AddLengthDelimited(kModelConfigurationField, "");
+  auto r = import_proto(with_config);
+  EXPECT_ERROR_HAS(r, "ModelProto.configuration");
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+  auto node_config = m;
+  node_config.mutable_graph()->mutable_node(0)->mutable_unknown_fields()->AddLengthDelimited(
+      kNodeDeviceConfigurationsField, "");
+  EXPECT_ERROR_HAS(import_proto(node_config), "device_configurations");
 }
 
 TEST(ImporterTest, OldIrVersionWithoutOpsetImportMeansOpsetOne) {

@@ -597,3 +597,49 @@ TEST(ImporterTest, LargeModelOverSixtyFourMegabytesParses) {
 
 }  // namespace
 }  // namespace kiln::importer
+
+namespace kiln::importer {
+namespace {
+
+using testing::import_text;
+
+// ReduceMean-18 takes axes as an input; libonnx 1.12 knows only ReduceMean-13
+// (one input). Kiln's own schema data (op_versions.cpp) decides.
+TEST(ImporterTest, OpVersionsNewerThanLibonnxUseKilnSchemaData) {
+  auto ok = import_text(R"(
+<ir_version: 10, opset_import: ["" : 18]>
+g (float[2, 3] X, int64[1] A) => (float[2, 1] Y)
+{
+  Y = ReduceMean <keepdims = 1> (X, A)
+}
+)");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  auto bad = import_text(R"(
+<ir_version: 10, opset_import: ["" : 18]>
+g (float[2, 3] X, int64[1] A) => (float[2, 1] Y)
+{
+  Y = ReduceMean <keepdims = 1> (X, A, A)
+}
+)");
+  EXPECT_ERROR_HAS(bad, "ReduceMean-18 takes 1 to 2");
+  auto wrong_attr = import_text(R"(
+<ir_version: 10, opset_import: ["" : 18]>
+g (float[2, 3] X) => (float[2, 3] Y)
+{
+  Y = GroupNormalization <num_groups = 1.5> (X, X, X)
+}
+)");
+  EXPECT_ERROR_HAS(wrong_attr, "attribute 'num_groups' has type FLOAT");
+  // At opset 17 libonnx's ReduceMean-13 still decides.
+  auto old = import_text(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3] X, int64[1] A) => (float[2, 1] Y)
+{
+  Y = ReduceMean <keepdims = 1> (X, A)
+}
+)");
+  EXPECT_ERROR_HAS(old, "ReduceMean-13 takes 1 to 1");
+}
+
+}  // namespace
+}  // namespace kiln::importer

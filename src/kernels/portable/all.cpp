@@ -34,6 +34,7 @@ void register_text_ops(KernelRegistry& r);
 void register_grid_sample_ops(KernelRegistry& r);
 void register_training_ops(KernelRegistry& r);
 void register_random_ops(KernelRegistry& r);
+void register_opset18_ops(KernelRegistry& r);
 
 void register_portable_kernels(KernelRegistry& r) {
   register_resize_ops(r);
@@ -64,6 +65,7 @@ void register_portable_kernels(KernelRegistry& r) {
   register_einsum_ops(r);
   register_det_ops(r);
   register_roi_align_ops(r);
+  register_opset18_ops(r);
 }
 
 }  // namespace kiln::kernels

@@ -35,6 +35,7 @@ void register_grid_sample_ops(KernelRegistry& r);
 void register_training_ops(KernelRegistry& r);
 void register_random_ops(KernelRegistry& r);
 void register_opset18_ops(KernelRegistry& r);
+void register_attention_ops(KernelRegistry& r);
 
 void register_portable_kernels(KernelRegistry& r) {
   register_resize_ops(r);
@@ -66,6 +67,7 @@ void register_portable_kernels(KernelRegistry& r) {
   register_det_ops(r);
   register_roi_align_ops(r);
   register_opset18_ops(r);
+  register_attention_ops(r);
 }
 
 }  // namespace kiln::kernels

@@ -48,6 +48,10 @@ constexpr OpAttr kAttention[] = {{"is_causal", K::kInt},   {"kv_num_heads", K::k
                                  {"softmax_precision", K::kInt}};
 constexpr OpAttr kBitCast[] = {{"to", K::kInt, true}};
 constexpr OpAttr kCum[] = {{"exclusive", K::kInt}, {"reverse", K::kInt}};
+constexpr OpAttr kCausalConv[] = {{"activation", K::kString}};
+constexpr OpAttr kLinearAttention[] = {{"kv_num_heads", K::kInt}, {"q_num_heads", K::kInt}, {"scale", K::kFloat},
+                                       {"update_rule", K::kString}};
+constexpr OpAttr kFlexAttention[] = {{"prob_mod", K::kGraph}, {"scale", K::kFloat}, {"score_mod", K::kGraph}};
 constexpr OpAttr kTensorScatter[] = {{"axis", K::kInt}, {"mode", K::kString}};
 constexpr OpAttr kSwish[] = {{"alpha", K::kFloat}};
 constexpr OpAttr kLabelEncoder[] = {
@@ -87,6 +91,7 @@ const OpVersion kTable[] = {
     {"", "DFT", 20, 1, 3, 1, 1, kDft},
     {"", "GridSample", 20, 2, 2, 1, 1, kGridSample},
     {"", "GroupNormalization", 18, 3, 3, 1, 1, kGroupNorm},
+    {"", "GroupNormalization", 21, 3, 3, 1, 1, kGroupNorm},
     {"", "Col2Im", 18, 3, 3, 1, 1, kCol2Im},
     {"", "CenterCropPad", 18, 2, 2, 1, 1, kAxes},
     {"", "BitwiseAnd", 18, 2, 2, 1, 1, {}},
@@ -111,6 +116,9 @@ const OpVersion kTable[] = {
     {"", "Swish", 24, 1, 1, 1, 1, kSwish},
     {"", "BitCast", 26, 1, 1, 1, 1, kBitCast},
     {"", "CumProd", 26, 2, 2, 1, 1, kCum},
+    {"", "CausalConvWithState", 27, 2, 4, 1, 2, kCausalConv},
+    {"", "LinearAttention", 27, 3, 6, 1, 2, kLinearAttention},
+    {"ai.onnx.preview", "FlexAttention", 1, 3, 3, 1, 1, kFlexAttention},
     {"ai.onnx.ml", "LabelEncoder", 4, 1, 1, 1, 1, kLabelEncoder},
     {"ai.onnx.ml", "TreeEnsemble", 5, 1, 1, 1, 1, kTreeEnsemble},
 };

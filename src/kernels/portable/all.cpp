@@ -36,6 +36,14 @@ void register_training_ops(KernelRegistry& r);
 void register_random_ops(KernelRegistry& r);
 void register_opset18_ops(KernelRegistry& r);
 void register_attention_ops(KernelRegistry& r);
+void register_quantize_linear_ops(KernelRegistry& r);
+void register_opset18_spatial_ops(KernelRegistry& r);
+void register_string_ops_20(KernelRegistry& r);
+void register_ml_ops(KernelRegistry& r);
+void register_causal_conv_ops(KernelRegistry& r);
+void register_linear_attention_ops(KernelRegistry& r);
+void register_regex_ops(KernelRegistry& r);
+void register_image_decoder_ops(KernelRegistry& r);
 
 void register_portable_kernels(KernelRegistry& r) {
   register_resize_ops(r);
@@ -68,6 +76,14 @@ void register_portable_kernels(KernelRegistry& r) {
   register_roi_align_ops(r);
   register_opset18_ops(r);
   register_attention_ops(r);
+  register_quantize_linear_ops(r);
+  register_opset18_spatial_ops(r);
+  register_string_ops_20(r);
+  register_ml_ops(r);
+  register_causal_conv_ops(r);
+  register_linear_attention_ops(r);
+  register_regex_ops(r);
+  register_image_decoder_ops(r);
 }
 
 }  // namespace kiln::kernels

@@ -1,4 +1,4 @@
-// Attention-23/24: scaled dot-product attention with optional mask (bool or
+// Attention-23/24 and RotaryEmbedding-23. Attention: scaled dot-product attention with optional mask (bool or
 // additive), causal masking, KV cache (past/present key and value), grouped
 // query attention, softcap, the qk_matmul_output modes and (24) per-batch
 // non-padded KV lengths. Q/K/V are [B, heads, S, D] or [B, S, heads * D].
@@ -251,10 +251,162 @@ class AttentionKernel final : public Kernel {
   float scale_ = 0.f, softcap_ = 0.f;
 };
 
+// RotaryEmbedding-23: rotates the first rotary_embedding_dim features of each
+// head by the cached angles of its position (halves, or interleaved pairs).
+class RotaryEmbeddingKernel final : public Kernel {
+ public:
+  Status init(const KernelInit& init) {
+    interleaved_ = init.node.attr_int("interleaved", 0) != 0;
+    num_heads_ = init.node.attr_int("num_heads", 0);
+    rotary_dim_ = init.node.attr_int("rotary_embedding_dim", 0);
+    return Status::ok();
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    for (size_t i = 0; i < 3; ++i)
+      if (!ctx.has_input(i)) return invalid_argument(ctx.node().label(), ": input ", i, " is missing");
+    const Tensor& x = ctx.input(0);
+    // Heads works on [B, H, S, D]; a 3-D X is [B, S, H * D].
+    KILN_ASSIGN_OR_RETURN(Heads h, to_heads(x, num_heads_, "X", ctx.node()));
+    const int64_t dim = rotary_dim_ > 0 ? rotary_dim_ : h.d;
+    if (dim > h.d || dim % 2 != 0)
+      return invalid_argument(ctx.node().label(), ": rotary_embedding_dim ", dim, " does not fit head size ", h.d);
+    const std::vector<float> cosv = to_float_vector(ctx.input(1)), sinv = to_float_vector(ctx.input(2));
+    const Tensor& cache = ctx.input(1);
+    const int64_t row = cache.rank() ? cache.dim(cache.rank() - 1) : 0;
+    std::vector<int64_t> pos;
+    if (ctx.has_input(3)) {
+      KILN_ASSIGN_OR_RETURN(pos, to_int64_vector(ctx.input(3)));
+      if (static_cast<int64_t>(pos.size()) != h.b * h.s)
+        return invalid_argument(ctx.node().label(), ": position_ids has ", pos.size(), " values for ", h.b * h.s,
+                                " positions");
+    }
+    const int64_t half = dim / 2, rows = row ? static_cast<int64_t>(cosv.size()) / row : 0;
+    if (row < half) return invalid_argument(ctx.node().label(), ": cos_cache rows are shorter than ", half);
+    for (int64_t b = 0; b < h.b; ++b) {
+      for (int64_t si = 0; si < h.s; ++si) {
+        const int64_t r = pos.empty() ? b * h.s + si : pos[static_cast<size_t>(b * h.s + si)];
+        if (r < 0 || r >= rows) return invalid_argument(ctx.node().label(), ": position ", r, " is outside the cache");
+        const float* c = cosv.data() + r * row;
+        const float* sn = sinv.data() + r * row;
+        for (int64_t hi = 0; hi < h.h; ++hi) {
+          float* e = h.at(b, hi, si);
+          for (int64_t k = 0; k < half; ++k) {
+            float& x1 = interleaved_ ? e[2 * k] : e[k];
+            float& x2 = interleaved_ ? e[2 * k + 1] : e[k + half];
+            const float a = x1, bb = x2;
+            x1 = c[k] * a - sn[k] * bb;
+            x2 = sn[k] * a + c[k] * bb;
+          }
+        }
+      }
+    }
+    KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, x.dtype(), x.shape()));
+    if (x.rank() == 3) {  // back to [B, S, H * D]
+      std::vector<float> t(h.v.size());
+      for (int64_t b = 0; b < h.b; ++b)
+        for (int64_t hi = 0; hi < h.h; ++hi)
+          for (int64_t si = 0; si < h.s; ++si)
+            std::copy(h.at(b, hi, si), h.at(b, hi, si) + h.d, t.data() + ((b * h.s + si) * h.h + hi) * h.d);
+      h.v.swap(t);
+    }
+    from_float_vector(h.v.data(), y);
+    return Status::ok();
+  }
+
+ private:
+  bool interleaved_ = false;
+  int64_t num_heads_ = 0, rotary_dim_ = 0;
+};
+
+// FlexAttention (ai.onnx.preview, 1): scaled dot-product attention over
+// [B, H, S, D] inputs whose float32 scores and probabilities may be
+// rewritten by the score_mod and prob_mod subgraphs (each takes and returns
+// the whole [B, H, Sq, Skv] tensor). K/V heads are shared in groups.
+class FlexAttentionKernel final : public Kernel {
+ public:
+  Status init(const KernelInit& init) {
+    scale_ = init.node.attr_float("scale", 0.f);
+    score_mod_ = init.node.attr_graph("score_mod");
+    prob_mod_ = init.node.attr_graph("prob_mod");
+    return Status::ok();
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    for (size_t i = 0; i < 3; ++i)
+      if (!ctx.has_input(i)) return invalid_argument(ctx.node().label(), ": input ", i, " (Q, K, V) is missing");
+    for (size_t i = 0; i < 3; ++i)
+      if (ctx.input(i).rank() != 4) return invalid_argument(ctx.node().label(), ": Q, K and V must be 4-D");
+    KILN_ASSIGN_OR_RETURN(Heads q, to_heads(ctx.input(0), 0, "Q", ctx.node()));
+    KILN_ASSIGN_OR_RETURN(Heads k, to_heads(ctx.input(1), 0, "K", ctx.node()));
+    KILN_ASSIGN_OR_RETURN(Heads v, to_heads(ctx.input(2), 0, "V", ctx.node()));
+    if (k.b != q.b || v.b != q.b || k.d != q.d || k.h != v.h || k.s != v.s || k.h == 0 || q.h % k.h != 0)
+      return invalid_argument(ctx.node().label(), ": Q, K and V shapes do not fit");
+    const float sq = std::sqrt(scale_ != 0.f ? scale_ : 1.f / std::sqrt(static_cast<float>(q.d)));
+    const int64_t group = q.h / k.h;
+    std::vector<float> scores(static_cast<size_t>(q.b * q.h * q.s * k.s));
+    for (int64_t b = 0; b < q.b; ++b)
+      for (int64_t h = 0; h < q.h; ++h)
+        for (int64_t i = 0; i < q.s; ++i)
+          for (int64_t j = 0; j < k.s; ++j) {
+            const float* qi = q.at(b, h, i);
+            const float* kj = k.at(b, h / group, j);
+            float dot = 0;
+            for (int64_t d = 0; d < q.d; ++d) dot += (qi[d] * sq) * (kj[d] * sq);
+            scores[static_cast<size_t>(((b * q.h + h) * q.s + i) * k.s + j)] = dot;
+          }
+    const Shape shape{q.b, q.h, q.s, k.s};
+    KILN_RETURN_IF_ERROR(apply_mod(ctx, score_mod_, shape, &scores));
+    for (size_t r = 0; r < scores.size(); r += static_cast<size_t>(k.s)) {
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < k.s; ++j) mx = std::max(mx, scores[r + static_cast<size_t>(j)]);
+      double sum = 0;
+      for (int64_t j = 0; j < k.s; ++j) sum += scores[r + static_cast<size_t>(j)] = std::exp(scores[r + static_cast<size_t>(j)] - mx);
+      for (int64_t j = 0; j < k.s; ++j) scores[r + static_cast<size_t>(j)] = static_cast<float>(scores[r + static_cast<size_t>(j)] / sum);
+    }
+    KILN_RETURN_IF_ERROR(apply_mod(ctx, prob_mod_, shape, &scores));
+    std::vector<float> y(static_cast<size_t>(q.b * q.h * q.s * v.d), 0.f);
+    for (int64_t b = 0; b < q.b; ++b)
+      for (int64_t h = 0; h < q.h; ++h)
+        for (int64_t i = 0; i < q.s; ++i) {
+          float* yi = y.data() + ((b * q.h + h) * q.s + i) * v.d;
+          const float* p = scores.data() + ((b * q.h + h) * q.s + i) * k.s;
+          for (int64_t j = 0; j < k.s; ++j) {
+            const float* vj = v.at(b, h / group, j);
+            for (int64_t d = 0; d < v.d; ++d) yi[d] += p[j] * vj[d];
+          }
+        }
+    KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, ctx.input(0).dtype(), Shape{q.b, q.h, q.s, v.d}));
+    from_float_vector(y.data(), out);
+    return Status::ok();
+  }
+
+ private:
+  static Status apply_mod(KernelContext& ctx, const ir::Graph* g, const Shape& shape, std::vector<float>* values) {
+    if (!g) return Status::ok();
+    if (!ctx.subgraphs()) return internal_error(ctx.node().label(), ": no subgraph runner");
+    std::vector<Value> in;
+    in.emplace_back(Tensor::from_vector(*values, shape));
+    KILN_ASSIGN_OR_RETURN(std::vector<Value> out, ctx.subgraphs()->run(*g, in));
+    if (out.empty() || !out[0].is_tensor() || out[0].tensor().numel() != static_cast<int64_t>(values->size()) ||
+        !dtype_is_float(out[0].tensor().dtype()))
+      return invalid_argument(ctx.node().label(), ": a score_mod/prob_mod graph must return one float tensor of shape ",
+                              shape.to_string());
+    *values = to_float_vector(out[0].tensor());
+    return Status::ok();
+  }
+
+  float scale_ = 0.f;
+  const ir::Graph* score_mod_ = nullptr;
+  const ir::Graph* prob_mod_ = nullptr;
+};
+
 }  // namespace
 
 void register_attention_ops(KernelRegistry& r) {
+  r.add({"ai.onnx.preview", "FlexAttention", 1, 1000, kFloatDTypes, 0, make_kernel<FlexAttentionKernel>, 0});
   r.add({"", "Attention", 23, 1000, kFloatDTypes, 0, make_kernel<AttentionKernel>, 0});
+  r.add({"", "RotaryEmbedding", 23, 1000, kFloatDTypes, 0, make_kernel<RotaryEmbeddingKernel>, 0});
 }
 
 }  // namespace kiln::kernels

@@ -1,6 +1,6 @@
 // Small op versions from opsets 18-26 that earlier opsets lack:
-// BitwiseAnd/Or/Xor/Not-18, BitCast-26, CumProd-26, Gelu-20, Swish-24,
-// LpNormalization (all versions) and RMSNormalization-23.
+// BitwiseAnd/Or/Xor/Not-18, BitCast-26, CumProd-26, Gelu-20, Swish-24, Mish-18,
+// LpNormalization (all versions), RMSNormalization-23 and TensorScatter-24.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -190,7 +190,7 @@ class CumProdKernel final : public Kernel {
 
 // ------------------------------------------------------------ Gelu, Swish
 
-enum class Act { kGelu, kGeluTanh, kSwish };
+enum class Act { kGelu, kGeluTanh, kSwish, kMish };
 
 class ActivationKernel final : public Kernel {
  public:
@@ -224,6 +224,7 @@ class ActivationKernel final : public Kernel {
           y[i] = T(0.5) * v * (T(1) + std::tanh(k * (v + T(0.044715) * v * v * v)));
           break;
         case Act::kSwish: y[i] = v / (T(1) + std::exp(-static_cast<T>(alpha_) * v)); break;
+        case Act::kMish: y[i] = v * std::tanh(std::log1p(std::exp(v))); break;
       }
     }
   }
@@ -237,6 +238,10 @@ Result<std::unique_ptr<Kernel>> make_gelu(const KernelInit& init) {
   if (mode != "none" && mode != "tanh")
     return invalid_argument(init.node.label(), ": approximate is '", mode, "'; expected 'none' or 'tanh'");
   return std::unique_ptr<Kernel>(new ActivationKernel(mode == "tanh" ? Act::kGeluTanh : Act::kGelu, 0.f));
+}
+
+Result<std::unique_ptr<Kernel>> make_mish(const KernelInit&) {
+  return std::unique_ptr<Kernel>(new ActivationKernel(Act::kMish, 0.f));
 }
 
 Result<std::unique_ptr<Kernel>> make_swish(const KernelInit& init) {
@@ -351,9 +356,74 @@ class RmsNormKernel final : public Kernel {
   float epsilon_ = 1e-5f;
 };
 
+// ------------------------------------------------------------ TensorScatter
+
+// TensorScatter-24: a KV-cache write. Output = past_cache with update[b]
+// written along `axis` at write_indices[b] + i (mode "circular": modulo the
+// cache length).
+class TensorScatterKernel final : public Kernel {
+ public:
+  Status init(const KernelInit& init) {
+    axis_ = init.node.attr_int("axis", -2);
+    const std::string mode = init.node.attr_string("mode", "linear");
+    if (mode != "linear" && mode != "circular")
+      return invalid_argument(init.node.label(), ": mode '", mode, "' is not linear or circular");
+    circular_ = mode == "circular";
+    return Status::ok();
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    if (!ctx.has_input(0) || !ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": needs past_cache and update");
+    const Tensor& cache = ctx.input(0);
+    const Tensor& upd = ctx.input(1);
+    const auto rank = static_cast<int64_t>(cache.rank());
+    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank, ctx.node()));
+    if (axis == 0 || upd.dtype() != cache.dtype() || upd.rank() != cache.rank() || cache.dtype() == DType::kString)
+      return invalid_argument(ctx.node().label(), ": update ", upd.shape().to_string(), " does not fit past_cache ",
+                              cache.shape().to_string(), " on axis ", axis);
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != axis && upd.dim(static_cast<size_t>(d)) != cache.dim(static_cast<size_t>(d)))
+        return invalid_argument(ctx.node().label(), ": update ", upd.shape().to_string(), " and past_cache ",
+                                cache.shape().to_string(), " differ off axis ", axis);
+    const int64_t batch = cache.dim(0), len = cache.dim(static_cast<size_t>(axis)),
+                  n = upd.dim(static_cast<size_t>(axis));
+    std::vector<int64_t> where(static_cast<size_t>(batch), 0);
+    if (ctx.has_input(2)) {
+      KILN_ASSIGN_OR_RETURN(where, to_int64_vector(ctx.input(2)));
+      if (static_cast<int64_t>(where.size()) != batch)
+        return invalid_argument(ctx.node().label(), ": write_indices has ", where.size(), " values for batch ", batch);
+    }
+    int64_t mid = 1, inner = 1;  // dims between batch and axis, after axis
+    for (int64_t d = 1; d < rank; ++d)
+      if (d < axis) mid *= cache.dim(static_cast<size_t>(d));
+      else if (d > axis) inner *= cache.dim(static_cast<size_t>(d));
+    KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, cache.dtype(), cache.shape()));
+    const size_t e = dtype_size(cache.dtype());
+    if (cache.nbytes()) std::memcpy(y->raw_data(), cache.raw_data(), cache.nbytes());
+    auto* dst = static_cast<uint8_t*>(y->raw_data());
+    const auto* src = static_cast<const uint8_t*>(upd.raw_data());
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t m = 0; m < mid; ++m)
+        for (int64_t i = 0; i < n; ++i) {
+          int64_t at = where[static_cast<size_t>(b)] + i;
+          if (circular_) at = ((at % len) + len) % len;
+          if (at < 0 || at >= len)
+            return invalid_argument(ctx.node().label(), ": write position ", at, " is outside the cache of ", len);
+          std::memcpy(dst + static_cast<size_t>(((b * mid + m) * len + at) * inner) * e,
+                      src + static_cast<size_t>(((b * mid + m) * n + i) * inner) * e, static_cast<size_t>(inner) * e);
+        }
+    return Status::ok();
+  }
+
+ private:
+  int64_t axis_ = -2;
+  bool circular_ = false;
+};
+
 }  // namespace
 
 void register_opset18_ops(KernelRegistry& r) {
+  r.add({"", "TensorScatter", 24, 1000, kAllDTypes & ~dtype_bit(DType::kString), 0, make_kernel<TensorScatterKernel>, 0});
   r.add({"", "BitwiseAnd", 18, 1000, kBitwiseTypes, 0, make_kernel<BitwiseKernel<BitOp::kAnd>>, 0});
   r.add({"", "BitwiseOr", 18, 1000, kBitwiseTypes, 0, make_kernel<BitwiseKernel<BitOp::kOr>>, 0});
   r.add({"", "BitwiseXor", 18, 1000, kBitwiseTypes, 0, make_kernel<BitwiseKernel<BitOp::kXor>>, 0});
@@ -362,6 +432,7 @@ void register_opset18_ops(KernelRegistry& r) {
   r.add({"", "CumProd", 26, 1000, kNumericDTypes, 0, make_kernel<CumProdKernel>, 0});
   r.add({"", "Gelu", 20, 1000, kFloatDTypes, 0, make_gelu, 0});
   r.add({"", "Swish", 24, 1000, kFloatDTypes, 0, make_swish, 0});
+  r.add({"", "Mish", 18, 1000, kFloatDTypes, 0, make_mish, 0});
   r.add({"", "LpNormalization", 1, 1000, kFloatDTypes, 0, make_kernel<LpNormKernel>, 0});
   r.add({"", "RMSNormalization", 23, 1000, kFloatDTypes, 0, make_kernel<RmsNormKernel>, 0});
 }

@@ -44,6 +44,7 @@ void register_causal_conv_ops(KernelRegistry& r);
 void register_linear_attention_ops(KernelRegistry& r);
 void register_regex_ops(KernelRegistry& r);
 void register_image_decoder_ops(KernelRegistry& r);
+void register_deform_conv_ops(KernelRegistry& r);
 
 void register_portable_kernels(KernelRegistry& r) {
   register_resize_ops(r);
@@ -84,6 +85,7 @@ void register_portable_kernels(KernelRegistry& r) {
   register_linear_attention_ops(r);
   register_regex_ops(r);
   register_image_decoder_ops(r);
+  register_deform_conv_ops(r);
 }
 
 }  // namespace kiln::kernels

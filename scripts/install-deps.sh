@@ -11,6 +11,7 @@ pkgs=(
   build-essential cmake ninja-build pkg-config
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata python3-onnx
   libflatbuffers-dev flatbuffers-compiler
+  libre2-dev libjpeg-dev libpng-dev
   libxnnpack-dev libpthreadpool-dev libcpuinfo-dev
   libdnnl-dev libdnnl2
   libgtest-dev libgmock-dev libbenchmark-dev

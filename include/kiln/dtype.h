@@ -30,8 +30,22 @@ enum class DType : uint8_t {
   kComplex64 = 14,
   kComplex128 = 15,
   kBFloat16 = 16,
+  // Low-precision types of ONNX IR 9 to 12. In memory every element takes
+  // one byte (the 4-bit and 2-bit ones in its low bits: int4/int2 sign-
+  // extended); only TensorProto data packs them (2 or 4 per byte, the first
+  // element in the lowest bits), as ONNX specifies.
+  kFloat8E4M3FN = 17,
+  kFloat8E4M3FNUZ = 18,
+  kFloat8E5M2 = 19,
+  kFloat8E5M2FNUZ = 20,
+  kUInt4 = 21,
+  kInt4 = 22,
+  kFloat4E2M1 = 23,
+  kFloat8E8M0 = 24,
+  kUInt2 = 25,
+  kInt2 = 26,
 };
-inline constexpr int kNumDTypes = 17;
+inline constexpr int kNumDTypes = 27;
 
 /// Bytes per element; sizeof(std::string) for kString, 0 for kUndefined.
 size_t dtype_size(DType t);
@@ -43,13 +57,22 @@ DType dtype_from_name(std::string_view name);
 bool dtype_is_float(DType t);     ///< float16/bfloat16/float32/float64
 bool dtype_is_integer(DType t);   ///< signed or unsigned integer (not bool)
 bool dtype_is_signed(DType t);    ///< signed integer or float
+/// float8 (4 kinds and E8M0), float4, int4/uint4, int2/uint2.
+bool dtype_is_low_precision(DType t);
+/// Bits of one element in packed TensorProto storage: 4 for int4/uint4/
+/// float4e2m1, 2 for int2/uint2, else 8 * dtype_size (0 for strings).
+int dtype_packed_bits(DType t);
 
 /// A set of dtypes as a bit mask (bit i = DType value i).
 using DTypeSet = uint32_t;
 constexpr DTypeSet dtype_bit(DType t) { return DTypeSet{1} << static_cast<int>(t); }
 template <class... T>
 constexpr DTypeSet dtype_set(T... t) { return (dtype_bit(t) | ... | 0u); }
-inline constexpr DTypeSet kAllDTypes = 0x1fffeu;
+/// Every dtype (bits 1 to kNumDTypes - 1).
+inline constexpr DTypeSet kAllDTypes = 0x7fffffeu;
+/// The types Kiln had before the low-precision ones (bits 1 to 16).
+inline constexpr DTypeSet kClassicDTypes = 0x1fffeu;
+inline constexpr DTypeSet kLowPrecisionDTypes = kAllDTypes & ~kClassicDTypes;
 inline constexpr DTypeSet kFloatDTypes =
     dtype_set(DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16);
 inline constexpr DTypeSet kIntDTypes =

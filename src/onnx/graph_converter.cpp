@@ -262,6 +262,9 @@ Status Converter::nodes(onnx::GraphProto& g, const onnx::GraphProto* typed, cons
 Status Converter::node(onnx::NodeProto& n, const onnx::NodeProto* typed, const Scope& scope, const OpsetMap& opsets,
                        bool closed, ir::Node* out) {
   if (n.op_type().empty()) return invalid_argument("the node has no op_type");
+  if (has_unknown_field(n, kNodeDeviceConfigurationsField))
+    return unimplemented("the node has device_configurations (multi-device execution, IR version 11), which "
+                         "Kiln does not implement");
   out->name = n.name();
   out->op_type = n.op_type();
   out->domain = normalize_domain(n.domain());
@@ -487,6 +490,13 @@ std::string function_overload(const onnx::FunctionProto& function) {
   std::string s;
   for_each_unknown(function, 13, [&](const std::string& bytes) { s = bytes; });
   return s;
+}
+
+bool has_unknown_field(const google::protobuf::Message& m, int number) {
+  const google::protobuf::UnknownFieldSet& set = m.GetReflection()->GetUnknownFields(m);
+  for (int i = 0; i < set.field_count(); ++i)
+    if (set.field(i).number() == number) return true;
+  return false;
 }
 
 std::string node_overload(const onnx::NodeProto& node) {

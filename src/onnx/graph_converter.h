@@ -67,4 +67,12 @@ std::vector<onnx::AttributeProto> function_attribute_defaults(const onnx::Functi
 std::string function_overload(const onnx::FunctionProto& function);
 std::string node_overload(const onnx::NodeProto& node);
 
+/// Fields of newer ONNX IR versions that ONNX 1.12's protobuf schema keeps
+/// as unknown fields and that Kiln refuses (it does not implement them):
+/// multi-device execution, IR version 11.
+inline constexpr int kNodeDeviceConfigurationsField = 10;  // NodeProto.device_configurations
+inline constexpr int kModelConfigurationField = 26;        // ModelProto.configuration
+/// Whether `m` carries unknown field `number` (read past ONNX 1.12's schema).
+bool has_unknown_field(const google::protobuf::Message& m, int number);
+
 }  // namespace kiln::importer

@@ -87,6 +87,11 @@ Result<ir::Model> import_proto(onnx::ModelProto& m, const ImportOptions& options
   if (m.ir_version() < kMinIrVersion || m.ir_version() > kMaxIrVersion)
     return unimplemented("the model has IR version ", m.ir_version(), "; Kiln supports IR versions ", kMinIrVersion,
                          " to ", kMaxIrVersion);
+  // A newer IR version alone is no reason to refuse: only the features Kiln
+  // does not implement are (the node-level ones are checked per node).
+  if (has_unknown_field(m, kModelConfigurationField))
+    return unimplemented("the model has a device configuration (ModelProto.configuration: multi-device execution, "
+                         "IR version 11), which Kiln does not implement");
   if (!m.has_graph()) return invalid_argument("the model has no graph");
   KILN_ASSIGN_OR_RETURN(OpsetMap opsets, model_opsets(m));
 

@@ -51,9 +51,11 @@ struct ImportOptions {
   std::function<bool(const std::string& domain, const std::string& op, int opset)> has_kernel;
 };
 
-/// IR versions the importer accepts (ONNX 1.0 to 1.16 write 1 to 10).
+/// IR versions the importer accepts (ONNX 1.0 to 1.22 write 1 to 13). A model
+/// of a newer IR version is refused only when it uses a feature Kiln does not
+/// implement (multi-device configurations), with an error naming it.
 inline constexpr int64_t kMinIrVersion = 1;
-inline constexpr int64_t kMaxIrVersion = 10;
+inline constexpr int64_t kMaxIrVersion = 13;
 
 /// Parses and converts a model file. Errors name what is wrong (file
 /// missing, not an ONNX model, truncated, a node or tensor that is invalid).

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "onnx/graph_converter.h"
 #include "onnx/test_util.h"
 
 namespace kiln::importer {
@@ -162,13 +163,32 @@ TEST(ImporterTest, ModelWithoutGraphIsNamed) {
 
 TEST(ImporterTest, UnsupportedIrVersionIsNamed) {
   auto m = parse_text(kSmallModel);
-  m.set_ir_version(11);
+  m.set_ir_version(14);
   auto r = import_proto(m);
-  EXPECT_ERROR_HAS(r, "IR version 11");
+  EXPECT_ERROR_HAS(r, "IR version 14");
   EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
   m.clear_ir_version();
   auto none = import_proto(m);
   EXPECT_ERROR_HAS(none, "has no ir_version");
+}
+
+TEST(ImporterTest, NewerIrVersionsAreRefusedOnlyForFeaturesKilnLacks) {
+  auto m = parse_text(kSmallModel);
+  for (int v = 11; v <= 13; ++v) {
+    m.set_ir_version(v);
+    EXPECT_TRUE(import_proto(m).ok()) << "IR version " << v;
+  }
+  // ModelProto.configuration (26) and NodeProto.device_configurations (10):
+  // multi-device execution, which Kiln does not implement.
+  auto with_config = m;
+  with_config.mutable_unknown_fields()->AddLengthDelimited(kModelConfigurationField, "");
+  auto r = import_proto(with_config);
+  EXPECT_ERROR_HAS(r, "ModelProto.configuration");
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+  auto node_config = m;
+  node_config.mutable_graph()->mutable_node(0)->mutable_unknown_fields()->AddLengthDelimited(
+      kNodeDeviceConfigurationsField, "");
+  EXPECT_ERROR_HAS(import_proto(node_config), "device_configurations");
 }
 
 TEST(ImporterTest, OldIrVersionWithoutOpsetImportMeansOpsetOne) {
@@ -550,9 +570,9 @@ g (float[N] X) => (float[?] Y)
 
 TEST(ImporterTest, UnsupportedInputElementTypeIsNamed) {
   auto m = parse_text(kSmallModel);
-  m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(17);
+  m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(40);
   auto r = import_proto(m);
-  EXPECT_ERROR_HAS(r, "graph input 'X': element type 17 (FLOAT8E4M3FN) is not supported");
+  EXPECT_ERROR_HAS(r, "graph input 'X': element type 40 (unknown) is not supported");
 }
 
 TEST(ImporterTest, LargeModelOverSixtyFourMegabytesParses) {
@@ -573,6 +593,52 @@ TEST(ImporterTest, LargeModelOverSixtyFourMegabytesParses) {
   ASSERT_NE(w, nullptr);
   EXPECT_EQ(w->numel(), 20 * 1000 * 1000);
   EXPECT_EQ(w->data<float>()[19999999], 1.5f);
+}
+
+}  // namespace
+}  // namespace kiln::importer
+
+namespace kiln::importer {
+namespace {
+
+using testing::import_text;
+
+// ReduceMean-18 takes axes as an input; libonnx 1.12 knows only ReduceMean-13
+// (one input). Kiln's own schema data (op_versions.cpp) decides.
+TEST(ImporterTest, OpVersionsNewerThanLibonnxUseKilnSchemaData) {
+  auto ok = import_text(R"(
+<ir_version: 10, opset_import: ["" : 18]>
+g (float[2, 3] X, int64[1] A) => (float[2, 1] Y)
+{
+  Y = ReduceMean <keepdims = 1> (X, A)
+}
+)");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  auto bad = import_text(R"(
+<ir_version: 10, opset_import: ["" : 18]>
+g (float[2, 3] X, int64[1] A) => (float[2, 1] Y)
+{
+  Y = ReduceMean <keepdims = 1> (X, A, A)
+}
+)");
+  EXPECT_ERROR_HAS(bad, "ReduceMean-18 takes 1 to 2");
+  auto wrong_attr = import_text(R"(
+<ir_version: 10, opset_import: ["" : 18]>
+g (float[2, 3] X) => (float[2, 3] Y)
+{
+  Y = GroupNormalization <num_groups = 1.5> (X, X, X)
+}
+)");
+  EXPECT_ERROR_HAS(wrong_attr, "attribute 'num_groups' has type FLOAT");
+  // At opset 17 libonnx's ReduceMean-13 still decides.
+  auto old = import_text(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3] X, int64[1] A) => (float[2, 1] Y)
+{
+  Y = ReduceMean <keepdims = 1> (X, A)
+}
+)");
+  EXPECT_ERROR_HAS(old, "ReduceMean-13 takes 1 to 1");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <vector>
 
 #include "onnx/external_data.h"
 
@@ -59,6 +60,11 @@ TypedField typed_field(const onnx::TensorProto& p, DType dtype) {
     case DType::kUInt64: return {"uint64_data", p.uint64_data_size(), 1};
     case DType::kString: return {"string_data", p.string_data_size(), 1};
     case DType::kUndefined: break;
+    default:
+      // Low-precision types: one value per int32 (float8), or one packed
+      // byte per int32 (4-bit and 2-bit types).
+      if (dtype_is_low_precision(dtype)) return {"int32_data", p.int32_data_size(), 1};
+      break;
   }
   return {"(none)", 0, 1};
 }
@@ -131,8 +137,56 @@ Status copy_typed(const onnx::TensorProto& p, Tensor& t) {
       break;
     }
     case DType::kUndefined: return internal_error("copy_typed: undefined dtype");
+    default: return internal_error("copy_typed: low-precision dtype ", dtype_name(t.dtype()));
   }
   return Status::ok();
+}
+
+// Bytes of `numel` elements of `dtype` in TensorProto data (packed for the
+// 4-bit and 2-bit types).
+size_t packed_bytes(DType dtype, int64_t numel) {
+  const int bits = dtype_packed_bits(dtype);
+  return bits >= 8 ? static_cast<size_t>(numel) * dtype_size(dtype)
+                   : (static_cast<size_t>(numel) * static_cast<size_t>(bits) + 7) / 8;
+}
+
+// Packed bytes (first element in the lowest bits) -> one byte per element;
+// int4/int2 sign-extended.
+void unpack_elements(DType dtype, const uint8_t* packed, int64_t n, uint8_t* out) {
+  const int bits = dtype_packed_bits(dtype);
+  if (bits >= 8) {
+    if (n) std::memcpy(out, packed, static_cast<size_t>(n));
+    return;
+  }
+  const int per_byte = 8 / bits;
+  const unsigned mask = (1u << bits) - 1;
+  const bool sign = dtype == DType::kInt4 || dtype == DType::kInt2;
+  for (int64_t i = 0; i < n; ++i) {
+    unsigned v = (packed[i / per_byte] >> ((i % per_byte) * bits)) & mask;
+    if (sign && (v >> (bits - 1))) v |= ~mask;
+    out[i] = static_cast<uint8_t>(v);
+  }
+}
+
+Result<Tensor> low_precision_from_proto(const onnx::TensorProto& p, DType dtype, const Shape& shape, int64_t numel,
+                                        const std::string& what) {
+  const size_t want = packed_bytes(dtype, numel);
+  std::vector<uint8_t> bytes;
+  if (p.has_raw_data() && !(p.raw_data().empty() && p.int32_data_size() > 0)) {
+    if (p.raw_data().size() != want)
+      return invalid_argument(what, " has raw_data of ", p.raw_data().size(), " bytes, but ", numel, " elements of ",
+                              onnx_dtype_name(p.data_type()), " need ", want, " bytes");
+    bytes.assign(p.raw_data().begin(), p.raw_data().end());
+  } else {
+    if (static_cast<size_t>(p.int32_data_size()) != want)
+      return invalid_argument(what, " has ", numel, " elements of ", onnx_dtype_name(p.data_type()),
+                              " (", want, " stored values) but int32_data holds ", p.int32_data_size(), " values");
+    bytes.resize(want);
+    for (size_t i = 0; i < want; ++i) bytes[i] = static_cast<uint8_t>(p.int32_data(static_cast<int>(i)) & 0xff);
+  }
+  Tensor t = Tensor::allocate(dtype, shape);
+  unpack_elements(dtype, bytes.data(), numel, static_cast<uint8_t*>(t.raw_data()));
+  return t;
 }
 
 }  // namespace
@@ -164,12 +218,15 @@ const char* onnx_dtype_name(int64_t data_type) {
     case 21: return "UINT4";
     case 22: return "INT4";
     case 23: return "FLOAT4E2M1";
+    case 24: return "FLOAT8E8M0";
+    case 25: return "UINT2";
+    case 26: return "INT2";
     default: return "unknown";
   }
 }
 
 Result<DType> dtype_from_onnx(int64_t data_type) {
-  if (data_type >= 1 && data_type <= 16) return static_cast<DType>(data_type);
+  if (data_type >= 1 && data_type < kNumDTypes) return static_cast<DType>(data_type);
   if (data_type == 0) return invalid_argument("element type is UNDEFINED (0)");
   return unimplemented("element type ", data_type, " (", onnx_dtype_name(data_type), ") is not supported");
 }
@@ -211,12 +268,22 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& p, ExternalData* exter
     return unimplemented(what, " is segmented (TensorProto.segment), which is not supported");
 
   if (p.data_location() == onnx::TensorProto::EXTERNAL) {
+    if (dtype_packed_bits(dtype) < 8 && dtype != DType::kString)
+      return unimplemented(what, " keeps packed ", onnx_dtype_name(p.data_type()),
+                           " values in external data, which Kiln does not read yet");
     if (dtype == DType::kString)
       return invalid_argument(what, " is a STRING tensor stored as external data, which ONNX does not allow");
     if (!external) return invalid_argument(what, " is stored as external data, but no model folder is known here");
     return external->load(p, dtype, shape, nbytes);
   }
 
+  if (dtype_is_low_precision(dtype)) {
+    try {
+      return low_precision_from_proto(p, dtype, shape, numel, what);
+    } catch (const std::bad_alloc&) {
+      return make_status(StatusCode::kOutOfRange, what, ": out of memory allocating ", nbytes, " bytes");
+    }
+  }
   const TypedField field = typed_field(p, dtype);
   const bool use_raw = p.has_raw_data() && !(p.raw_data().empty() && field.count > 0);
   try {
@@ -328,6 +395,16 @@ Status tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorPro
   if (t.dtype() == DType::kString) {
     const auto* s = t.data<std::string>();
     for (int64_t i = 0; i < t.numel(); ++i) out->add_string_data(s[i]);
+  } else if (dtype_packed_bits(t.dtype()) < 8) {
+    const int bits = dtype_packed_bits(t.dtype());
+    const int per_byte = 8 / bits;
+    std::string packed(packed_bytes(t.dtype(), t.numel()), '\0');
+    const auto* e = static_cast<const uint8_t*>(t.raw_data());
+    for (int64_t i = 0; i < t.numel(); ++i)
+      packed[static_cast<size_t>(i / per_byte)] = static_cast<char>(
+          static_cast<uint8_t>(packed[static_cast<size_t>(i / per_byte)]) |
+          ((e[i] & ((1u << bits) - 1)) << ((i % per_byte) * bits)));
+    out->set_raw_data(std::move(packed));
   } else {
     out->set_raw_data(static_cast<const char*>(t.raw_data()), t.nbytes());
   }

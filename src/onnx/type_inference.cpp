@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "onnx/defs/schema.h"
+#include "onnx/op_versions.h"
 #include "onnx/shape_inference/implementation.h"
 #include "kiln/child_process.h"
 
@@ -80,10 +81,30 @@ class DataStash {
   std::deque<Entry> entries_;  // stable addresses
 };
 
-std::unique_ptr<onnx::ModelProto> copy_for_inference(onnx::ModelProto& m) {
+// A domain no schema has: libonnx's inference leaves nodes moved into it
+// untyped instead of applying an older version's inference to them.
+constexpr const char* kHiddenDomain = "kiln.hidden";
+
+void hide_newer_versions(onnx::GraphProto* g, const OpsetMap& opsets) {
+  for (auto& n : *g->mutable_node()) {
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_g()) hide_newer_versions(a.mutable_g(), opsets);
+      for (auto& sub : *a.mutable_graphs()) hide_newer_versions(&sub, opsets);
+    }
+    if (kiln_op_version(n, opsets)) n.set_domain(kHiddenDomain);
+  }
+}
+
+std::unique_ptr<onnx::ModelProto> copy_for_inference(onnx::ModelProto& m, const OpsetMap& opsets) {
   auto copy = std::make_unique<onnx::ModelProto>();
-  DataStash stash(m);
-  copy->CopyFrom(m);
+  {
+    DataStash stash(m);
+    copy->CopyFrom(m);
+  }
+  hide_newer_versions(copy->mutable_graph(), opsets);
+  auto* hidden = copy->add_opset_import();
+  hidden->set_domain(kHiddenDomain);
+  hidden->set_version(1);
   return copy;
 }
 
@@ -117,10 +138,72 @@ std::string node_label(const onnx::NodeProto& n) {
 
 }  // namespace
 
+namespace {
+
+AttrKind attr_kind(onnx::AttributeProto::AttributeType t, bool* known) {
+  *known = true;
+  switch (t) {
+    case onnx::AttributeProto::INT: return AttrKind::kInt;
+    case onnx::AttributeProto::FLOAT: return AttrKind::kFloat;
+    case onnx::AttributeProto::STRING: return AttrKind::kString;
+    case onnx::AttributeProto::INTS: return AttrKind::kInts;
+    case onnx::AttributeProto::FLOATS: return AttrKind::kFloats;
+    case onnx::AttributeProto::STRINGS: return AttrKind::kStrings;
+    case onnx::AttributeProto::TENSOR: return AttrKind::kTensor;
+    case onnx::AttributeProto::GRAPH: return AttrKind::kGraph;
+    default: *known = false; return AttrKind::kInt;
+  }
+}
+
+// The node against Kiln's own data for an op version libonnx does not know.
+Status check_against(const onnx::NodeProto& n, const OpVersion& v, int n_in, int n_out) {
+  const std::string label = "node " + node_label(n);
+  if (n_in < v.min_inputs || n_in > v.max_inputs)
+    return invalid_argument(label, " has ", n_in, " inputs; ", n.op_type(), "-", v.since_version, " takes ",
+                            v.min_inputs, " to ", v.max_inputs);
+  if (n_out < v.min_outputs || n_out > v.max_outputs)
+    return invalid_argument(label, " has ", n_out, " outputs; ", n.op_type(), "-", v.since_version, " produces ",
+                            v.min_outputs, " to ", v.max_outputs);
+  for (const OpAttr& attr : v.attributes) {
+    const onnx::AttributeProto* given = nullptr;
+    for (const auto& a : n.attribute())
+      if (a.name() == attr.name) given = &a;
+    if (!given) {
+      if (attr.required) return invalid_argument(label, ": required attribute '", attr.name, "' is missing");
+      continue;
+    }
+    if (!given->ref_attr_name().empty()) continue;
+    bool known = false;
+    const AttrKind kind = attr_kind(attribute_type(*given), &known);
+    if (!known || kind != attr.kind)
+      return invalid_argument(label, ": attribute '", attr.name, "' has type ",
+                              onnx::AttributeProto::AttributeType_Name(attribute_type(*given)),
+                              ", which ", n.op_type(), "-", v.since_version, " does not take");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+const OpVersion* kiln_op_version(const onnx::NodeProto& n, const OpsetMap& opsets) {
+  const std::string domain = normalize_domain(n.domain());
+  auto v = opsets.find(domain);
+  if (v == opsets.end()) return nullptr;
+  const OpVersion* own = find_op_version(domain, n.op_type(), v->second);
+  if (!own) return nullptr;
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), v->second, domain);
+  return !schema || schema->SinceVersion() < own->since_version ? own : nullptr;
+}
+
 Status check_node_schema(const onnx::NodeProto& n, const OpsetMap& opsets) {
   const std::string domain = normalize_domain(n.domain());
   auto v = opsets.find(domain);
-  if (v != opsets.end()) {
+  if (const OpVersion* own = kiln_op_version(n, opsets)) {
+    int n_in = n.input_size(), n_out = n.output_size();
+    while (n_in > 0 && n.input(n_in - 1).empty()) --n_in;
+    while (n_out > 0 && n.output(n_out - 1).empty()) --n_out;
+    KILN_RETURN_IF_ERROR(check_against(n, *own, n_in, n_out));
+  } else if (v != opsets.end()) {
     if (const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), v->second, domain)) {
       const std::string label = "node " + node_label(n);
       // Trailing empty names are omitted optionals: they do not count.
@@ -242,10 +325,10 @@ bool shape_inputs_typed(const onnx::GraphProto& g, std::vector<const NameSet*>* 
 // down, so inference runs in a forked child that sends the typed copy back
 // through a pipe. When the child dies, the model is imported without inferred
 // types: the runtime then plans memory from the sizes it observes.
-std::unique_ptr<onnx::ModelProto> run(onnx::ModelProto& m, bool data_propagation) {
+std::unique_ptr<onnx::ModelProto> run(onnx::ModelProto& m, const OpsetMap& opsets, bool data_propagation) {
   std::unique_ptr<onnx::ModelProto> copy;
   try {
-    copy = copy_for_inference(m);  // without initializer data: small to send back
+    copy = copy_for_inference(m, opsets);  // without initializer data: small to send back
     (void)onnx::OpSchemaRegistry::Instance();  // built once in the parent, shared with children
   } catch (...) {
     return nullptr;
@@ -284,16 +367,16 @@ std::unique_ptr<onnx::ModelProto> infer_types(onnx::ModelProto& model, const Ops
     for (const auto& f : model.functions()) {
       onnx::GraphProto body;
       *body.mutable_node() = f.node();
-      if (has_shape_node(body)) return run(model, /*data_propagation=*/false);
+      if (has_shape_node(body)) return run(model, opsets, /*data_propagation=*/false);
     }
     if (!has_shape_node(model.graph())) {
-      auto typed = run(model, /*data_propagation=*/true);
-      return typed ? std::move(typed) : run(model, /*data_propagation=*/false);
+      auto typed = run(model, opsets, /*data_propagation=*/true);
+      return typed ? std::move(typed) : run(model, opsets, /*data_propagation=*/false);
     }
-    auto plain = run(model, /*data_propagation=*/false);
+    auto plain = run(model, opsets, /*data_propagation=*/false);
     std::vector<const NameSet*> chain;
     if (!plain || !shape_inputs_typed(plain->graph(), &chain)) return plain;
-    auto typed = run(model, /*data_propagation=*/true);
+    auto typed = run(model, opsets, /*data_propagation=*/true);
     return typed ? std::move(typed) : std::move(plain);
   } catch (...) {
     return nullptr;

@@ -35,4 +35,10 @@ std::unique_ptr<onnx::ModelProto> infer_types(onnx::ModelProto& model, const Ops
 Status check_schemas(const onnx::GraphProto& g, const OpsetMap& opsets);
 Status check_node_schema(const onnx::NodeProto& n, const OpsetMap& opsets);
 
+struct OpVersion;
+/// Kiln's own schema data for `n` (op_versions.h) when it decides: the op
+/// version the model's opset selects is newer than what libonnx knows, or
+/// libonnx lacks the op. Null when libonnx's schema (or none) applies.
+const OpVersion* kiln_op_version(const onnx::NodeProto& n, const OpsetMap& opsets);
+
 }  // namespace kiln::importer

@@ -159,6 +159,8 @@ std::string format_element(const Tensor& t, int64_t i) {
   return visit_dtype(t.dtype(), [&](auto tag) -> std::string {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, UnsupportedDType>) {
+      // Low-precision types (one byte each in memory): the stored code.
+      if (dtype_is_low_precision(t.dtype())) return "code " + std::to_string(static_cast<const uint8_t*>(t.raw_data())[i]);
       return "?";
     } else {
       const T& v = t.data<T>()[i];

@@ -45,7 +45,16 @@ std::string compare_tensors(const Tensor& got, const Tensor& expected, const Tol
   visit_dtype(got.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, UnsupportedDType>) {
-      supported = false;
+      // Low-precision types (float8, int4, ...: one byte each): exact codes.
+      supported = dtype_is_low_precision(got.dtype());
+      const auto* a = static_cast<const uint8_t*>(got.raw_data());
+      const auto* e = static_cast<const uint8_t*>(expected.raw_data());
+      for (int64_t i = 0; supported && i < n; ++i) {
+        if (a[i] != e[i]) {
+          if (first < 0) first = i;
+          ++count;
+        }
+      }
     } else {
       const T* a = got.data<T>();
       const T* e = expected.data<T>();

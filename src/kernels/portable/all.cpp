@@ -34,6 +34,17 @@ void register_text_ops(KernelRegistry& r);
 void register_grid_sample_ops(KernelRegistry& r);
 void register_training_ops(KernelRegistry& r);
 void register_random_ops(KernelRegistry& r);
+void register_opset18_ops(KernelRegistry& r);
+void register_attention_ops(KernelRegistry& r);
+void register_quantize_linear_ops(KernelRegistry& r);
+void register_opset18_spatial_ops(KernelRegistry& r);
+void register_string_ops_20(KernelRegistry& r);
+void register_ml_ops(KernelRegistry& r);
+void register_causal_conv_ops(KernelRegistry& r);
+void register_linear_attention_ops(KernelRegistry& r);
+void register_regex_ops(KernelRegistry& r);
+void register_image_decoder_ops(KernelRegistry& r);
+void register_deform_conv_ops(KernelRegistry& r);
 
 void register_portable_kernels(KernelRegistry& r) {
   register_resize_ops(r);
@@ -64,6 +75,17 @@ void register_portable_kernels(KernelRegistry& r) {
   register_einsum_ops(r);
   register_det_ops(r);
   register_roi_align_ops(r);
+  register_opset18_ops(r);
+  register_attention_ops(r);
+  register_quantize_linear_ops(r);
+  register_opset18_spatial_ops(r);
+  register_string_ops_20(r);
+  register_ml_ops(r);
+  register_causal_conv_ops(r);
+  register_linear_attention_ops(r);
+  register_regex_ops(r);
+  register_image_decoder_ops(r);
+  register_deform_conv_ops(r);
 }
 
 }  // namespace kiln::kernels

@@ -23,6 +23,7 @@
 
 #include "kernels/portable/elementwise.h"
 #include "kernels/portable/elementwise_simd.h"
+#include "kernels/portable/low_precision.h"
 #include "kernels/registry.h"
 
 namespace kiln::kernels {
@@ -263,14 +264,17 @@ Result<DType> parse_to(const ir::Node& node) {
   if (a->type == ir::AttrType::kString) {
     static const char* const kNames[] = {"UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16",
                                          "INT32", "INT64", "STRING", "BOOL", "FLOAT16", "DOUBLE",
-                                         "UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16"};
+                                         "UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16",
+                                         "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
+                                         "UINT4", "INT4", "FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2"};
+    static_assert(sizeof(kNames) / sizeof(kNames[0]) == kNumDTypes);
     for (int i = 1; i < kNumDTypes; ++i)
       if (iequals(a->s, kNames[i])) t = static_cast<DType>(i);
     if (t == DType::kUndefined) t = dtype_from_name(a->s);
   } else if (a->i > 0 && a->i < kNumDTypes) {
     t = static_cast<DType>(a->i);
   }
-  const bool ok = visit_dtype(t, [](auto tag) { return kCastable<decltype(tag)>; });
+  const bool ok = dtype_is_low_precision(t) || visit_dtype(t, [](auto tag) { return kCastable<decltype(tag)>; });
   if (!ok) {
     return invalid_argument("attribute 'to' (",
                             a->type == ir::AttrType::kString ? a->s : std::to_string(a->i),
@@ -333,7 +337,9 @@ Status cast_loop(KernelContext& ctx, const Tensor& x, Tensor* y, bool truncate_b
   return Status::ok();
 }
 
-Status cast(KernelContext& ctx, const Tensor& x, DType to, bool truncate_bf16) {
+Status cast(KernelContext& ctx, const Tensor& x, DType to, bool truncate_bf16, bool saturate) {
+  if (dtype_is_low_precision(x.dtype()) || dtype_is_low_precision(to))
+    return cast_low_precision(ctx, x, to, saturate);
   return visit_dtype(x.dtype(), [&](auto from_tag) -> Status {
     using From = decltype(from_tag);
     if constexpr (kCastable<From>) {
@@ -357,16 +363,21 @@ class CastKernel final : public Kernel {
   Status init(const KernelInit& init) {
     KILN_ASSIGN_OR_RETURN(to_, parse_to(init.node));
     truncate_bf16_ = init.opset < 19;
+    saturate_ = init.node.attr_int("saturate", 1) != 0;
+    const std::string round_mode = init.node.attr_string("round_mode", "up");
+    if (round_mode != "up")  // (float8e8m0 targets only)
+      return unimplemented(init.node.label(), ": round_mode '", round_mode, "' is not implemented (only 'up')");
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {
     KILN_ASSIGN_OR_RETURN(const Tensor* x, tensor_input(ctx, 0));
-    return cast(ctx, *x, to_, truncate_bf16_);
+    return cast(ctx, *x, to_, truncate_bf16_, saturate_);
   }
 
  private:
   DType to_ = DType::kUndefined;
   bool truncate_bf16_ = false;
+  bool saturate_ = true;
 };
 
 // CastLike: the target dtype is input 1's.
@@ -374,19 +385,21 @@ class CastLikeKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
     truncate_bf16_ = init.opset < 19;
+    saturate_ = init.node.attr_int("saturate", 1) != 0;
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {
     KILN_ASSIGN_OR_RETURN(const Tensor* x, tensor_input(ctx, 0));
     KILN_ASSIGN_OR_RETURN(const Tensor* like, tensor_input(ctx, 1));
-    return cast(ctx, *x, like->dtype(), truncate_bf16_);
+    return cast(ctx, *x, like->dtype(), truncate_bf16_, saturate_);
   }
 
  private:
   bool truncate_bf16_ = false;
+  bool saturate_ = true;
 };
 
-constexpr DTypeSet kCastTypes = kNumericDTypes | kBoolDType | kStringDType;
+constexpr DTypeSet kCastTypes = kNumericDTypes | kBoolDType | kStringDType | kLowPrecisionDTypes;
 
 }  // namespace
 

@@ -474,8 +474,9 @@ constexpr DTypeSet k8Bit = dtype_set(DType::kUInt8, DType::kInt8);
 }  // namespace
 
 void register_quantize_ops(KernelRegistry& r) {
-  r.add(KernelDef{"", "QuantizeLinear", 10, 1000, kQuantIn, 0, make_kernel<QuantizeLinearKernel>, 0});
-  r.add(KernelDef{"", "DequantizeLinear", 10, 1000, kQuantized, 0, make_kernel<DequantizeLinearKernel>, 0});
+  // Opsets 19 on (float8, int4, blocked scales): quantize_linear.cpp.
+  r.add(KernelDef{"", "QuantizeLinear", 10, 18, kQuantIn, 0, make_kernel<QuantizeLinearKernel>, 0});
+  r.add(KernelDef{"", "DequantizeLinear", 10, 18, kQuantized, 0, make_kernel<DequantizeLinearKernel>, 0});
   r.add(KernelDef{"", "DynamicQuantizeLinear", 11, 1000, kFloatDTypes, 0, make_kernel<DynamicQuantizeLinearKernel>, 0});
   r.add(KernelDef{"", "MatMulInteger", 10, 1000, k8Bit, 0, make_kernel<MatMulIntegerKernel>, 0});
   r.add(KernelDef{"", "QLinearMatMul", 10, 1000, k8Bit, 0, make_kernel<QLinearMatMulKernel>, 0});

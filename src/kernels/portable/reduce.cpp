@@ -182,8 +182,10 @@ Status run_reduce(const KernelContext& ctx, const Tensor& in, Tensor* out, const
   Status st;
   visit_dtype(in.dtype(), [&](auto tag) {
     using T = decltype(tag);
+    // bool: ReduceMax/ReduceMin-20 (any / all).
+    constexpr bool kBoolMinMax = std::is_same_v<T, bool> && (OP == Op::kMax || OP == Op::kMin);
     if constexpr ((std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) || std::is_same_v<T, Float16> ||
-                  std::is_same_v<T, BFloat16>) {
+                  std::is_same_v<T, BFloat16> || kBoolMinMax) {
       const T* x = in.data<T>();
       T* y = out->data<T>();
       const int64_t total_out = out->numel();
@@ -211,15 +213,18 @@ Status run_reduce(const KernelContext& ctx, const Tensor& in, Tensor* out, const
             if (pass == 1) k *= in.dim(d);
           }
         }
-        std::vector<T> tmp(static_cast<size_t>(in.numel()));
+        // (bytes for bool: std::vector<bool> has no data())
+        using Elem = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+        std::vector<Elem> tmp_store(static_cast<size_t>(in.numel()));
+        T* tmp = reinterpret_cast<T*>(tmp_store.data());
         std::vector<int64_t> dst(dims.size());
         int64_t acc = 1;
         for (size_t i = dims.size(); i-- > 0;) {
           dst[i] = acc;
           acc *= dims[i];
         }
-        layout::strided_copy(in.dtype(), tmp.data(), dst, x, src, dims, ctx.pool());
-        reduce_rows<OP, T>(tmp.data(), y, total_out, k, ctx.pool());
+        layout::strided_copy(in.dtype(), tmp, dst, x, src, dims, ctx.pool());
+        reduce_rows<OP, T>(tmp, y, total_out, k, ctx.pool());
       }
     } else {
       st = unsupported_dtype(0, in.dtype());
@@ -366,6 +371,8 @@ void register_reduce_ops(KernelRegistry& r) {
   add("ReduceLogSum", make_kernel<ReduceKernel<Op::kLogSum>>);
   add("ReduceLogSumExp", make_kernel<ReduceKernel<Op::kLogSumExp>>);
   add("ReduceSumSquare", make_kernel<ReduceKernel<Op::kSumSquare>>);
+  r.add(KernelDef{"", "ReduceMax", 20, 1000, dtype_bit(DType::kBool), 0, make_kernel<ReduceKernel<Op::kMax>>, 0});
+  r.add(KernelDef{"", "ReduceMin", 20, 1000, dtype_bit(DType::kBool), 0, make_kernel<ReduceKernel<Op::kMin>>, 0});
   add("ArgMax", make_kernel<ArgKernel<true>>);
   add("ArgMin", make_kernel<ArgKernel<false>>);
 }

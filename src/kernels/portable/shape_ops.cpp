@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 
+#include "kernels/portable/cv_common.h"
 #include "kernels/portable/strided_copy.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
@@ -460,6 +461,22 @@ class ConstantKernel final : public Kernel {
 
 class RangeKernel final : public Kernel {
  public:
+  // float16/bfloat16 (Range-27): start + i * delta in float32, rounded to dt.
+  static Status half_range(KernelContext& ctx, DType dt) {
+    const float start = to_float_vector(ctx.input(0))[0], limit = to_float_vector(ctx.input(1))[0],
+                delta = to_float_vector(ctx.input(2))[0];
+    if (delta == 0.f) return invalid_argument(ctx.node().label(), ": input 2 (delta) must not be zero");
+    const double count = std::ceil((static_cast<double>(limit) - start) / delta);
+    if (!(count < static_cast<double>(layout::kMaxElements)))
+      return invalid_argument(ctx.node().label(), ": range would have ", count, " elements");
+    const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
+    KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, dt, Shape{n}));
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = start + static_cast<float>(i) * delta;
+    from_float_vector(v.data(), out);
+    return Status::ok();
+  }
+
   Status compute(KernelContext& ctx) const override {
     KILN_RETURN_IF_ERROR(check_inputs(ctx, 3, 3));
     for (size_t i = 0; i < 3; ++i) {
@@ -473,6 +490,7 @@ class RangeKernel final : public Kernel {
       }
     }
     const DType dt = ctx.input(0).dtype();
+    if (dt == DType::kFloat16 || dt == DType::kBFloat16) return half_range(ctx, dt);
     Status st;
     visit_dtype(dt, [&](auto tag) {
       using T = decltype(tag);
@@ -564,8 +582,8 @@ class EyeLikeKernel final : public Kernel {
   DType dtype_ = DType::kUndefined;
 };
 
-constexpr DTypeSet kRangeTypes =
-    dtype_set(DType::kFloat32, DType::kFloat64, DType::kInt16, DType::kInt32, DType::kInt64);
+constexpr DTypeSet kRangeTypes = dtype_set(DType::kFloat32, DType::kFloat64, DType::kInt16, DType::kInt32,
+                                           DType::kInt64, DType::kFloat16, DType::kBFloat16);
 
 }  // namespace
 

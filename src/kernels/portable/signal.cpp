@@ -157,15 +157,19 @@ class DftKernel final : public Kernel {
     }
     const bool complex_in = x.dim(x.rank() - 1) == 2;
     const int64_t in_len = x.dim(static_cast<size_t>(axis));
-    int64_t n = in_len;
+    // inverse + onesided (irfft): the input is the first n/2+1 bins of a
+    // Hermitian spectrum; the output is the real signal of length n.
+    const bool irfft = inverse_ && onesided_;
+    int64_t n = irfft ? 2 * (in_len - 1) : in_len;
     if (ctx.has_input(1) && ctx.input(1).numel() > 0) {
       KILN_ASSIGN_OR_RETURN(n, scalar_int(ctx, 1, "dft_length"));
       if (n <= 0) return invalid_argument("input 1 (dft_length) must be positive, got ", n);
     }
-    const int64_t out_len = onesided_ ? n / 2 + 1 : n;
+    if (n <= 0) return invalid_argument(node.label(), ": the signal length along axis ", axis, " is ", n);
+    const int64_t out_len = irfft ? n : onesided_ ? n / 2 + 1 : n;
     Shape out_shape = x.shape();
     out_shape[static_cast<size_t>(axis)] = out_len;
-    out_shape[x.rank() - 1] = 2;
+    out_shape[x.rank() - 1] = irfft ? 1 : 2;
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, x.dtype(), out_shape));
 
     KILN_ASSIGN_OR_RETURN(std::vector<double> in, to_double_vector(x));
@@ -180,18 +184,22 @@ class DftKernel final : public Kernel {
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t k = 0; k < inner; ++k) {
         for (int64_t j = 0; j < n; ++j) {
-          if (j >= in_len) {
+          const bool mirrored = irfft && j >= in_len && n - j < in_len;
+          const int64_t src = mirrored ? n - j : j;
+          if (src >= in_len) {
             buf[static_cast<size_t>(j)] = 0;
             continue;
           }
-          const size_t at = static_cast<size_t>(((o * in_len + j) * inner + k) * cin);
-          buf[static_cast<size_t>(j)] = cd(in[at], complex_in ? in[at + 1] : 0.0);
+          const size_t at = static_cast<size_t>(((o * in_len + src) * inner + k) * cin);
+          const cd v(in[at], complex_in ? in[at + 1] : 0.0);
+          buf[static_cast<size_t>(j)] = mirrored ? std::conj(v) : v;
         }
         dft(buf, sign);
+        const int64_t parts = irfft ? 1 : 2;
         for (int64_t j = 0; j < out_len; ++j) {
-          const size_t at = static_cast<size_t>(((o * out_len + j) * inner + k) * 2);
+          const size_t at = static_cast<size_t>(((o * out_len + j) * inner + k) * parts);
           res[at] = buf[static_cast<size_t>(j)].real() * scale;
-          res[at + 1] = buf[static_cast<size_t>(j)].imag() * scale;
+          if (!irfft) res[at + 1] = buf[static_cast<size_t>(j)].imag() * scale;
         }
       }
     }

@@ -10,7 +10,8 @@
 
 #include "kernels/portable/cv_common.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -26,16 +27,16 @@ struct Heads {
   const float* at(int64_t bi, int64_t hi, int64_t si) const { return v.data() + ((bi * h + hi) * s + si) * d; }
 };
 
-Result<Heads> to_heads(const Tensor& t, int64_t num_heads, const char* what, const ir::Node& node) {
+Result<Heads> to_heads(const Tensor& t, int64_t num_heads, const char* what) {
   Heads out;
   std::vector<float> f = to_float_vector(t);
   if (t.rank() == 4) {
     out = Heads{t.dim(0), t.dim(1), t.dim(2), t.dim(3), std::move(f)};
     return out;
   }
-  if (t.rank() != 3) return invalid_argument(node.label(), ": ", what, " has rank ", t.rank(), "; expected 3 or 4");
+  if (t.rank() != 3) return invalid_argument(what, " has rank ", t.rank(), "; expected 3 or 4");
   if (num_heads <= 0 || t.dim(2) % num_heads != 0)
-    return invalid_argument(node.label(), ": ", what, " is 3-D with hidden size ", t.dim(2),
+    return invalid_argument(what, " is 3-D with hidden size ", t.dim(2),
                             ", which the head count ", num_heads, " does not divide (set q_num_heads/kv_num_heads)");
   out.b = t.dim(0);
   out.s = t.dim(1);
@@ -55,7 +56,7 @@ Result<Heads> concat_past(const KernelContext& ctx, size_t past_index, Heads cur
   if (!ctx.has_input(past_index)) return cur;
   const Tensor& p = ctx.input(past_index);
   if (p.rank() != 4 || p.dim(0) != cur.b || p.dim(1) != cur.h || p.dim(3) != cur.d)
-    return invalid_argument(ctx.node().label(), ": ", what, " has shape ", p.shape().to_string(), "; expected [",
+    return invalid_argument(what, " has shape ", p.shape().to_string(), "; expected [",
                             cur.b, ", ", cur.h, ", past, ", cur.d, "]");
   std::vector<float> pf = to_float_vector(p);
   Heads all{cur.b, cur.h, p.dim(2) + cur.s, cur.d, {}};
@@ -79,7 +80,7 @@ class Mask {
     if (!ctx.has_input(index)) return Status::ok();
     const Tensor& m = ctx.input(index);
     if (m.rank() > 4 || m.rank() < 1)
-      return invalid_argument(ctx.node().label(), ": attn_mask has rank ", m.rank(), "; expected 1 to 4");
+      return invalid_argument("attn_mask has rank ", m.rank(), "; expected 1 to 4");
     present_ = true;
     int64_t dims[4] = {1, 1, 1, 1};
     for (size_t i = 0; i < m.rank(); ++i) dims[4 - m.rank() + i] = m.dim(i);
@@ -114,31 +115,31 @@ class Mask {
 class AttentionKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    causal_ = init.node.attr_int("is_causal", 0) != 0;
-    q_heads_ = init.node.attr_int("q_num_heads", 0);
-    kv_heads_ = init.node.attr_int("kv_num_heads", 0);
-    mode_ = init.node.attr_int("qk_matmul_output_mode", 0);
-    scale_ = init.node.attr_float("scale", 0.f);
-    softcap_ = init.node.attr_float("softcap", 0.f);
+    causal_ = init.attr_int("is_causal", 0) != 0;
+    q_heads_ = init.attr_int("q_num_heads", 0);
+    kv_heads_ = init.attr_int("kv_num_heads", 0);
+    mode_ = init.attr_int("qk_matmul_output_mode", 0);
+    scale_ = init.attr_float("scale", 0.f);
+    softcap_ = init.attr_float("softcap", 0.f);
     if (mode_ < 0 || mode_ > 3)
-      return invalid_argument(init.node.label(), ": qk_matmul_output_mode is ", mode_, "; expected 0 to 3");
+      return invalid_argument("qk_matmul_output_mode is ", mode_, "; expected 0 to 3");
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
     for (size_t i = 0; i < 3; ++i)
-      if (!ctx.has_input(i)) return invalid_argument(ctx.node().label(), ": input ", i, " (Q, K, V) is missing");
+      if (!ctx.has_input(i)) return invalid_argument("input ", i, " (Q, K, V) is missing");
     const Tensor& qt = ctx.input(0);
     const bool three_d = qt.rank() == 3;
     if (ctx.input(1).rank() != qt.rank() || ctx.input(2).rank() != qt.rank())
-      return invalid_argument(ctx.node().label(), ": Q, K and V must have the same rank");
-    KILN_ASSIGN_OR_RETURN(Heads q, to_heads(qt, q_heads_, "Q", ctx.node()));
-    KILN_ASSIGN_OR_RETURN(Heads k0, to_heads(ctx.input(1), kv_heads_, "K", ctx.node()));
-    KILN_ASSIGN_OR_RETURN(Heads v0, to_heads(ctx.input(2), kv_heads_, "V", ctx.node()));
+      return invalid_argument("Q, K and V must have the same rank");
+    KILN_ASSIGN_OR_RETURN(Heads q, to_heads(qt, q_heads_, "Q"));
+    KILN_ASSIGN_OR_RETURN(Heads k0, to_heads(ctx.input(1), kv_heads_, "K"));
+    KILN_ASSIGN_OR_RETURN(Heads v0, to_heads(ctx.input(2), kv_heads_, "V"));
     KILN_ASSIGN_OR_RETURN(Heads k, concat_past(ctx, 4, std::move(k0), "past_key"));
     KILN_ASSIGN_OR_RETURN(Heads v, concat_past(ctx, 5, std::move(v0), "past_value"));
     if (k.b != q.b || v.b != q.b || k.d != q.d || k.h != v.h || k.s != v.s || k.h == 0 || q.h % k.h != 0)
-      return invalid_argument(ctx.node().label(), ": Q ", qt.shape().to_string(), ", K ",
+      return invalid_argument("Q ", qt.shape().to_string(), ", K ",
                               ctx.input(1).shape().to_string(), " and V ", ctx.input(2).shape().to_string(),
                               " do not fit (batch, head size, and K/V heads dividing Q heads must agree)");
     Mask mask;
@@ -147,7 +148,7 @@ class AttentionKernel final : public Kernel {
     if (ctx.has_input(6)) {
       KILN_ASSIGN_OR_RETURN(nonpad, to_int64_vector(ctx.input(6)));
       if (static_cast<int64_t>(nonpad.size()) != q.b)
-        return invalid_argument(ctx.node().label(), ": nonpad_kv_seqlen has ", nonpad.size(), " values for batch ",
+        return invalid_argument("nonpad_kv_seqlen has ", nonpad.size(), " values for batch ",
                                 q.b);
     }
     const DType dt = qt.dtype();
@@ -256,21 +257,21 @@ class AttentionKernel final : public Kernel {
 class RotaryEmbeddingKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    interleaved_ = init.node.attr_int("interleaved", 0) != 0;
-    num_heads_ = init.node.attr_int("num_heads", 0);
-    rotary_dim_ = init.node.attr_int("rotary_embedding_dim", 0);
+    interleaved_ = init.attr_int("interleaved", 0) != 0;
+    num_heads_ = init.attr_int("num_heads", 0);
+    rotary_dim_ = init.attr_int("rotary_embedding_dim", 0);
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
     for (size_t i = 0; i < 3; ++i)
-      if (!ctx.has_input(i)) return invalid_argument(ctx.node().label(), ": input ", i, " is missing");
+      if (!ctx.has_input(i)) return invalid_argument("input ", i, " is missing");
     const Tensor& x = ctx.input(0);
     // Heads works on [B, H, S, D]; a 3-D X is [B, S, H * D].
-    KILN_ASSIGN_OR_RETURN(Heads h, to_heads(x, num_heads_, "X", ctx.node()));
+    KILN_ASSIGN_OR_RETURN(Heads h, to_heads(x, num_heads_, "X"));
     const int64_t dim = rotary_dim_ > 0 ? rotary_dim_ : h.d;
     if (dim > h.d || dim % 2 != 0)
-      return invalid_argument(ctx.node().label(), ": rotary_embedding_dim ", dim, " does not fit head size ", h.d);
+      return invalid_argument("rotary_embedding_dim ", dim, " does not fit head size ", h.d);
     const std::vector<float> cosv = to_float_vector(ctx.input(1)), sinv = to_float_vector(ctx.input(2));
     const Tensor& cache = ctx.input(1);
     const int64_t row = cache.rank() ? cache.dim(cache.rank() - 1) : 0;
@@ -278,15 +279,15 @@ class RotaryEmbeddingKernel final : public Kernel {
     if (ctx.has_input(3)) {
       KILN_ASSIGN_OR_RETURN(pos, to_int64_vector(ctx.input(3)));
       if (static_cast<int64_t>(pos.size()) != h.b * h.s)
-        return invalid_argument(ctx.node().label(), ": position_ids has ", pos.size(), " values for ", h.b * h.s,
+        return invalid_argument("position_ids has ", pos.size(), " values for ", h.b * h.s,
                                 " positions");
     }
     const int64_t half = dim / 2, rows = row ? static_cast<int64_t>(cosv.size()) / row : 0;
-    if (row < half) return invalid_argument(ctx.node().label(), ": cos_cache rows are shorter than ", half);
+    if (row < half) return invalid_argument("cos_cache rows are shorter than ", half);
     for (int64_t b = 0; b < h.b; ++b) {
       for (int64_t si = 0; si < h.s; ++si) {
         const int64_t r = pos.empty() ? b * h.s + si : pos[static_cast<size_t>(b * h.s + si)];
-        if (r < 0 || r >= rows) return invalid_argument(ctx.node().label(), ": position ", r, " is outside the cache");
+        if (r < 0 || r >= rows) return invalid_argument("position ", r, " is outside the cache");
         const float* c = cosv.data() + r * row;
         const float* sn = sinv.data() + r * row;
         for (int64_t hi = 0; hi < h.h; ++hi) {
@@ -326,22 +327,22 @@ class RotaryEmbeddingKernel final : public Kernel {
 class FlexAttentionKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    scale_ = init.node.attr_float("scale", 0.f);
-    score_mod_ = init.node.attr_graph("score_mod");
-    prob_mod_ = init.node.attr_graph("prob_mod");
+    scale_ = init.attr_float("scale", 0.f);
+    score_mod_ = init.attr_graph("score_mod");
+    prob_mod_ = init.attr_graph("prob_mod");
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
     for (size_t i = 0; i < 3; ++i)
-      if (!ctx.has_input(i)) return invalid_argument(ctx.node().label(), ": input ", i, " (Q, K, V) is missing");
+      if (!ctx.has_input(i)) return invalid_argument("input ", i, " (Q, K, V) is missing");
     for (size_t i = 0; i < 3; ++i)
-      if (ctx.input(i).rank() != 4) return invalid_argument(ctx.node().label(), ": Q, K and V must be 4-D");
-    KILN_ASSIGN_OR_RETURN(Heads q, to_heads(ctx.input(0), 0, "Q", ctx.node()));
-    KILN_ASSIGN_OR_RETURN(Heads k, to_heads(ctx.input(1), 0, "K", ctx.node()));
-    KILN_ASSIGN_OR_RETURN(Heads v, to_heads(ctx.input(2), 0, "V", ctx.node()));
+      if (ctx.input(i).rank() != 4) return invalid_argument("Q, K and V must be 4-D");
+    KILN_ASSIGN_OR_RETURN(Heads q, to_heads(ctx.input(0), 0, "Q"));
+    KILN_ASSIGN_OR_RETURN(Heads k, to_heads(ctx.input(1), 0, "K"));
+    KILN_ASSIGN_OR_RETURN(Heads v, to_heads(ctx.input(2), 0, "V"));
     if (k.b != q.b || v.b != q.b || k.d != q.d || k.h != v.h || k.s != v.s || k.h == 0 || q.h % k.h != 0)
-      return invalid_argument(ctx.node().label(), ": Q, K and V shapes do not fit");
+      return invalid_argument("Q, K and V shapes do not fit");
     const float sq = std::sqrt(scale_ != 0.f ? scale_ : 1.f / std::sqrt(static_cast<float>(q.d)));
     const int64_t group = q.h / k.h;
     std::vector<float> scores(static_cast<size_t>(q.b * q.h * q.s * k.s));
@@ -384,13 +385,13 @@ class FlexAttentionKernel final : public Kernel {
  private:
   static Status apply_mod(KernelContext& ctx, const ir::Graph* g, const Shape& shape, std::vector<float>* values) {
     if (!g) return Status::ok();
-    if (!ctx.subgraphs()) return internal_error(ctx.node().label(), ": no subgraph runner");
+    if (!ctx.subgraphs()) return internal_error("no subgraph runner");
     std::vector<Value> in;
     in.emplace_back(Tensor::from_vector(*values, shape));
     KILN_ASSIGN_OR_RETURN(std::vector<Value> out, ctx.subgraphs()->run(*g, in));
     if (out.empty() || !out[0].is_tensor() || out[0].tensor().numel() != static_cast<int64_t>(values->size()) ||
         !dtype_is_float(out[0].tensor().dtype()))
-      return invalid_argument(ctx.node().label(), ": a score_mod/prob_mod graph must return one float tensor of shape ",
+      return invalid_argument("a score_mod/prob_mod graph must return one float tensor of shape ",
                               shape.to_string());
     *values = to_float_vector(out[0].tensor());
     return Status::ok();

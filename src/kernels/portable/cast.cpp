@@ -363,10 +363,10 @@ class CastKernel final : public Kernel {
   Status init(const KernelInit& init) {
     KILN_ASSIGN_OR_RETURN(to_, parse_to(init.node));
     truncate_bf16_ = init.opset < 19;
-    saturate_ = init.node.attr_int("saturate", 1) != 0;
-    const std::string round_mode = init.node.attr_string("round_mode", "up");
+    saturate_ = init.attr_int("saturate", 1) != 0;
+    const std::string round_mode = init.attr_string("round_mode", "up");
     if (round_mode != "up")  // (float8e8m0 targets only)
-      return unimplemented(init.node.label(), ": round_mode '", round_mode, "' is not implemented (only 'up')");
+      return unimplemented("round_mode '", round_mode, "' is not implemented (only 'up')");
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {
@@ -385,7 +385,7 @@ class CastLikeKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
     truncate_bf16_ = init.opset < 19;
-    saturate_ = init.node.attr_int("saturate", 1) != 0;
+    saturate_ = init.attr_int("saturate", 1) != 0;
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {

@@ -7,7 +7,8 @@
 
 #include "kernels/portable/cv_common.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -16,30 +17,30 @@ namespace {
 class CausalConvWithStateKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    const std::string act = init.node.attr_string("activation", "none");
+    const std::string act = init.attr_string("activation", "none");
     if (act != "none" && act != "silu" && act != "swish" && !act.empty())
-      return invalid_argument(init.node.label(), ": activation '", act, "' is not none, silu or swish");
+      return invalid_argument("activation '", act, "' is not none, silu or swish");
     silu_ = act == "silu" || act == "swish";
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    if (!ctx.has_input(0) || !ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": needs input and weight");
+    if (!ctx.has_input(0) || !ctx.has_input(1)) return invalid_argument("needs input and weight");
     const Tensor& x = ctx.input(0);
     const Tensor& w = ctx.input(1);
     if (x.rank() != 3 || w.rank() != 3 || w.dim(0) != x.dim(1) || w.dim(1) != 1 || w.dim(2) < 1)
-      return invalid_argument(ctx.node().label(), ": input ", x.shape().to_string(), " and weight ",
+      return invalid_argument("input ", x.shape().to_string(), " and weight ",
                               w.shape().to_string(), " are not [B, C, T] and [C, 1, K]");
     const int64_t b = x.dim(0), c = x.dim(1), t = x.dim(2), k = w.dim(2), p = k - 1;
     std::vector<float> bias(static_cast<size_t>(c), 0.f), past(static_cast<size_t>(b * c * p), 0.f);
     if (ctx.has_input(2)) {
-      if (ctx.input(2).numel() != c) return invalid_argument(ctx.node().label(), ": bias must have ", c, " values");
+      if (ctx.input(2).numel() != c) return invalid_argument("bias must have ", c, " values");
       bias = to_float_vector(ctx.input(2));
     }
     if (ctx.has_input(3)) {
       const Tensor& s = ctx.input(3);
       if (s.rank() != 3 || s.dim(0) != b || s.dim(1) != c || s.dim(2) != p)
-        return invalid_argument(ctx.node().label(), ": past_state is ", s.shape().to_string(), "; expected [", b,
+        return invalid_argument("past_state is ", s.shape().to_string(), "; expected [", b,
                                 ", ", c, ", ", p, "]");
       past = to_float_vector(s);
     }

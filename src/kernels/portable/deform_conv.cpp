@@ -7,7 +7,8 @@
 
 #include "kernels/portable/cv_common.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -25,44 +26,43 @@ float bilinear(const float* img, int64_t h, int64_t w, float y, float x) {
 class DeformConvKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    const ir::Node& n = init.node;
-    dil_ = n.attr_ints("dilations");
-    pads_ = n.attr_ints("pads");
-    strides_ = n.attr_ints("strides");
-    group_ = n.attr_int("group", 1);
-    offset_group_ = n.attr_int("offset_group", 1);
+    dil_ = init.attr_ints("dilations");
+    pads_ = init.attr_ints("pads");
+    strides_ = init.attr_ints("strides");
+    group_ = init.attr_int("group", 1);
+    offset_group_ = init.attr_int("offset_group", 1);
     if (dil_.empty()) dil_ = {1, 1};
     if (pads_.empty()) pads_ = {0, 0, 0, 0};
     if (strides_.empty()) strides_ = {1, 1};
     if (dil_.size() != 2 || pads_.size() != 4 || strides_.size() != 2 || group_ <= 0 || offset_group_ <= 0)
-      return unimplemented(n.label(), ": only 2-D DeformConv with positive group counts is implemented");
+      return unimplemented("only 2-D DeformConv with positive group counts is implemented");
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
     for (size_t i = 0; i < 3; ++i)
-      if (!ctx.has_input(i)) return invalid_argument(ctx.node().label(), ": input ", i, " is missing");
+      if (!ctx.has_input(i)) return invalid_argument("input ", i, " is missing");
     const Tensor& x = ctx.input(0);
     const Tensor& w = ctx.input(1);
     const Tensor& off = ctx.input(2);
     if (x.rank() != 4 || w.rank() != 4 || off.rank() != 4)
-      return invalid_argument(ctx.node().label(), ": X, W and offset must be 4-D");
+      return invalid_argument("X, W and offset must be 4-D");
     const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), wd = x.dim(3);
     const int64_t oc = w.dim(0), cg = w.dim(1), kh = w.dim(2), kw = w.dim(3);
     const int64_t oh = (h + pads_[0] + pads_[2] - dil_[0] * (kh - 1) - 1) / strides_[0] + 1;
     const int64_t ow = (wd + pads_[1] + pads_[3] - dil_[1] * (kw - 1) - 1) / strides_[1] + 1;
     if (cg * group_ != c || oc % group_ || c % offset_group_ || oh <= 0 || ow <= 0 ||
         off.dim(0) != n || off.dim(1) != offset_group_ * 2 * kh * kw || off.dim(2) != oh || off.dim(3) != ow)
-      return invalid_argument(ctx.node().label(), ": X ", x.shape().to_string(), ", W ", w.shape().to_string(),
+      return invalid_argument("X ", x.shape().to_string(), ", W ", w.shape().to_string(),
                               " and offset ", off.shape().to_string(), " do not fit");
     std::vector<float> mask, bias(static_cast<size_t>(oc), 0.f);
     if (ctx.has_input(3)) bias = to_float_vector(ctx.input(3));
     if (ctx.has_input(4)) {
       mask = to_float_vector(ctx.input(4));
       if (static_cast<int64_t>(mask.size()) != n * offset_group_ * kh * kw * oh * ow)
-        return invalid_argument(ctx.node().label(), ": mask has shape ", ctx.input(4).shape().to_string());
+        return invalid_argument("mask has shape ", ctx.input(4).shape().to_string());
     }
-    if (static_cast<int64_t>(bias.size()) != oc) return invalid_argument(ctx.node().label(), ": B must have ", oc, " values");
+    if (static_cast<int64_t>(bias.size()) != oc) return invalid_argument("B must have ", oc, " values");
     const std::vector<float> xv = to_float_vector(x), wv = to_float_vector(w), ov = to_float_vector(off);
     KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, x.dtype(), Shape{n, oc, oh, ow}));
     std::vector<float> out(static_cast<size_t>(n * oc * oh * ow));

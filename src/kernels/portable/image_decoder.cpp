@@ -170,20 +170,20 @@ std::string decode(const uint8_t* d, size_t n, Image* img) {
 class ImageDecoderKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    format_ = init.node.attr_string("pixel_format", "RGB");
+    format_ = init.attr_string("pixel_format", "RGB");
     if (format_ != "RGB" && format_ != "BGR" && format_ != "Grayscale")
-      return invalid_argument(init.node.label(), ": pixel_format '", format_, "' is not RGB, BGR or Grayscale");
+      return invalid_argument("pixel_format '", format_, "' is not RGB, BGR or Grayscale");
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    if (!ctx.has_input(0)) return invalid_argument(ctx.node().label(), ": input 0 (encoded_stream) is missing");
+    if (!ctx.has_input(0)) return invalid_argument("input 0 (encoded_stream) is missing");
     const Tensor& x = ctx.input(0);
     if (x.dtype() != DType::kUInt8 || x.rank() != 1)
-      return invalid_argument(ctx.node().label(), ": encoded_stream must be 1-D uint8");
+      return invalid_argument("encoded_stream must be 1-D uint8");
     Image img;
     const std::string what = decode(x.data<uint8_t>(), static_cast<size_t>(x.numel()), &img);
-    if (!what.empty()) return unimplemented(ctx.node().label(), ": cannot decode ", what, " image");
+    if (!what.empty()) return unimplemented("cannot decode ", what, " image");
     const int64_t c = format_ == "Grayscale" ? 1 : 3;
     KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, DType::kUInt8, Shape{img.h, img.w, c}));
     uint8_t* o = y->data<uint8_t>();

@@ -12,7 +12,8 @@
 
 #include "kernels/portable/cv_common.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -23,55 +24,55 @@ enum class Rule { kLinear, kGated, kDelta, kGatedDelta };
 class LinearAttentionKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    q_heads_ = init.node.attr_int("q_num_heads", 0);
-    kv_heads_ = init.node.attr_int("kv_num_heads", 0);
-    scale_ = init.node.attr_float("scale", 0.f);
-    const std::string rule = init.node.attr_string("update_rule", "gated_delta");
+    q_heads_ = init.attr_int("q_num_heads", 0);
+    kv_heads_ = init.attr_int("kv_num_heads", 0);
+    scale_ = init.attr_float("scale", 0.f);
+    const std::string rule = init.attr_string("update_rule", "gated_delta");
     if (rule == "linear") rule_ = Rule::kLinear;
     else if (rule == "gated") rule_ = Rule::kGated;
     else if (rule == "delta") rule_ = Rule::kDelta;
     else if (rule == "gated_delta") rule_ = Rule::kGatedDelta;
-    else return invalid_argument(init.node.label(), ": update_rule '", rule, "' is unknown");
+    else return invalid_argument("update_rule '", rule, "' is unknown");
     if (q_heads_ <= 0 || kv_heads_ <= 0 || q_heads_ % kv_heads_ != 0)
-      return invalid_argument(init.node.label(), ": q_num_heads ", q_heads_, " and kv_num_heads ", kv_heads_,
+      return invalid_argument("q_num_heads ", q_heads_, " and kv_num_heads ", kv_heads_,
                               " must be positive, the second dividing the first");
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
     for (size_t i = 0; i < 3; ++i)
-      if (!ctx.has_input(i)) return invalid_argument(ctx.node().label(), ": input ", i, " is missing");
+      if (!ctx.has_input(i)) return invalid_argument("input ", i, " is missing");
     const Tensor& q = ctx.input(0);
     const Tensor& k = ctx.input(1);
     const Tensor& v = ctx.input(2);
     if (q.rank() != 3 || k.rank() != 3 || v.rank() != 3 || q.dim(2) % q_heads_ || k.dim(2) % kv_heads_ ||
         v.dim(2) % kv_heads_ || k.dim(0) != q.dim(0) || k.dim(1) != q.dim(1) || v.dim(1) != q.dim(1))
-      return invalid_argument(ctx.node().label(), ": query ", q.shape().to_string(), ", key ", k.shape().to_string(),
+      return invalid_argument("query ", q.shape().to_string(), ", key ", k.shape().to_string(),
                               " and value ", v.shape().to_string(), " do not fit the head counts");
     Dims d{q.dim(0), q.dim(1), q.dim(2) / q_heads_, v.dim(2) / kv_heads_};
-    if (k.dim(2) / kv_heads_ != d.dk) return invalid_argument(ctx.node().label(), ": key and query head sizes differ");
+    if (k.dim(2) / kv_heads_ != d.dk) return invalid_argument("key and query head sizes differ");
     const size_t state_size = static_cast<size_t>(d.b * kv_heads_ * d.dk * d.dv);
     std::vector<float> state(state_size, 0.f);
     if (ctx.has_input(3)) {
       if (static_cast<size_t>(ctx.input(3).numel()) != state_size)
-        return invalid_argument(ctx.node().label(), ": past_state has shape ", ctx.input(3).shape().to_string());
+        return invalid_argument("past_state has shape ", ctx.input(3).shape().to_string());
       state = to_float_vector(ctx.input(3));
     }
     const bool gated = rule_ == Rule::kGated || rule_ == Rule::kGatedDelta;
     const bool delta = rule_ == Rule::kDelta || rule_ == Rule::kGatedDelta;
     std::vector<float> decay, beta;
     if (gated) {
-      if (!ctx.has_input(4)) return invalid_argument(ctx.node().label(), ": the gated rules need input 4 (decay)");
+      if (!ctx.has_input(4)) return invalid_argument("the gated rules need input 4 (decay)");
       decay = to_float_vector(ctx.input(4));
     }
     if (delta) {
-      if (!ctx.has_input(5)) return invalid_argument(ctx.node().label(), ": the delta rules need input 5 (beta)");
+      if (!ctx.has_input(5)) return invalid_argument("the delta rules need input 5 (beta)");
       beta = to_float_vector(ctx.input(5));
     }
     const int64_t decay_per = decay.size() / static_cast<size_t>(d.b * d.t * kv_heads_);  // 1 or Dk
     const int64_t beta_per = beta.size() / static_cast<size_t>(d.b * d.t);                // 1 or Hkv
     if (gated && decay_per != 1 && decay_per != d.dk)
-      return invalid_argument(ctx.node().label(), ": decay has ", decay.size(), " values");
+      return invalid_argument("decay has ", decay.size(), " values");
     const std::vector<float> qv = to_float_vector(q), kv = to_float_vector(k), vv = to_float_vector(v);
     std::vector<float> out(static_cast<size_t>(d.b * d.t * q_heads_ * d.dv));
     const float scale = scale_ != 0.f ? scale_ : 1.f / std::sqrt(static_cast<float>(d.dk));

@@ -4,7 +4,8 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -172,7 +173,7 @@ Status cast_low_precision(KernelContext& ctx, const Tensor& x, DType to, bool sa
           }
         }
       } else {
-        st = unimplemented(ctx.node().label(), ": cannot cast ", dtype_name(x.dtype()), " to ", dtype_name(to));
+        st = unimplemented("cannot cast ", dtype_name(x.dtype()), " to ", dtype_name(to));
       }
     });
     if (!st.is_ok()) return st;
@@ -202,7 +203,7 @@ Status cast_low_precision(KernelContext& ctx, const Tensor& x, DType to, bool sa
         p[i] = std::isfinite(d) ? static_cast<T>(static_cast<int64_t>(d)) : T(0);
       }
     } else {
-      st = unimplemented(ctx.node().label(), ": cannot cast ", dtype_name(x.dtype()), " to ", dtype_name(to));
+      st = unimplemented("cannot cast ", dtype_name(x.dtype()), " to ", dtype_name(to));
     }
   });
   return st;

@@ -10,7 +10,8 @@
 
 #include "kernels/portable/cv_common.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -21,11 +22,11 @@ constexpr const char* kMl = "ai.onnx.ml";
 class BinarizerKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    threshold_ = init.node.attr_float("threshold", 0.f);
+    threshold_ = init.attr_float("threshold", 0.f);
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {
-    if (!ctx.has_input(0)) return invalid_argument(ctx.node().label(), ": input 0 (X) is missing");
+    if (!ctx.has_input(0)) return invalid_argument("input 0 (X) is missing");
     const Tensor& x = ctx.input(0);
     KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, x.dtype(), x.shape()));
     std::vector<float> v = to_float_vector(x);
@@ -42,13 +43,13 @@ class BinarizerKernel final : public Kernel {
 class ArrayFeatureExtractorKernel final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
-    if (!ctx.has_input(0) || !ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": needs X and Y");
+    if (!ctx.has_input(0) || !ctx.has_input(1)) return invalid_argument("needs X and Y");
     const Tensor& x = ctx.input(0);
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> idx, to_int64_vector(ctx.input(1)));
-    if (x.rank() == 0) return invalid_argument(ctx.node().label(), ": X must have rank 1 or more");
+    if (x.rank() == 0) return invalid_argument("X must have rank 1 or more");
     const int64_t last = x.dim(x.rank() - 1), rows = last ? x.numel() / last : 0;
     for (int64_t i : idx)
-      if (i < 0 || i >= last) return invalid_argument(ctx.node().label(), ": index ", i, " is outside [0, ", last, ")");
+      if (i < 0 || i >= last) return invalid_argument("index ", i, " is outside [0, ", last, ")");
     Shape ys = x.shape();
     ys[ys.size() - 1] = static_cast<int64_t>(idx.size());
     if (x.rank() == 1) ys = Shape{1, static_cast<int64_t>(idx.size())};
@@ -110,39 +111,39 @@ class LabelEncoderKernel final : public Kernel {
     const ir::Node& n = init.node;
     std::vector<Label> keys, values;
     if (const ir::Attribute* a = n.find_attr("keys_tensor")) keys = tensor_labels(a->t);
-    for (const std::string& s : n.attr_strings("keys_strings")) keys.emplace_back(s);
-    for (int64_t i : n.attr_ints("keys_int64s")) keys.emplace_back(i);
-    for (float f : n.attr_floats("keys_floats")) keys.emplace_back(static_cast<double>(f));
+    for (const std::string& s : init.attr_strings("keys_strings")) keys.emplace_back(s);
+    for (int64_t i : init.attr_ints("keys_int64s")) keys.emplace_back(i);
+    for (float f : init.attr_floats("keys_floats")) keys.emplace_back(static_cast<double>(f));
     if (const ir::Attribute* a = n.find_attr("values_tensor")) {
       values = tensor_labels(a->t);
       out_dtype_ = a->t.dtype();
     } else if (n.has_attr("values_strings")) {
-      for (const std::string& s : n.attr_strings("values_strings")) values.emplace_back(s);
+      for (const std::string& s : init.attr_strings("values_strings")) values.emplace_back(s);
       out_dtype_ = DType::kString;
     } else if (n.has_attr("values_int64s")) {
-      for (int64_t i : n.attr_ints("values_int64s")) values.emplace_back(i);
+      for (int64_t i : init.attr_ints("values_int64s")) values.emplace_back(i);
       out_dtype_ = DType::kInt64;
     } else {
-      for (float f : n.attr_floats("values_floats")) values.emplace_back(static_cast<double>(f));
+      for (float f : init.attr_floats("values_floats")) values.emplace_back(static_cast<double>(f));
       out_dtype_ = DType::kFloat32;
     }
     if (keys.size() != values.size())
-      return invalid_argument(n.label(), ": ", keys.size(), " keys but ", values.size(), " values");
+      return invalid_argument(keys.size(), " keys but ", values.size(), " values");
     for (size_t i = 0; i < keys.size(); ++i) map_.emplace(keys[i], values[i]);
     if (const ir::Attribute* a = n.find_attr("default_tensor"); a && a->t.numel() > 0) {
       default_ = tensor_labels(a->t).front();
     } else if (out_dtype_ == DType::kString) {
-      default_ = n.attr_string("default_string", "_Unused");
+      default_ = init.attr_string("default_string", "_Unused");
     } else if (out_dtype_ == DType::kInt64 || !dtype_is_float(out_dtype_)) {
-      default_ = n.attr_int("default_int64", -1);
+      default_ = init.attr_int("default_int64", -1);
     } else {
-      default_ = static_cast<double>(n.attr_float("default_float", -0.f));
+      default_ = static_cast<double>(init.attr_float("default_float", -0.f));
     }
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    if (!ctx.has_input(0)) return invalid_argument(ctx.node().label(), ": input 0 (X) is missing");
+    if (!ctx.has_input(0)) return invalid_argument("input 0 (X) is missing");
     const Tensor& x = ctx.input(0);
     const std::vector<Label> in = tensor_labels(x);
     KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, out_dtype_, x.shape()));

@@ -7,7 +7,8 @@
 
 #include "kernels/portable/cv_common.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -24,14 +25,14 @@ class BitwiseKernel final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
     if (!ctx.has_input(0) || !ctx.has_input(1))
-      return invalid_argument(ctx.node().label(), ": needs two inputs");
+      return invalid_argument("needs two inputs");
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     if (a.dtype() != b.dtype())
-      return invalid_argument(ctx.node().label(), ": inputs have dtypes ", dtype_name(a.dtype()), " and ",
+      return invalid_argument("inputs have dtypes ", dtype_name(a.dtype()), " and ",
                               dtype_name(b.dtype()));
     if (!(kBitwiseTypes & dtype_bit(a.dtype())))
-      return invalid_argument(ctx.node().label(), ": unsupported dtype ", dtype_name(a.dtype()));
+      return unsupported_dtype(0, a.dtype());
     KILN_ASSIGN_OR_RETURN(BroadcastPlan plan, make_broadcast_plan(a.shape(), b.shape()));
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, a.dtype(), plan.out));
     visit_dtype(a.dtype(), [&](auto tag) {
@@ -60,10 +61,10 @@ class BitwiseKernel final : public Kernel {
 class BitwiseNotKernel final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
-    if (!ctx.has_input(0)) return invalid_argument(ctx.node().label(), ": input 0 (X) is missing");
+    if (!ctx.has_input(0)) return invalid_argument("input 0 (X) is missing");
     const Tensor& a = ctx.input(0);
     if (!(kBitwiseTypes & dtype_bit(a.dtype())))
-      return invalid_argument(ctx.node().label(), ": unsupported dtype ", dtype_name(a.dtype()));
+      return unsupported_dtype(0, a.dtype());
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, a.dtype(), a.shape()));
     visit_dtype(a.dtype(), [&](auto tag) {
       using T = decltype(tag);
@@ -82,19 +83,19 @@ class BitwiseNotKernel final : public Kernel {
 class BitCastKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    const int64_t to = init.node.attr_int("to", 0);
+    const int64_t to = init.attr_int("to", 0);
     to_ = static_cast<DType>(to);
     if (to <= 0 || to >= kNumDTypes || to_ == DType::kString)
-      return invalid_argument(init.node.label(), ": attribute 'to' is ", to, ", not a fixed-size element type");
+      return invalid_argument("attribute 'to' is ", to, ", not a fixed-size element type");
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    if (!ctx.has_input(0)) return invalid_argument(ctx.node().label(), ": input 0 (input) is missing");
+    if (!ctx.has_input(0)) return invalid_argument("input 0 (input) is missing");
     const Tensor& x = ctx.input(0);
     const size_t from_size = dtype_size(x.dtype()), to_size = dtype_size(to_);
     if (x.dtype() == DType::kString)
-      return invalid_argument(ctx.node().label(), ": cannot reinterpret string elements");
+      return invalid_argument("cannot reinterpret string elements");
     Shape shape = x.shape();
     if (from_size != to_size) {
       // A wider source gains a last dim of from/to elements; a narrower one
@@ -104,7 +105,7 @@ class BitCastKernel final : public Kernel {
       } else if (x.rank() > 0 && static_cast<size_t>(x.dim(x.rank() - 1)) * from_size == to_size) {
         shape = Shape(std::vector<int64_t>(x.shape().begin(), x.shape().end() - 1));
       } else {
-        return invalid_argument(ctx.node().label(), ": cannot reinterpret ", dtype_name(x.dtype()), " as ",
+        return invalid_argument("cannot reinterpret ", dtype_name(x.dtype()), " as ",
                                 dtype_name(to_), ": the last dim must hold ", to_size / from_size, " elements");
       }
     }
@@ -126,19 +127,19 @@ class BitCastKernel final : public Kernel {
 class CumProdKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    exclusive_ = init.node.attr_int("exclusive", 0) != 0;
-    reverse_ = init.node.attr_int("reverse", 0) != 0;
+    exclusive_ = init.attr_int("exclusive", 0) != 0;
+    reverse_ = init.attr_int("reverse", 0) != 0;
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
     if (!ctx.has_input(0) || !ctx.has_input(1))
-      return invalid_argument(ctx.node().label(), ": needs inputs x and axis");
+      return invalid_argument("needs inputs x and axis");
     const Tensor& x = ctx.input(0);
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> axes, to_int64_vector(ctx.input(1)));
-    if (axes.size() != 1) return invalid_argument(ctx.node().label(), ": axis must hold one value");
+    if (axes.size() != 1) return invalid_argument("axis must hold one value");
     const int64_t rank = static_cast<int64_t>(x.rank());
-    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axes[0], rank == 0 ? 1 : rank, ctx.node()));
+    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axes[0], rank == 0 ? 1 : rank));
     int64_t outer = 1, n = 1, inner = 1;
     for (int64_t d = 0; d < rank; ++d) {
       const int64_t v = x.dim(static_cast<size_t>(d));
@@ -157,7 +158,7 @@ class CumProdKernel final : public Kernel {
         scan<float>(in.data(), res.data(), outer, n, inner);
         from_float_vector(res.data(), out);
       } else {
-        st = invalid_argument(ctx.node().label(), ": unsupported dtype ", dtype_name(x.dtype()));
+        st = unsupported_dtype(0, x.dtype());
       }
     });
     return st;
@@ -197,10 +198,10 @@ class ActivationKernel final : public Kernel {
   explicit ActivationKernel(Act act, float alpha) : act_(act), alpha_(alpha) {}
 
   Status compute(KernelContext& ctx) const override {
-    if (!ctx.has_input(0)) return invalid_argument(ctx.node().label(), ": input 0 (X) is missing");
+    if (!ctx.has_input(0)) return invalid_argument("input 0 (X) is missing");
     const Tensor& x = ctx.input(0);
     if (!dtype_is_float(x.dtype()))
-      return invalid_argument(ctx.node().label(), ": unsupported dtype ", dtype_name(x.dtype()));
+      return unsupported_dtype(0, x.dtype());
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, x.dtype(), x.shape()));
     if (x.dtype() == DType::kFloat64) {
       apply(x.data<double>(), out->data<double>(), x.numel());
@@ -234,9 +235,9 @@ class ActivationKernel final : public Kernel {
 };
 
 Result<std::unique_ptr<Kernel>> make_gelu(const KernelInit& init) {
-  const std::string mode = init.node.attr_string("approximate", "none");
+  const std::string mode = init.attr_string("approximate", "none");
   if (mode != "none" && mode != "tanh")
-    return invalid_argument(init.node.label(), ": approximate is '", mode, "'; expected 'none' or 'tanh'");
+    return invalid_argument("approximate is '", mode, "'; expected 'none' or 'tanh'");
   return std::unique_ptr<Kernel>(new ActivationKernel(mode == "tanh" ? Act::kGeluTanh : Act::kGelu, 0.f));
 }
 
@@ -245,7 +246,7 @@ Result<std::unique_ptr<Kernel>> make_mish(const KernelInit&) {
 }
 
 Result<std::unique_ptr<Kernel>> make_swish(const KernelInit& init) {
-  return std::unique_ptr<Kernel>(new ActivationKernel(Act::kSwish, init.node.attr_float("alpha", 1.f)));
+  return std::unique_ptr<Kernel>(new ActivationKernel(Act::kSwish, init.attr_float("alpha", 1.f)));
 }
 
 // ------------------------------------------------------------ LpNormalization, RMSNormalization
@@ -264,18 +265,18 @@ void split_at(const Shape& shape, int64_t axis, int64_t* outer, int64_t* n, int6
 class LpNormKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    axis_ = init.node.attr_int("axis", -1);
-    p_ = init.node.attr_int("p", 2);
-    if (p_ != 1 && p_ != 2) return invalid_argument(init.node.label(), ": p is ", p_, "; expected 1 or 2");
+    axis_ = init.attr_int("axis", -1);
+    p_ = init.attr_int("p", 2);
+    if (p_ != 1 && p_ != 2) return invalid_argument("p is ", p_, "; expected 1 or 2");
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    if (!ctx.has_input(0)) return invalid_argument(ctx.node().label(), ": input 0 (input) is missing");
+    if (!ctx.has_input(0)) return invalid_argument("input 0 (input) is missing");
     const Tensor& x = ctx.input(0);
     if (!dtype_is_float(x.dtype()))
-      return invalid_argument(ctx.node().label(), ": unsupported dtype ", dtype_name(x.dtype()));
-    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, static_cast<int64_t>(x.rank()), ctx.node()));
+      return unsupported_dtype(0, x.dtype());
+    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, static_cast<int64_t>(x.rank())));
     int64_t outer, n, inner;
     split_at(x.shape(), axis, &outer, &n, &inner);
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, x.dtype(), x.shape()));
@@ -305,27 +306,27 @@ class LpNormKernel final : public Kernel {
 class RmsNormKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    axis_ = init.node.attr_int("axis", -1);
-    epsilon_ = init.node.attr_float("epsilon", 1e-5f);
+    axis_ = init.attr_int("axis", -1);
+    epsilon_ = init.attr_float("epsilon", 1e-5f);
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
     if (!ctx.has_input(0) || !ctx.has_input(1))
-      return invalid_argument(ctx.node().label(), ": needs inputs X and scale");
+      return invalid_argument("needs inputs X and scale");
     const Tensor& x = ctx.input(0);
     const Tensor& scale = ctx.input(1);
     if (!dtype_is_float(x.dtype()) || !dtype_is_float(scale.dtype()))
-      return invalid_argument(ctx.node().label(), ": unsupported dtype ", dtype_name(x.dtype()));
+      return unsupported_dtype(0, x.dtype());
     const int64_t rank = static_cast<int64_t>(x.rank());
-    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank, ctx.node()));
+    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank));
     int64_t outer = 1, row = 1;
     for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : row) *= x.dim(static_cast<size_t>(d));
     // scale broadcasts to the normalized dims X[axis:].
     const Shape norm_shape(std::vector<int64_t>(x.shape().begin() + axis, x.shape().end()));
     KILN_ASSIGN_OR_RETURN(Shape b, broadcast_shapes(norm_shape, scale.shape()));
     if (b != norm_shape)
-      return invalid_argument(ctx.node().label(), ": scale of shape ", scale.shape().to_string(),
+      return invalid_argument("scale of shape ", scale.shape().to_string(),
                               " does not broadcast to the normalized shape ", norm_shape.to_string());
     const std::vector<float> s = to_float_vector(scale);
     const std::vector<int64_t> sstride = broadcast_strides(scale.shape(), norm_shape);
@@ -364,26 +365,26 @@ class RmsNormKernel final : public Kernel {
 class TensorScatterKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    axis_ = init.node.attr_int("axis", -2);
-    const std::string mode = init.node.attr_string("mode", "linear");
+    axis_ = init.attr_int("axis", -2);
+    const std::string mode = init.attr_string("mode", "linear");
     if (mode != "linear" && mode != "circular")
-      return invalid_argument(init.node.label(), ": mode '", mode, "' is not linear or circular");
+      return invalid_argument("mode '", mode, "' is not linear or circular");
     circular_ = mode == "circular";
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    if (!ctx.has_input(0) || !ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": needs past_cache and update");
+    if (!ctx.has_input(0) || !ctx.has_input(1)) return invalid_argument("needs past_cache and update");
     const Tensor& cache = ctx.input(0);
     const Tensor& upd = ctx.input(1);
     const auto rank = static_cast<int64_t>(cache.rank());
-    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank, ctx.node()));
+    KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank));
     if (axis == 0 || upd.dtype() != cache.dtype() || upd.rank() != cache.rank() || cache.dtype() == DType::kString)
-      return invalid_argument(ctx.node().label(), ": update ", upd.shape().to_string(), " does not fit past_cache ",
+      return invalid_argument("update ", upd.shape().to_string(), " does not fit past_cache ",
                               cache.shape().to_string(), " on axis ", axis);
     for (int64_t d = 0; d < rank; ++d)
       if (d != axis && upd.dim(static_cast<size_t>(d)) != cache.dim(static_cast<size_t>(d)))
-        return invalid_argument(ctx.node().label(), ": update ", upd.shape().to_string(), " and past_cache ",
+        return invalid_argument("update ", upd.shape().to_string(), " and past_cache ",
                                 cache.shape().to_string(), " differ off axis ", axis);
     const int64_t batch = cache.dim(0), len = cache.dim(static_cast<size_t>(axis)),
                   n = upd.dim(static_cast<size_t>(axis));
@@ -391,7 +392,7 @@ class TensorScatterKernel final : public Kernel {
     if (ctx.has_input(2)) {
       KILN_ASSIGN_OR_RETURN(where, to_int64_vector(ctx.input(2)));
       if (static_cast<int64_t>(where.size()) != batch)
-        return invalid_argument(ctx.node().label(), ": write_indices has ", where.size(), " values for batch ", batch);
+        return invalid_argument("write_indices has ", where.size(), " values for batch ", batch);
     }
     int64_t mid = 1, inner = 1;  // dims between batch and axis, after axis
     for (int64_t d = 1; d < rank; ++d)
@@ -408,7 +409,7 @@ class TensorScatterKernel final : public Kernel {
           int64_t at = where[static_cast<size_t>(b)] + i;
           if (circular_) at = ((at % len) + len) % len;
           if (at < 0 || at >= len)
-            return invalid_argument(ctx.node().label(), ": write position ", at, " is outside the cache of ", len);
+            return invalid_argument("write position ", at, " is outside the cache of ", len);
           std::memcpy(dst + static_cast<size_t>(((b * mid + m) * len + at) * inner) * e,
                       src + static_cast<size_t>(((b * mid + m) * n + i) * inner) * e, static_cast<size_t>(inner) * e);
         }

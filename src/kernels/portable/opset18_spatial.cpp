@@ -6,7 +6,8 @@
 
 #include "kernels/portable/cv_common.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -17,13 +18,13 @@ namespace {
 class CenterCropPadKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    axes_ = init.node.attr_ints("axes");
+    axes_ = init.attr_ints("axes");
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
     if (!ctx.has_input(0) || !ctx.has_input(1))
-      return invalid_argument(ctx.node().label(), ": needs input_data and shape");
+      return invalid_argument("needs input_data and shape");
     const Tensor& x = ctx.input(0);
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> target, to_int64_vector(ctx.input(1)));
     const auto rank = static_cast<int64_t>(x.rank());
@@ -31,19 +32,19 @@ class CenterCropPadKernel final : public Kernel {
     if (axes.empty())
       for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
     if (axes.size() != target.size())
-      return invalid_argument(ctx.node().label(), ": shape has ", target.size(), " values for ", axes.size(), " axes");
+      return invalid_argument("shape has ", target.size(), " values for ", axes.size(), " axes");
     Shape out_shape = x.shape();
     std::vector<int64_t> shift(static_cast<size_t>(rank), 0);  // input index = output index + shift
     for (size_t i = 0; i < axes.size(); ++i) {
-      KILN_ASSIGN_OR_RETURN(const int64_t a, normalize_axis(axes[i], rank, ctx.node()));
-      if (target[i] < 0) return invalid_argument(ctx.node().label(), ": shape value ", target[i], " is negative");
+      KILN_ASSIGN_OR_RETURN(const int64_t a, normalize_axis(axes[i], rank));
+      if (target[i] < 0) return invalid_argument("shape value ", target[i], " is negative");
       const int64_t dim = x.dim(static_cast<size_t>(a));
       out_shape[static_cast<size_t>(a)] = target[i];
       shift[static_cast<size_t>(a)] = dim >= target[i] ? (dim - target[i]) / 2 : -((target[i] - dim) / 2);
     }
     KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, x.dtype(), out_shape));
     if (x.dtype() == DType::kString)
-      return invalid_argument(ctx.node().label(), ": string tensors are not supported");
+      return invalid_argument("string tensors are not supported");
     const size_t elem = dtype_size(x.dtype());
     std::memset(y->raw_data(), 0, y->nbytes());
     const std::vector<int64_t> xs = contiguous_strides(x.shape());
@@ -76,37 +77,37 @@ class CenterCropPadKernel final : public Kernel {
 class Col2ImKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    dilations_ = init.node.attr_ints("dilations");
-    pads_ = init.node.attr_ints("pads");
-    strides_ = init.node.attr_ints("strides");
+    dilations_ = init.attr_ints("dilations");
+    pads_ = init.attr_ints("pads");
+    strides_ = init.attr_ints("strides");
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
     for (size_t i = 0; i < 3; ++i)
-      if (!ctx.has_input(i)) return invalid_argument(ctx.node().label(), ": input ", i, " is missing");
+      if (!ctx.has_input(i)) return invalid_argument("input ", i, " is missing");
     const Tensor& x = ctx.input(0);
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> image, to_int64_vector(ctx.input(1)));
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> block, to_int64_vector(ctx.input(2)));
     const size_t nd = image.size();
     if (x.rank() != 3 || block.size() != nd || nd == 0)
-      return invalid_argument(ctx.node().label(), ": input ", x.shape().to_string(), " with image_shape of ", nd,
+      return invalid_argument("input ", x.shape().to_string(), " with image_shape of ", nd,
                               " and block_shape of ", block.size(), " values");
     std::vector<int64_t> dil(nd, 1), str(nd, 1), pad(2 * nd, 0), grid(nd);
     if (!dilations_.empty()) dil = dilations_;
     if (!strides_.empty()) str = strides_;
     if (!pads_.empty()) pad = pads_;
     if (dil.size() != nd || str.size() != nd || pad.size() != 2 * nd)
-      return invalid_argument(ctx.node().label(), ": dilations, strides or pads do not fit ", nd, " spatial dims");
+      return invalid_argument("dilations, strides or pads do not fit ", nd, " spatial dims");
     int64_t kprod = 1, lprod = 1;
     for (size_t d = 0; d < nd; ++d) {
       kprod *= block[d];
-      if (str[d] <= 0) return invalid_argument(ctx.node().label(), ": strides must be positive");
+      if (str[d] <= 0) return invalid_argument("strides must be positive");
       grid[d] = (image[d] + pad[d] + pad[d + nd] - dil[d] * (block[d] - 1) - 1) / str[d] + 1;
       lprod *= grid[d];
     }
     if (kprod <= 0 || x.dim(1) % kprod != 0 || x.dim(2) != lprod)
-      return invalid_argument(ctx.node().label(), ": input ", x.shape().to_string(), " does not fit blocks of ",
+      return invalid_argument("input ", x.shape().to_string(), " does not fit blocks of ",
                               kprod, " and ", lprod, " block positions");
     const int64_t n = x.dim(0), c = x.dim(1) / kprod;
     Shape out_shape{n, c};
@@ -154,18 +155,18 @@ class Col2ImKernel final : public Kernel {
 class GroupNormKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    groups_ = init.node.attr_int("num_groups", 0);
-    epsilon_ = init.node.attr_float("epsilon", 1e-5f);
-    if (groups_ <= 0) return invalid_argument(init.node.label(), ": num_groups must be positive");
+    groups_ = init.attr_int("num_groups", 0);
+    epsilon_ = init.attr_float("epsilon", 1e-5f);
+    if (groups_ <= 0) return invalid_argument("num_groups must be positive");
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
     for (size_t i = 0; i < 3; ++i)
-      if (!ctx.has_input(i)) return invalid_argument(ctx.node().label(), ": input ", i, " is missing");
+      if (!ctx.has_input(i)) return invalid_argument("input ", i, " is missing");
     const Tensor& x = ctx.input(0);
     if (x.rank() < 2 || x.dim(1) % groups_ != 0)
-      return invalid_argument(ctx.node().label(), ": X ", x.shape().to_string(), " has no channel dim that ",
+      return invalid_argument("X ", x.shape().to_string(), " has no channel dim that ",
                               groups_, " groups divide");
     const int64_t n = x.dim(0), c = x.dim(1), per = c / groups_;
     const int64_t spatial = c ? x.numel() / (n * c) : 0;
@@ -173,7 +174,7 @@ class GroupNormKernel final : public Kernel {
     // Opset 18: one scale per group; opset 21: one per channel.
     const bool per_channel = static_cast<int64_t>(scale.size()) == c;
     if ((!per_channel && static_cast<int64_t>(scale.size()) != groups_) || bias.size() != scale.size())
-      return invalid_argument(ctx.node().label(), ": scale and bias have ", scale.size(), " and ", bias.size(),
+      return invalid_argument("scale and bias have ", scale.size(), " and ", bias.size(),
                               " values; expected ", c, " (channels) or ", groups_, " (groups)");
     KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, x.dtype(), x.shape()));
     std::vector<float> v = to_float_vector(x);
@@ -208,18 +209,18 @@ class GroupNormKernel final : public Kernel {
 class AffineGridKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    align_ = init.node.attr_int("align_corners", 0) != 0;
+    align_ = init.attr_int("align_corners", 0) != 0;
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    if (!ctx.has_input(0) || !ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": needs theta and size");
+    if (!ctx.has_input(0) || !ctx.has_input(1)) return invalid_argument("needs theta and size");
     const Tensor& theta = ctx.input(0);
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> size, to_int64_vector(ctx.input(1)));
     const size_t nd = size.size() == 4 ? 2 : size.size() == 5 ? 3 : 0;
     if (nd == 0 || theta.rank() != 3 || theta.dim(0) != size[0] || theta.dim(1) != static_cast<int64_t>(nd) ||
         theta.dim(2) != static_cast<int64_t>(nd + 1))
-      return invalid_argument(ctx.node().label(), ": theta ", theta.shape().to_string(), " does not fit size of ",
+      return invalid_argument("theta ", theta.shape().to_string(), " does not fit size of ",
                               size.size(), " values");
     Shape out_shape{size[0]};
     for (size_t d = 2; d < size.size(); ++d) out_shape.push_back(size[d]);

@@ -9,7 +9,8 @@
 #include "kernels/portable/cv_common.h"
 #include "kernels/portable/low_precision.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -31,12 +32,11 @@ struct ScaleMap {
   }
 };
 
-Result<ScaleMap> scale_map(const KernelContext& ctx, const Tensor& x, const Tensor& scale, int64_t axis_attr,
-                           int64_t block) {
+Result<ScaleMap> scale_map(const Tensor& x, const Tensor& scale, int64_t axis_attr, int64_t block) {
   ScaleMap m;
   if (scale.rank() == 0 || (scale.numel() == 1 && block == 0)) return m;
   m.per_tensor = false;
-  KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_attr, static_cast<int64_t>(x.rank()), ctx.node()));
+  KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_attr, static_cast<int64_t>(x.rank())));
   for (int64_t d = 0; d < static_cast<int64_t>(x.rank()); ++d) {
     const int64_t v = x.dim(static_cast<size_t>(d));
     if (d < axis) m.outer *= v;
@@ -45,7 +45,7 @@ Result<ScaleMap> scale_map(const KernelContext& ctx, const Tensor& x, const Tens
   }
   if (block <= 0) {
     if (scale.rank() != 1 || scale.dim(0) != m.dim)
-      return invalid_argument(ctx.node().label(), ": scale has shape ", scale.shape().to_string(), "; expected [",
+      return invalid_argument("scale has shape ", scale.shape().to_string(), "; expected [",
                               m.dim, "] (dim ", axis, " of x ", x.shape().to_string(), ")");
     return m;
   }
@@ -53,7 +53,7 @@ Result<ScaleMap> scale_map(const KernelContext& ctx, const Tensor& x, const Tens
   Shape want = x.shape();
   want[static_cast<size_t>(axis)] = (m.dim + block - 1) / block;
   if (scale.shape() != want)
-    return invalid_argument(ctx.node().label(), ": scale has shape ", scale.shape().to_string(), "; block_size ",
+    return invalid_argument("scale has shape ", scale.shape().to_string(), "; block_size ",
                             block, " on axis ", axis, " needs ", want.to_string());
   return m;
 }
@@ -82,28 +82,28 @@ constexpr DTypeSet kQuantizedTypes = kLowPrecisionDTypes | dtype_set(DType::kUIn
 class QuantizeKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    axis_ = init.node.attr_int("axis", 1);
-    block_ = init.node.attr_int("block_size", 0);
-    saturate_ = init.node.attr_int("saturate", 1) != 0;
-    output_dtype_ = static_cast<DType>(init.node.attr_int("output_dtype", 0));
-    if (block_ < 0) return invalid_argument(init.node.label(), ": block_size is negative");
+    axis_ = init.attr_int("axis", 1);
+    block_ = init.attr_int("block_size", 0);
+    saturate_ = init.attr_int("saturate", 1) != 0;
+    output_dtype_ = static_cast<DType>(init.attr_int("output_dtype", 0));
+    if (block_ < 0) return invalid_argument("block_size is negative");
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    if (!ctx.has_input(0) || !ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": needs x and y_scale");
+    if (!ctx.has_input(0) || !ctx.has_input(1)) return invalid_argument("needs x and y_scale");
     const Tensor& x = ctx.input(0);
     const Tensor& scale = ctx.input(1);
     DType out = output_dtype_ != DType::kUndefined ? output_dtype_ : DType::kUInt8;
     if (ctx.has_input(2)) out = ctx.input(2).dtype();
     if (!(kQuantizedTypes & dtype_bit(out)) || out == DType::kInt32)
-      return invalid_argument(ctx.node().label(), ": cannot quantize to ", dtype_name(out));
-    KILN_ASSIGN_OR_RETURN(ScaleMap map, scale_map(ctx, x, scale, axis_, block_));
+      return invalid_argument("cannot quantize to ", dtype_name(out));
+    KILN_ASSIGN_OR_RETURN(ScaleMap map, scale_map(x, scale, axis_, block_));
     const std::vector<float> s = to_float_vector(scale);
     std::vector<double> zp(s.size(), 0.0);
     if (ctx.has_input(2)) {
       if (ctx.input(2).shape() != scale.shape() && ctx.input(2).numel() != static_cast<int64_t>(s.size()))
-        return invalid_argument(ctx.node().label(), ": y_zero_point has shape ", ctx.input(2).shape().to_string(),
+        return invalid_argument("y_zero_point has shape ", ctx.input(2).shape().to_string(),
                                 " unlike y_scale ", scale.shape().to_string());
       zp = quantized_values(ctx.input(2));
     }
@@ -153,33 +153,33 @@ class QuantizeKernel final : public Kernel {
 class DequantizeKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    axis_ = init.node.attr_int("axis", 1);
-    block_ = init.node.attr_int("block_size", 0);
-    output_dtype_ = static_cast<DType>(init.node.attr_int("output_dtype", 0));
-    if (block_ < 0) return invalid_argument(init.node.label(), ": block_size is negative");
+    axis_ = init.attr_int("axis", 1);
+    block_ = init.attr_int("block_size", 0);
+    output_dtype_ = static_cast<DType>(init.attr_int("output_dtype", 0));
+    if (block_ < 0) return invalid_argument("block_size is negative");
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    if (!ctx.has_input(0) || !ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": needs x and x_scale");
+    if (!ctx.has_input(0) || !ctx.has_input(1)) return invalid_argument("needs x and x_scale");
     const Tensor& x = ctx.input(0);
     const Tensor& scale = ctx.input(1);
     if (!(kQuantizedTypes & dtype_bit(x.dtype())))
-      return invalid_argument(ctx.node().label(), ": cannot dequantize ", dtype_name(x.dtype()));
-    KILN_ASSIGN_OR_RETURN(ScaleMap map, scale_map(ctx, x, scale, axis_, block_));
+      return invalid_argument("cannot dequantize ", dtype_name(x.dtype()));
+    KILN_ASSIGN_OR_RETURN(ScaleMap map, scale_map(x, scale, axis_, block_));
     const std::vector<float> s = to_float_vector(scale);
     std::vector<double> zp(s.size(), 0.0);
     if (ctx.has_input(2)) {
       if (ctx.input(2).dtype() != x.dtype())
-        return invalid_argument(ctx.node().label(), ": x_zero_point has dtype ", dtype_name(ctx.input(2).dtype()),
+        return invalid_argument("x_zero_point has dtype ", dtype_name(ctx.input(2).dtype()),
                                 ", expected ", dtype_name(x.dtype()));
       zp = quantized_values(ctx.input(2));
       if (zp.size() != s.size())
-        return invalid_argument(ctx.node().label(), ": x_zero_point has ", zp.size(), " values, x_scale ", s.size());
+        return invalid_argument("x_zero_point has ", zp.size(), " values, x_scale ", s.size());
     }
     const std::vector<double> xv = quantized_values(x);
     const DType out = output_dtype_ != DType::kUndefined ? output_dtype_ : scale.dtype();
-    if (!dtype_is_float(out)) return invalid_argument(ctx.node().label(), ": output_dtype ", dtype_name(out), " is not a float type");
+    if (!dtype_is_float(out)) return invalid_argument("output_dtype ", dtype_name(out), " is not a float type");
     KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, out, x.shape()));
     std::vector<float> yf(static_cast<size_t>(x.numel()));
     for (int64_t i = 0; i < x.numel(); ++i) {

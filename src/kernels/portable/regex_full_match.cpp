@@ -16,18 +16,18 @@ namespace {
 class RegexFullMatchKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    const std::string pattern = init.node.attr_string("pattern", "");
+    const std::string pattern = init.attr_string("pattern", "");
     re_ = std::make_unique<RE2>(pattern, RE2::Quiet);
     if (!re_->ok())
-      return invalid_argument(init.node.label(), ": pattern '", pattern, "' is not a valid RE2 expression: ",
+      return invalid_argument("pattern '", pattern, "' is not a valid RE2 expression: ",
                               re_->error());
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    if (!ctx.has_input(0)) return invalid_argument(ctx.node().label(), ": input 0 (X) is missing");
+    if (!ctx.has_input(0)) return invalid_argument("input 0 (X) is missing");
     const Tensor& x = ctx.input(0);
-    if (x.dtype() != DType::kString) return invalid_argument(ctx.node().label(), ": X must be strings");
+    if (x.dtype() != DType::kString) return invalid_argument("X must be strings");
     KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, DType::kBool, x.shape()));
     for (int64_t i = 0; i < x.numel(); ++i) y->data<bool>()[i] = RE2::FullMatch(x.data<std::string>()[i], *re_);
     return Status::ok();

@@ -465,10 +465,10 @@ class RangeKernel final : public Kernel {
   static Status half_range(KernelContext& ctx, DType dt) {
     const float start = to_float_vector(ctx.input(0))[0], limit = to_float_vector(ctx.input(1))[0],
                 delta = to_float_vector(ctx.input(2))[0];
-    if (delta == 0.f) return invalid_argument(ctx.node().label(), ": input 2 (delta) must not be zero");
+    if (delta == 0.f) return invalid_argument("input 2 (delta) must not be zero");
     const double count = std::ceil((static_cast<double>(limit) - start) / delta);
-    if (!(count < static_cast<double>(layout::kMaxElements)))
-      return invalid_argument(ctx.node().label(), ": range would have ", count, " elements");
+    if (!(count < static_cast<double>(kMaxElements)))
+      return invalid_argument("range would have ", count, " elements");
     const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, dt, Shape{n}));
     std::vector<float> v(static_cast<size_t>(n));

@@ -165,7 +165,7 @@ class DftKernel final : public Kernel {
       KILN_ASSIGN_OR_RETURN(n, scalar_int(ctx, 1, "dft_length"));
       if (n <= 0) return invalid_argument("input 1 (dft_length) must be positive, got ", n);
     }
-    if (n <= 0) return invalid_argument(node.label(), ": the signal length along axis ", axis, " is ", n);
+    if (n <= 0) return invalid_argument("the signal length along axis ", axis, " is ", n);
     const int64_t out_len = irfft ? n : onesided_ ? n / 2 + 1 : n;
     Shape out_shape = x.shape();
     out_shape[static_cast<size_t>(axis)] = out_len;

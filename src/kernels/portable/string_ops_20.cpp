@@ -5,7 +5,8 @@
 #include <vector>
 
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -14,11 +15,11 @@ namespace {
 class StringConcatKernel final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
-    if (!ctx.has_input(0) || !ctx.has_input(1)) return invalid_argument(ctx.node().label(), ": needs X and Y");
+    if (!ctx.has_input(0) || !ctx.has_input(1)) return invalid_argument("needs X and Y");
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     if (a.dtype() != DType::kString || b.dtype() != DType::kString)
-      return invalid_argument(ctx.node().label(), ": inputs must be strings");
+      return invalid_argument("inputs must be strings");
     KILN_ASSIGN_OR_RETURN(BroadcastPlan plan, make_broadcast_plan(a.shape(), b.shape()));
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, DType::kString, plan.out));
     const std::string* x = a.data<std::string>();
@@ -72,15 +73,15 @@ std::vector<std::string> split(std::string_view s, const std::string& delim, int
 class StringSplitKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    delimiter_ = init.node.attr_string("delimiter", "");
-    maxsplit_ = init.node.has_attr("maxsplit") ? init.node.attr_int("maxsplit", -1) : -1;
+    delimiter_ = init.attr_string("delimiter", "");
+    maxsplit_ = init.node.has_attr("maxsplit") ? init.attr_int("maxsplit", -1) : -1;
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    if (!ctx.has_input(0)) return invalid_argument(ctx.node().label(), ": input 0 (X) is missing");
+    if (!ctx.has_input(0)) return invalid_argument("input 0 (X) is missing");
     const Tensor& x = ctx.input(0);
-    if (x.dtype() != DType::kString) return invalid_argument(ctx.node().label(), ": X must be strings");
+    if (x.dtype() != DType::kString) return invalid_argument("X must be strings");
     std::vector<std::vector<std::string>> parts(static_cast<size_t>(x.numel()));
     int64_t widest = 0;
     for (int64_t i = 0; i < x.numel(); ++i) {

@@ -8,7 +8,8 @@
 
 #include "kernels/portable/cv_common.h"
 #include "kernels/registry.h"
-#include "kernels/util.h"
+#include "kernels/util/broadcast.h"
+#include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
 
@@ -21,17 +22,17 @@ class TreeEnsembleKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
     const ir::Node& n = init.node;
-    roots_ = n.attr_ints("tree_roots");
-    features_ = n.attr_ints("nodes_featureids");
-    true_ids_ = n.attr_ints("nodes_truenodeids");
-    false_ids_ = n.attr_ints("nodes_falsenodeids");
-    true_leaf_ = n.attr_ints("nodes_trueleafs");
-    false_leaf_ = n.attr_ints("nodes_falseleafs");
-    missing_true_ = n.attr_ints("nodes_missing_value_tracks_true");
-    leaf_targets_ = n.attr_ints("leaf_targetids");
-    n_targets_ = n.attr_int("n_targets", 1);
-    aggregate_ = n.attr_int("aggregate_function", kSum);
-    post_ = n.attr_int("post_transform", 0);
+    roots_ = init.attr_ints("tree_roots");
+    features_ = init.attr_ints("nodes_featureids");
+    true_ids_ = init.attr_ints("nodes_truenodeids");
+    false_ids_ = init.attr_ints("nodes_falsenodeids");
+    true_leaf_ = init.attr_ints("nodes_trueleafs");
+    false_leaf_ = init.attr_ints("nodes_falseleafs");
+    missing_true_ = init.attr_ints("nodes_missing_value_tracks_true");
+    leaf_targets_ = init.attr_ints("leaf_targetids");
+    n_targets_ = init.attr_int("n_targets", 1);
+    aggregate_ = init.attr_int("aggregate_function", kSum);
+    post_ = init.attr_int("post_transform", 0);
     KILN_RETURN_IF_ERROR(tensor_attr(n, "nodes_splits", &splits_));
     KILN_RETURN_IF_ERROR(tensor_attr(n, "leaf_weights", &weights_));
     std::vector<double> modes, members;
@@ -40,8 +41,8 @@ class TreeEnsembleKernel final : public Kernel {
     const size_t count = features_.size();
     if (splits_.size() != count || modes.size() != count || true_ids_.size() != count || false_ids_.size() != count ||
         true_leaf_.size() != count || false_leaf_.size() != count || weights_.size() != leaf_targets_.size())
-      return invalid_argument(n.label(), ": the nodes_* (", count, ") or leaf_* attributes differ in length");
-    if (post_ != 0) return unimplemented(n.label(), ": post_transform ", post_, " is not implemented");
+      return invalid_argument("the nodes_* (", count, ") or leaf_* attributes differ in length");
+    if (post_ != 0) return unimplemented("post_transform ", post_, " is not implemented");
     for (double m : modes) modes_.push_back(static_cast<int64_t>(m));
     // Each membership node takes the next NaN-terminated run of values.
     size_t at = 0;
@@ -52,14 +53,14 @@ class TreeEnsembleKernel final : public Kernel {
       ++at;
     }
     for (int64_t t : leaf_targets_)
-      if (t < 0 || t >= n_targets_) return invalid_argument(n.label(), ": leaf target ", t, " is out of range");
+      if (t < 0 || t >= n_targets_) return invalid_argument("leaf target ", t, " is out of range");
     return Status::ok();
   }
 
   Status compute(KernelContext& ctx) const override {
-    if (!ctx.has_input(0)) return invalid_argument(ctx.node().label(), ": input 0 (X) is missing");
+    if (!ctx.has_input(0)) return invalid_argument("input 0 (X) is missing");
     const Tensor& x = ctx.input(0);
-    if (x.rank() != 2) return invalid_argument(ctx.node().label(), ": X must be 2-D, not ", x.shape().to_string());
+    if (x.rank() != 2) return invalid_argument("X must be 2-D, not ", x.shape().to_string());
     const int64_t rows = x.dim(0), cols = x.dim(1);
     KILN_ASSIGN_OR_RETURN(const std::vector<double> xv, to_double_vector(x));  // float64 X compares exactly
     KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, x.dtype(), Shape{rows, n_targets_}));
@@ -70,7 +71,7 @@ class TreeEnsembleKernel final : public Kernel {
       std::fill(acc.begin(), acc.end(), 0.0);
       std::fill(seen.begin(), seen.end(), false);
       for (int64_t root : roots_) {
-        KILN_ASSIGN_OR_RETURN(const int64_t leaf, walk(ctx, root, xv.data() + r * cols, cols));
+        KILN_ASSIGN_OR_RETURN(const int64_t leaf, walk(root, xv.data() + r * cols, cols));
         const auto t = static_cast<size_t>(leaf_targets_[static_cast<size_t>(leaf)]);
         const double w = weights_[static_cast<size_t>(leaf)];
         if (!seen[t]) acc[t] = w;
@@ -92,7 +93,7 @@ class TreeEnsembleKernel final : public Kernel {
  private:
   static Status tensor_attr(const ir::Node& n, const char* name, std::vector<double>* out) {
     const ir::Attribute* a = n.find_attr(name);
-    if (!a || !a->t.defined()) return invalid_argument(n.label(), ": tensor attribute '", name, "' is missing");
+    if (!a || !a->t.defined()) return invalid_argument("tensor attribute '", name, "' is missing");
     if (a->t.dtype() == DType::kFloat64) {
       out->assign(a->t.data<double>(), a->t.data<double>() + a->t.numel());
     } else if (dtype_is_float(a->t.dtype())) {
@@ -121,23 +122,23 @@ class TreeEnsembleKernel final : public Kernel {
     }
   }
 
-  Result<int64_t> walk(const KernelContext& ctx, int64_t node, const double* row, int64_t cols) const {
+  Result<int64_t> walk(int64_t node, const double* row, int64_t cols) const {
     for (size_t steps = 0; steps <= features_.size(); ++steps) {
       if (node < 0 || node >= static_cast<int64_t>(features_.size()))
-        return invalid_argument(ctx.node().label(), ": node id ", node, " is out of range");
+        return invalid_argument("node id ", node, " is out of range");
       const auto i = static_cast<size_t>(node);
       const int64_t f = features_[i];
-      if (f < 0 || f >= cols) return invalid_argument(ctx.node().label(), ": feature ", f, " is out of range");
+      if (f < 0 || f >= cols) return invalid_argument("feature ", f, " is out of range");
       const bool t = branch(i, row[f]);
       const int64_t next = t ? true_ids_[i] : false_ids_[i];
       if ((t ? true_leaf_[i] : false_leaf_[i]) != 0) {
         if (next < 0 || next >= static_cast<int64_t>(weights_.size()))
-          return invalid_argument(ctx.node().label(), ": leaf id ", next, " is out of range");
+          return invalid_argument("leaf id ", next, " is out of range");
         return next;
       }
       node = next;
     }
-    return invalid_argument(ctx.node().label(), ": a tree has a cycle");
+    return invalid_argument("a tree has a cycle");
   }
 
   std::vector<int64_t> roots_, features_, true_ids_, false_ids_, true_leaf_, false_leaf_, missing_true_, leaf_targets_,

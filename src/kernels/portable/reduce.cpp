@@ -13,7 +13,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/portable/strided_copy.h"
+#include "kernels/portable/util/strided_copy.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -354,7 +354,8 @@ constexpr DTypeSet kReduceTypes = kNumericDTypes;
 
 void register_reduce_ops(KernelRegistry& r) {
   auto add = [&r](const char* op, KernelFactory f) {
-    r.add(KernelDef{"", op, 1, 1000, kReduceTypes, 0, f, 0});
+    r.add({.domain = "", .op_type = op, .since_version = 1, .until_version = 1000, .dtypes = kReduceTypes,
+           .type_input = 0, .factory = f, .flags = 0});
   };
   add("ReduceSum", make_kernel<ReduceKernel<Op::kSum>>);
   add("ReduceMean", make_kernel<ReduceKernel<Op::kMean>>);

@@ -22,9 +22,29 @@ struct TileStore {
 
 /// The epilogue for one tile whose accumulators were spilled to `acc` (row
 /// stride `acc_ld`): the portable kernel's store, and the SIMD kernels' store
-/// for partial edge tiles. Compiled for the baseline ISA (gemm.cpp).
-void store_tile_scalar(const float* acc, int64_t acc_ld, float* c, int64_t ldc, int64_t mv, int64_t nv,
-                       const TileStore& st);
+/// for partial edge tiles. `Isa` is a type local to the calling file, so each
+/// ISA's file gets its own (vectorized for that ISA) copy and none can stand
+/// in for another at link time.
+template <class Isa>
+inline void store_tile_scalar(const float* acc, int64_t acc_ld, float* c, int64_t ldc, int64_t mv, int64_t nv,
+                              const TileStore& st) {
+  for (int64_t i = 0; i < mv; ++i) {
+    float* crow = c + i * ldc;
+    const float* arow = acc + i * acc_ld;
+    for (int64_t j = 0; j < nv; ++j) {
+      float v = st.alpha * arow[j];
+      if (st.first) {
+        if (st.beta != 0.f) v += st.beta * crow[j];
+        if (st.row_bias) v += st.row_bias[i];
+        if (st.col_bias) v += st.col_bias[j];
+      } else {
+        v += crow[j];
+      }
+      if (st.last && st.clamp) v = v < st.lo ? st.lo : (v > st.hi ? st.hi : v);
+      crow[j] = v;
+    }
+  }
+}
 
 /// C[0:mv, 0:nv] (row stride ldc) gets the MR x NR product of a packed A
 /// sliver (kc x MR) and a packed B sliver (kc x NR), then the epilogue.

@@ -49,7 +49,7 @@ __attribute__((always_inline)) inline void ukernel_simd(int64_t kc, const float*
       V::store_aligned(tmp + i * kNr, acc[i][0]);
       V::store_aligned(tmp + i * kNr + kL, acc[i][1]);
     }
-    store_tile_scalar(tmp, kNr, c, ldc, mv, nv, st);
+    store_tile_scalar<V>(tmp, kNr, c, ldc, mv, nv, st);
     return;
   }
   const Reg alpha = V::set1(st.alpha);

@@ -15,7 +15,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/portable/gemm.h"
+#include "kernels/portable/util/gemm.h"
 
 using namespace kiln;
 using namespace kiln::kernels;

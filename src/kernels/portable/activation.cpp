@@ -5,8 +5,8 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/portable/elementwise.h"
-#include "kernels/portable/elementwise_simd.h"
+#include "kernels/portable/util/elementwise.h"
+#include "kernels/portable/cpu/x86/elementwise_simd.h"
 #include "kernels/registry.h"
 
 namespace kiln::kernels {
@@ -277,7 +277,8 @@ class ClipKernel final : public Kernel {
 
 template <class Op>
 void add_unary(KernelRegistry& r, const char* name, int since) {
-  r.add({"", name, since, 1000, Op::kTypes, 0, make_kernel<UnaryKernel<Op>>});
+  r.add({.domain = "", .op_type = name, .since_version = since, .until_version = 1000, .dtypes = Op::kTypes,
+         .type_input = 0, .factory = make_kernel<UnaryKernel<Op>>, .flags = 0});
 }
 
 }  // namespace
@@ -296,7 +297,8 @@ void register_activation_ops(KernelRegistry& r) {
   add_unary<SoftsignOp>(r, "Softsign", 1);
   add_unary<ThresholdedReluOp>(r, "ThresholdedRelu", 10);
   add_unary<ShrinkOp>(r, "Shrink", 9);
-  r.add({"", "Clip", 1, 1000, kNumericDTypes, 0, make_kernel<ClipKernel>});
+  r.add({.domain = "", .op_type = "Clip", .since_version = 1, .until_version = 1000, .dtypes = kNumericDTypes,
+         .type_input = 0, .factory = make_kernel<ClipKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

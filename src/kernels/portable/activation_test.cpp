@@ -1,19 +1,19 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/portable/elementwise_test_util.h"
+#include "kernels/testing/tensor_builders.h"
 
 namespace kiln {
 namespace {
 
-using namespace ewtest;
+using namespace kiln::testing;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 TEST(ActivationTest, ReluFloatAndInt) {
   expect_floats(run_ok("Relu", {f32({-1, 0, 2.5f, -kInf, kNaN})}), {0, 0, 2.5, 0, kNaN});
-  EXPECT_EQ(values<int32_t>(run_ok("Relu", {make<int32_t>({-3, 4}, {2})}, {}, 14)), (std::vector<int32_t>{0, 4}));
+  EXPECT_EQ(vals<int32_t>(run_ok("Relu", {make<int32_t>({-3, 4}, {2})}, {}, 14)), (std::vector<int32_t>{0, 4}));
   expect_floats(run_ok("Relu", {make<double>({-1, 3}, {2})}, {}, 6), {0, 3});
 }
 
@@ -71,7 +71,7 @@ TEST(ActivationTest, SoftplusAndSoftsign) {
 TEST(ActivationTest, Shrink) {
   expect_floats(run_ok("Shrink", {f32({-2, -0.5f, 0, 0.5f, 2})}, {attr("lambd", 1.5f)}), {-2, 0, 0, 0, 2});
   expect_floats(run_ok("Shrink", {f32({-2, 0, 2})}, {attr("lambd", 1.5f), attr("bias", 1.5f)}), {-0.5, 0, 0.5});
-  EXPECT_EQ(values<int32_t>(run_ok("Shrink", {make<int32_t>({-5, 1, 5}, {3})}, {attr("lambd", 2.f), attr("bias", 1.f)})),
+  EXPECT_EQ(vals<int32_t>(run_ok("Shrink", {make<int32_t>({-5, 1, 5}, {3})}, {attr("lambd", 2.f), attr("bias", 1.f)})),
             (std::vector<int32_t>{-4, 0, 4}));
 }
 
@@ -92,9 +92,9 @@ TEST(ActivationTest, ClipOptionalInputs) {
 
 TEST(ActivationTest, ClipIntegers) {
   Tensor y = run_ok("Clip", {make<int8_t>({-100, 0, 100}, {3}), make<int8_t>({-5}, {}), make<int8_t>({5}, {})}, {}, 13);
-  EXPECT_EQ(values<int8_t>(y), (std::vector<int8_t>{-5, 0, 5}));
+  EXPECT_EQ(vals<int8_t>(y), (std::vector<int8_t>{-5, 0, 5}));
   Tensor z = run_ok("Clip", {make<int64_t>({-100, 100}, {2}), Value::none(), make<int64_t>({7}, {})}, {}, 13);
-  EXPECT_EQ(values<int64_t>(z), (std::vector<int64_t>{-100, 7}));
+  EXPECT_EQ(vals<int64_t>(z), (std::vector<int64_t>{-100, 7}));
 }
 
 TEST(ActivationTest, ClipRejectsBadBounds) {

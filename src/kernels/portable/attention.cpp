@@ -8,7 +8,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/portable/cv_common.h"
+#include "kernels/portable/util/cv_common.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -405,9 +405,12 @@ class FlexAttentionKernel final : public Kernel {
 }  // namespace
 
 void register_attention_ops(KernelRegistry& r) {
-  r.add({"ai.onnx.preview", "FlexAttention", 1, 1000, kFloatDTypes, 0, make_kernel<FlexAttentionKernel>, 0});
-  r.add({"", "Attention", 23, 1000, kFloatDTypes, 0, make_kernel<AttentionKernel>, 0});
-  r.add({"", "RotaryEmbedding", 23, 1000, kFloatDTypes, 0, make_kernel<RotaryEmbeddingKernel>, 0});
+  r.add({.domain = "ai.onnx.preview", .op_type = "FlexAttention", .since_version = 1, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_kernel<FlexAttentionKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "Attention", .since_version = 23, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_kernel<AttentionKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "RotaryEmbedding", .since_version = 23, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_kernel<RotaryEmbeddingKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

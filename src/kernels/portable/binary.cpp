@@ -7,8 +7,8 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/portable/elementwise.h"
-#include "kernels/portable/elementwise_simd.h"
+#include "kernels/portable/util/elementwise.h"
+#include "kernels/portable/cpu/x86/elementwise_simd.h"
 #include "kernels/registry.h"
 
 namespace kiln::kernels {
@@ -465,14 +465,22 @@ class PReluKernel final : public Kernel {
 }  // namespace
 
 void register_binary_ops(KernelRegistry& r) {
-  r.add({"", "Add", 1, 1000, kNumericDTypes, 0, make_kernel<ArithKernel<AddOp>>});
-  r.add({"", "Sub", 1, 1000, kNumericDTypes, 0, make_kernel<ArithKernel<SubOp>>});
-  r.add({"", "Mul", 1, 1000, kNumericDTypes, 0, make_kernel<ArithKernel<MulOp>>});
-  r.add({"", "Div", 1, 1000, kNumericDTypes, 0, make_kernel<ArithKernel<DivOp>>});
-  r.add({"", "Pow", 1, 1000, kNumericDTypes, 0, make_kernel<PowKernel>});
-  r.add({"", "Mod", 10, 1000, kNumericDTypes, 0, make_kernel<ModKernel>});
-  r.add({"", "BitShift", 11, 1000, kUnsignedIntDTypes, 0, make_kernel<BitShiftKernel>});
-  r.add({"", "PRelu", 1, 1000, kNumericDTypes, 0, make_kernel<PReluKernel>});
+  r.add({.domain = "", .op_type = "Add", .since_version = 1, .until_version = 1000, .dtypes = kNumericDTypes,
+         .type_input = 0, .factory = make_kernel<ArithKernel<AddOp>>, .flags = 0});
+  r.add({.domain = "", .op_type = "Sub", .since_version = 1, .until_version = 1000, .dtypes = kNumericDTypes,
+         .type_input = 0, .factory = make_kernel<ArithKernel<SubOp>>, .flags = 0});
+  r.add({.domain = "", .op_type = "Mul", .since_version = 1, .until_version = 1000, .dtypes = kNumericDTypes,
+         .type_input = 0, .factory = make_kernel<ArithKernel<MulOp>>, .flags = 0});
+  r.add({.domain = "", .op_type = "Div", .since_version = 1, .until_version = 1000, .dtypes = kNumericDTypes,
+         .type_input = 0, .factory = make_kernel<ArithKernel<DivOp>>, .flags = 0});
+  r.add({.domain = "", .op_type = "Pow", .since_version = 1, .until_version = 1000, .dtypes = kNumericDTypes,
+         .type_input = 0, .factory = make_kernel<PowKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "Mod", .since_version = 10, .until_version = 1000, .dtypes = kNumericDTypes,
+         .type_input = 0, .factory = make_kernel<ModKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "BitShift", .since_version = 11, .until_version = 1000, .dtypes = kUnsignedIntDTypes,
+         .type_input = 0, .factory = make_kernel<BitShiftKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "PRelu", .since_version = 1, .until_version = 1000, .dtypes = kNumericDTypes,
+         .type_input = 0, .factory = make_kernel<PReluKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

@@ -1,12 +1,12 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/portable/elementwise_test_util.h"
+#include "kernels/testing/tensor_builders.h"
 
 namespace kiln {
 namespace {
 
-using namespace ewtest;
+using namespace kiln::testing;
 
 TEST(BinaryTest, AddSameShapeFloat) {
   Tensor y = run_ok("Add", {f32({1, 2, 3, 4}, {2, 2}), f32({10, 20, 30, 40}, {2, 2})});
@@ -43,7 +43,7 @@ TEST(BinaryTest, MiddleAxisBroadcast) {
 
 TEST(BinaryTest, IntegerDivisionTruncatesTowardZero) {
   Tensor y = run_ok("Div", {make<int32_t>({7, -7, 7, -7}, {4}), make<int32_t>({2, 2, -2, -2}, {4})});
-  EXPECT_EQ(values<int32_t>(y), (std::vector<int32_t>{3, -3, -3, 3}));
+  EXPECT_EQ(vals<int32_t>(y), (std::vector<int32_t>{3, -3, -3, 3}));
 }
 
 TEST(BinaryTest, IntegerDivisionByZeroIsAnError) {
@@ -54,15 +54,15 @@ TEST(BinaryTest, IntegerDivisionByZeroIsAnError) {
 TEST(BinaryTest, IntMinDividedByMinusOneWraps) {
   const int32_t mn = std::numeric_limits<int32_t>::min();
   Tensor y = run_ok("Div", {make<int32_t>({mn}, {1}), make<int32_t>({-1}, {1})});
-  EXPECT_EQ(values<int32_t>(y)[0], mn);
+  EXPECT_EQ(vals<int32_t>(y)[0], mn);
 }
 
 TEST(BinaryTest, IntegerArithmeticWraps) {
-  EXPECT_EQ(values<int8_t>(run_ok("Add", {make<int8_t>({127}, {1}), make<int8_t>({1}, {1})}))[0], -128);
-  EXPECT_EQ(values<uint8_t>(run_ok("Sub", {make<uint8_t>({0}, {1}), make<uint8_t>({1}, {1})}))[0], 255);
-  EXPECT_EQ(values<uint16_t>(run_ok("Mul", {make<uint16_t>({65535}, {1}), make<uint16_t>({65535}, {1})}))[0], 1);
+  EXPECT_EQ(vals<int8_t>(run_ok("Add", {make<int8_t>({127}, {1}), make<int8_t>({1}, {1})}))[0], -128);
+  EXPECT_EQ(vals<uint8_t>(run_ok("Sub", {make<uint8_t>({0}, {1}), make<uint8_t>({1}, {1})}))[0], 255);
+  EXPECT_EQ(vals<uint16_t>(run_ok("Mul", {make<uint16_t>({65535}, {1}), make<uint16_t>({65535}, {1})}))[0], 1);
   const int64_t mx = std::numeric_limits<int64_t>::max();
-  EXPECT_EQ(values<int64_t>(run_ok("Add", {make<int64_t>({mx}, {1}), make<int64_t>({1}, {1})}))[0],
+  EXPECT_EQ(vals<int64_t>(run_ok("Add", {make<int64_t>({mx}, {1}), make<int64_t>({1}, {1})}))[0],
             std::numeric_limits<int64_t>::min());
 }
 
@@ -73,7 +73,7 @@ TEST(BinaryTest, HalfAndDoubleTypes) {
   Tensor b = run_ok("Mul", {make<BFloat16>({BFloat16(3.f)}, {1}), make<BFloat16>({BFloat16(-2.f)}, {1})});
   expect_floats(b, {-6});
   Tensor d = run_ok("Div", {make<double>({1.0}, {1}), make<double>({3.0}, {1})});
-  EXPECT_DOUBLE_EQ(values<double>(d)[0], 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(vals<double>(d)[0], 1.0 / 3.0);
 }
 
 TEST(BinaryTest, LongHalfInputsRoundLikeElementByElement) {
@@ -187,26 +187,26 @@ TEST(BinaryTest, PowIntegerScalarExponentOnFloat) {
 TEST(BinaryTest, PowMixedDtypes) {
   Tensor a = run_ok("Pow", {make<int32_t>({1, 2, 3}, {3}), f32({4, 5, 6})}, {}, 15);
   EXPECT_EQ(a.dtype(), DType::kInt32);
-  EXPECT_EQ(values<int32_t>(a), (std::vector<int32_t>{1, 32, 729}));
+  EXPECT_EQ(vals<int32_t>(a), (std::vector<int32_t>{1, 32, 729}));
   Tensor b = run_ok("Pow", {f32({1, 2, 3}), make<uint64_t>({4, 5, 6}, {3})}, {}, 15);
   expect_floats(b, {1, 32, 729});
   Tensor c = run_ok("Pow", {make<int64_t>({2, -3, 10}, {3}), make<int64_t>({10, 3, 0}, {3})}, {}, 15);
-  EXPECT_EQ(values<int64_t>(c), (std::vector<int64_t>{1024, -27, 1}));
+  EXPECT_EQ(vals<int64_t>(c), (std::vector<int64_t>{1024, -27, 1}));
   Tensor d = run_ok("Pow", {make<int64_t>({2, 1, -1, -1}, {4}), make<int64_t>({-1, -5, -3, -2}, {4})}, {}, 15);
-  EXPECT_EQ(values<int64_t>(d), (std::vector<int64_t>{0, 1, -1, 1}));
+  EXPECT_EQ(vals<int64_t>(d), (std::vector<int64_t>{0, 1, -1, 1}));
   Tensor e = run_ok("Pow", {f32({4, 9}), f32({0.5f, 2.f})});  // no scalar: generic path
   expect_floats(e, {2, 81});
 }
 
 TEST(BinaryTest, ModIntegerTakesDivisorSign) {
   Tensor y = run_ok("Mod", {make<int32_t>({-4, 7, 5, 4, -7, 8}, {6}), make<int32_t>({2, -3, 8, -2, 3, 5}, {6})});
-  EXPECT_EQ(values<int32_t>(y), (std::vector<int32_t>{0, -2, 5, 0, 2, 3}));
+  EXPECT_EQ(vals<int32_t>(y), (std::vector<int32_t>{0, -2, 5, 0, 2, 3}));
 }
 
 TEST(BinaryTest, ModFmodTakesDividendSign) {
   Tensor y = run_ok("Mod", {make<int64_t>({-4, 7, 5, 4, -7, 8}, {6}), make<int64_t>({2, -3, 8, -2, 3, 5}, {6})},
                     {attr("fmod", 1)});
-  EXPECT_EQ(values<int64_t>(y), (std::vector<int64_t>{0, 1, 5, 0, -1, 3}));
+  EXPECT_EQ(vals<int64_t>(y), (std::vector<int64_t>{0, 1, 5, 0, -1, 3}));
   Tensor f = run_ok("Mod", {f32({-4.3f, 7.2f}), f32({2.1f, -3.4f})}, {attr("fmod", 1)});
   expect_floats(f, {std::fmod(-4.3f, 2.1f), std::fmod(7.2f, -3.4f)});
 }
@@ -220,12 +220,12 @@ TEST(BinaryTest, ModErrors) {
 TEST(BinaryTest, BitShift) {
   Tensor l = run_ok("BitShift", {make<uint8_t>({16, 4, 1}, {3}), make<uint8_t>({1, 2, 3}, {3})},
                     {attr("direction", "LEFT")});
-  EXPECT_EQ(values<uint8_t>(l), (std::vector<uint8_t>{32, 16, 8}));
+  EXPECT_EQ(vals<uint8_t>(l), (std::vector<uint8_t>{32, 16, 8}));
   Tensor r = run_ok("BitShift", {make<uint32_t>({16, 4, 1}, {3}), make<uint32_t>({1, 2, 40}, {3})},
                     {attr("direction", "RIGHT")});
-  EXPECT_EQ(values<uint32_t>(r), (std::vector<uint32_t>{8, 1, 0}));
+  EXPECT_EQ(vals<uint32_t>(r), (std::vector<uint32_t>{8, 1, 0}));
   Tensor big = run_ok("BitShift", {make<uint64_t>({1}, {1}), make<uint64_t>({64}, {1})}, {attr("direction", "LEFT")});
-  EXPECT_EQ(values<uint64_t>(big)[0], 0u);
+  EXPECT_EQ(vals<uint64_t>(big)[0], 0u);
   run_error("BitShift", {make<uint8_t>({1}, {1}), make<uint8_t>({1}, {1})}, {attr("direction", "UP")});
 }
 

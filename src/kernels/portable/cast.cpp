@@ -21,9 +21,9 @@
 #include <cstring>
 #include <string_view>
 
-#include "kernels/portable/elementwise.h"
-#include "kernels/portable/elementwise_simd.h"
-#include "kernels/portable/low_precision.h"
+#include "kernels/portable/util/elementwise.h"
+#include "kernels/portable/cpu/x86/elementwise_simd.h"
+#include "kernels/portable/util/low_precision.h"
 #include "kernels/registry.h"
 
 namespace kiln::kernels {
@@ -404,8 +404,10 @@ constexpr DTypeSet kCastTypes = kNumericDTypes | kBoolDType | kStringDType | kLo
 }  // namespace
 
 void register_cast_ops(KernelRegistry& r) {
-  r.add({"", "Cast", 1, 1000, kCastTypes, 0, make_kernel<CastKernel>});
-  r.add({"", "CastLike", 15, 1000, kCastTypes, 0, make_kernel<CastLikeKernel>});
+  r.add({.domain = "", .op_type = "Cast", .since_version = 1, .until_version = 1000, .dtypes = kCastTypes,
+         .type_input = 0, .factory = make_kernel<CastKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "CastLike", .since_version = 15, .until_version = 1000, .dtypes = kCastTypes,
+         .type_input = 0, .factory = make_kernel<CastLikeKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

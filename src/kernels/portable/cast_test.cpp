@@ -2,12 +2,12 @@
 #include <cstring>
 #include <limits>
 
-#include "kernels/portable/elementwise_test_util.h"
+#include "kernels/testing/tensor_builders.h"
 
 namespace kiln {
 namespace {
 
-using namespace ewtest;
+using namespace kiln::testing;
 
 Tensor cast(const Tensor& x, DType to, int opset = 13) {
   return run_ok("Cast", {x}, {attr("to", static_cast<int64_t>(to))}, opset);
@@ -17,7 +17,7 @@ TEST(CastTest, FloatToStringIsShortestRoundTrip) {
   // Values and expected text from ONNX's test_cast_FLOAT_to_STRING.
   const std::vector<float> x = {0.9767611f, 0.6048455f, 0.039187793f, 0.064147495f, 0.6924721f};
   Tensor y = cast(f32(x), DType::kString);
-  EXPECT_EQ(values<std::string>(y),
+  EXPECT_EQ(vals<std::string>(y),
             (std::vector<std::string>{"0.9767611", "0.6048455", "0.039187793", "0.064147495", "0.6924721"}));
 }
 
@@ -25,21 +25,21 @@ TEST(CastTest, FloatToStringFormats) {
   const float inf = std::numeric_limits<float>::infinity();
   Tensor y = cast(f32({3.f, -0.f, 1e-5f, 1.5e16f, 1e16f, 123456.5f, 0.0001f, -2.5e-7f, std::nanf(""), inf, -inf}),
                   DType::kString);
-  EXPECT_EQ(values<std::string>(y), (std::vector<std::string>{"3.0", "-0.0", "1e-05", "1.5e+16", "1e+16", "123456.5",
+  EXPECT_EQ(vals<std::string>(y), (std::vector<std::string>{"3.0", "-0.0", "1e-05", "1.5e+16", "1e+16", "123456.5",
                                                               "0.0001", "-2.5e-07", "NaN", "INF", "-INF"}));
   Tensor d = cast(make<double>({0.1, 1.0 / 3}, {2}), DType::kString);
-  EXPECT_EQ(values<std::string>(d), (std::vector<std::string>{"0.1", "0.3333333333333333"}));
+  EXPECT_EQ(vals<std::string>(d), (std::vector<std::string>{"0.1", "0.3333333333333333"}));
   Tensor h = cast(make<Float16>({Float16(0.1f), Float16(1000.f)}, {2}), DType::kString);
-  EXPECT_EQ(values<std::string>(h), (std::vector<std::string>{"0.1", "1000.0"}));
+  EXPECT_EQ(vals<std::string>(h), (std::vector<std::string>{"0.1", "1000.0"}));
   Tensor i = cast(make<int64_t>({-42, 7}, {2}), DType::kString);
-  EXPECT_EQ(values<std::string>(i), (std::vector<std::string>{"-42", "7"}));
+  EXPECT_EQ(vals<std::string>(i), (std::vector<std::string>{"-42", "7"}));
 }
 
 TEST(CastTest, StringToFloatParsesSpecialLiterals) {
   Tensor y = cast(strs({"0.47892547", "1e-5", "1E8", " 2.5 ", "NaN", "INF", "+INF", "-INF", "-inf", "1e999"}, {10}),
                   DType::kFloat32);
   const float inf = std::numeric_limits<float>::infinity();
-  std::vector<float> v = values<float>(y);
+  std::vector<float> v = vals<float>(y);
   EXPECT_EQ(v[0], 0.47892547f);
   EXPECT_EQ(v[1], 1e-5f);
   EXPECT_EQ(v[2], 1e8f);
@@ -53,7 +53,7 @@ TEST(CastTest, StringToFloatParsesSpecialLiterals) {
 }
 
 TEST(CastTest, StringToIntegerAndBool) {
-  EXPECT_EQ(values<int32_t>(cast(strs({"1000", "-7", "100.5", "+3"}, {4}), DType::kInt32)),
+  EXPECT_EQ(vals<int32_t>(cast(strs({"1000", "-7", "100.5", "+3"}, {4}), DType::kInt32)),
             (std::vector<int32_t>{1000, -7, 100, 3}));
   EXPECT_EQ(bool_values(cast(strs({"0", "2", "true", "False"}, {4}), DType::kBool)),
             (std::vector<bool>{false, true, true, false}));
@@ -110,10 +110,10 @@ TEST(CastTest, FloatToBfloat16RoundsToNearestEvenFromOpset19) {
 
 TEST(CastTest, FloatToIntegerTruncatesAndWraps) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_EQ(values<int32_t>(cast(f32({1.9f, -1.9f, nan, 3e9f}), DType::kInt32)),
+  EXPECT_EQ(vals<int32_t>(cast(f32({1.9f, -1.9f, nan, 3e9f}), DType::kInt32)),
             (std::vector<int32_t>{1, -1, 0, static_cast<int32_t>(static_cast<int64_t>(3e9))}));
-  EXPECT_EQ(values<uint8_t>(cast(f32({-1.f, 255.f, 256.f}), DType::kUInt8)), (std::vector<uint8_t>{255, 255, 0}));
-  EXPECT_EQ(values<uint64_t>(cast(f32({1.8e19f}), DType::kUInt64))[0], static_cast<uint64_t>(1.8e19f));
+  EXPECT_EQ(vals<uint8_t>(cast(f32({-1.f, 255.f, 256.f}), DType::kUInt8)), (std::vector<uint8_t>{255, 255, 0}));
+  EXPECT_EQ(vals<uint64_t>(cast(f32({1.8e19f}), DType::kUInt64))[0], static_cast<uint64_t>(1.8e19f));
 }
 
 TEST(CastTest, BoolConversions) {
@@ -121,12 +121,12 @@ TEST(CastTest, BoolConversions) {
             (std::vector<bool>{false, false, true, true}));
   EXPECT_EQ(bool_values(cast(make<int64_t>({0, 36}, {2}), DType::kBool)), (std::vector<bool>{false, true}));
   expect_floats(cast(bools({true, false}, {2}), DType::kFloat16), {1, 0});
-  EXPECT_EQ(values<int8_t>(cast(bools({true, false}, {2}), DType::kInt8)), (std::vector<int8_t>{1, 0}));
+  EXPECT_EQ(vals<int8_t>(cast(bools({true, false}, {2}), DType::kInt8)), (std::vector<int8_t>{1, 0}));
 }
 
 TEST(CastTest, IntegerNarrowingWraps) {
-  EXPECT_EQ(values<int8_t>(cast(make<int32_t>({300, -129}, {2}), DType::kInt8)), (std::vector<int8_t>{44, 127}));
-  EXPECT_EQ(values<uint32_t>(cast(make<int64_t>({-1}, {1}), DType::kUInt32))[0], 0xFFFFFFFFu);
+  EXPECT_EQ(vals<int8_t>(cast(make<int32_t>({300, -129}, {2}), DType::kInt8)), (std::vector<int8_t>{44, 127}));
+  EXPECT_EQ(vals<uint32_t>(cast(make<int64_t>({-1}, {1}), DType::kUInt32))[0], 0xFFFFFFFFu);
 }
 
 TEST(CastTest, HalfBfloatAndFloatRoundTrips) {
@@ -137,7 +137,7 @@ TEST(CastTest, HalfBfloatAndFloatRoundTrips) {
   Tensor b = cast(h, DType::kBFloat16);
   EXPECT_EQ(b.data<BFloat16>()[0].bits, BFloat16(static_cast<float>(Float16(1.f / 3))).bits);
   Tensor d = cast(make<BFloat16>({BFloat16(1.5f)}, {1}), DType::kFloat64);
-  EXPECT_EQ(values<double>(d)[0], 1.5);
+  EXPECT_EQ(vals<double>(d)[0], 1.5);
 }
 
 TEST(CastTest, LegacyStringToAttribute) {
@@ -162,7 +162,7 @@ TEST(CastTest, CastLikeTakesTheSecondInputsDtype) {
 
 TEST(CastTest, SameTypeCopies) {
   Tensor y = cast(strs({"x", "y"}, {2}), DType::kString);
-  EXPECT_EQ(values<std::string>(y), (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(vals<std::string>(y), (std::vector<std::string>{"x", "y"}));
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/portable/cv_common.h"
+#include "kernels/portable/util/cv_common.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -76,7 +76,8 @@ class CausalConvWithStateKernel final : public Kernel {
 }  // namespace
 
 void register_causal_conv_ops(KernelRegistry& r) {
-  r.add({"", "CausalConvWithState", 27, 1000, kFloatDTypes, 0, make_kernel<CausalConvWithStateKernel>, 0});
+  r.add({.domain = "", .op_type = "CausalConvWithState", .since_version = 27, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_kernel<CausalConvWithStateKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

@@ -4,7 +4,7 @@
 // bool; Where broadcasts three ways.
 #include <cmath>
 
-#include "kernels/portable/elementwise.h"
+#include "kernels/portable/util/elementwise.h"
 #include "kernels/registry.h"
 
 namespace kiln::kernels {
@@ -212,20 +212,31 @@ constexpr DTypeSet kEqualTypes = kNumericDTypes | kBoolDType | kStringDType;
 }  // namespace
 
 void register_compare_logic_ops(KernelRegistry& r) {
-  r.add({"", "Equal", 1, 1000, kEqualTypes, 0, make_kernel<PredicateKernel<EqualOp, kEqualTypes>>});
-  r.add({"", "Less", 1, 1000, kNumericDTypes, 0, make_kernel<PredicateKernel<LessOp, kNumericDTypes>>});
-  r.add({"", "LessOrEqual", 12, 1000, kNumericDTypes, 0,
-         make_kernel<PredicateKernel<LessOrEqualOp, kNumericDTypes>>});
-  r.add({"", "Greater", 1, 1000, kNumericDTypes, 0, make_kernel<PredicateKernel<GreaterOp, kNumericDTypes>>});
-  r.add({"", "GreaterOrEqual", 12, 1000, kNumericDTypes, 0,
-         make_kernel<PredicateKernel<GreaterOrEqualOp, kNumericDTypes>>});
-  r.add({"", "And", 1, 1000, kBoolDType, 0, make_kernel<PredicateKernel<AndOp, kBoolDType>>});
-  r.add({"", "Or", 1, 1000, kBoolDType, 0, make_kernel<PredicateKernel<OrOp, kBoolDType>>});
-  r.add({"", "Xor", 1, 1000, kBoolDType, 0, make_kernel<PredicateKernel<XorOp, kBoolDType>>});
-  r.add({"", "Not", 1, 1000, kBoolDType, 0, make_kernel<NotKernel>});
-  r.add({"", "IsNaN", 9, 1000, kFloatDTypes, 0, make_kernel<FloatClassKernel<true>>});
-  r.add({"", "IsInf", 10, 1000, kFloatDTypes, 0, make_kernel<FloatClassKernel<false>>});
-  r.add({"", "Where", 9, 1000, kAllDTypes, 1, make_kernel<WhereKernel>});
+  r.add({.domain = "", .op_type = "Equal", .since_version = 1, .until_version = 1000, .dtypes = kEqualTypes,
+         .type_input = 0, .factory = make_kernel<PredicateKernel<EqualOp, kEqualTypes>>, .flags = 0});
+  r.add({.domain = "", .op_type = "Less", .since_version = 1, .until_version = 1000, .dtypes = kNumericDTypes,
+         .type_input = 0, .factory = make_kernel<PredicateKernel<LessOp, kNumericDTypes>>, .flags = 0});
+  r.add({.domain = "", .op_type = "LessOrEqual", .since_version = 12, .until_version = 1000, .dtypes = kNumericDTypes,
+         .type_input = 0, .factory = make_kernel<PredicateKernel<LessOrEqualOp, kNumericDTypes>>, .flags = 0});
+  r.add({.domain = "", .op_type = "Greater", .since_version = 1, .until_version = 1000, .dtypes = kNumericDTypes,
+         .type_input = 0, .factory = make_kernel<PredicateKernel<GreaterOp, kNumericDTypes>>, .flags = 0});
+  r.add({.domain = "", .op_type = "GreaterOrEqual", .since_version = 12, .until_version = 1000,
+         .dtypes = kNumericDTypes, .type_input = 0,
+         .factory = make_kernel<PredicateKernel<GreaterOrEqualOp, kNumericDTypes>>, .flags = 0});
+  r.add({.domain = "", .op_type = "And", .since_version = 1, .until_version = 1000, .dtypes = kBoolDType,
+         .type_input = 0, .factory = make_kernel<PredicateKernel<AndOp, kBoolDType>>, .flags = 0});
+  r.add({.domain = "", .op_type = "Or", .since_version = 1, .until_version = 1000, .dtypes = kBoolDType,
+         .type_input = 0, .factory = make_kernel<PredicateKernel<OrOp, kBoolDType>>, .flags = 0});
+  r.add({.domain = "", .op_type = "Xor", .since_version = 1, .until_version = 1000, .dtypes = kBoolDType,
+         .type_input = 0, .factory = make_kernel<PredicateKernel<XorOp, kBoolDType>>, .flags = 0});
+  r.add({.domain = "", .op_type = "Not", .since_version = 1, .until_version = 1000, .dtypes = kBoolDType,
+         .type_input = 0, .factory = make_kernel<NotKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "IsNaN", .since_version = 9, .until_version = 1000, .dtypes = kFloatDTypes,
+         .type_input = 0, .factory = make_kernel<FloatClassKernel<true>>, .flags = 0});
+  r.add({.domain = "", .op_type = "IsInf", .since_version = 10, .until_version = 1000, .dtypes = kFloatDTypes,
+         .type_input = 0, .factory = make_kernel<FloatClassKernel<false>>, .flags = 0});
+  r.add({.domain = "", .op_type = "Where", .since_version = 9, .until_version = 1000, .dtypes = kAllDTypes,
+         .type_input = 1, .factory = make_kernel<WhereKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

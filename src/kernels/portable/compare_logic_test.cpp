@@ -1,12 +1,12 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/portable/elementwise_test_util.h"
+#include "kernels/testing/tensor_builders.h"
 
 namespace kiln {
 namespace {
 
-using namespace ewtest;
+using namespace kiln::testing;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -77,7 +77,7 @@ TEST(CompareLogicTest, IsNaNAndIsInf) {
 TEST(CompareLogicTest, WhereSameShape) {
   Tensor y = run_ok("Where", {bools({true, false, true, true}, {2, 2}), make<int64_t>({1, 2, 3, 4}, {2, 2}),
                               make<int64_t>({9, 8, 7, 6}, {2, 2})});
-  EXPECT_EQ(values<int64_t>(y), (std::vector<int64_t>{1, 8, 3, 4}));
+  EXPECT_EQ(vals<int64_t>(y), (std::vector<int64_t>{1, 8, 3, 4}));
 }
 
 TEST(CompareLogicTest, WhereBroadcastsThreeWays) {
@@ -89,7 +89,7 @@ TEST(CompareLogicTest, WhereBroadcastsThreeWays) {
 
 TEST(CompareLogicTest, WhereOnStringsAndScalars) {
   Tensor y = run_ok("Where", {bools({true, false, true}, {3}), strs({"yes"}, {}), strs({"n1", "n2", "n3"}, {3})});
-  EXPECT_EQ(values<std::string>(y), (std::vector<std::string>{"yes", "n2", "yes"}));
+  EXPECT_EQ(vals<std::string>(y), (std::vector<std::string>{"yes", "n2", "yes"}));
 }
 
 TEST(CompareLogicTest, WhereErrors) {

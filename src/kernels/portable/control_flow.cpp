@@ -314,9 +314,12 @@ class ScanKernel final : public Kernel {
 }  // namespace
 
 void register_control_flow_ops(KernelRegistry& r) {
-  r.add({"", "If", 1, 1000, kAllDTypes, -1, make_kernel<IfKernel>, 0});
-  r.add({"", "Loop", 1, 1000, kAllDTypes, -1, make_kernel<LoopKernel>, 0});
-  r.add({"", "Scan", 8, 1000, kAllDTypes, -1, make_kernel<ScanKernel>, 0});
+  r.add({.domain = "", .op_type = "If", .since_version = 1, .until_version = 1000, .dtypes = kAllDTypes,
+         .type_input = -1, .factory = make_kernel<IfKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "Loop", .since_version = 1, .until_version = 1000, .dtypes = kAllDTypes,
+         .type_input = -1, .factory = make_kernel<LoopKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "Scan", .since_version = 8, .until_version = 1000, .dtypes = kAllDTypes,
+         .type_input = -1, .factory = make_kernel<ScanKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

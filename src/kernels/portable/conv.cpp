@@ -16,8 +16,8 @@
 #include <cstring>
 #include <limits>
 
-#include "kernels/portable/cv_common.h"
-#include "kernels/portable/gemm.h"
+#include "kernels/portable/util/cv_common.h"
+#include "kernels/portable/util/gemm.h"
 #include "kernels/registry.h"
 
 namespace kiln::kernels {
@@ -424,8 +424,10 @@ class ConvKernel final : public Kernel {
 }  // namespace
 
 void register_conv_ops(KernelRegistry& r) {
-  r.add(KernelDef{"", "Conv", 1, 1000, kFloatDTypes, 0, make_kernel<ConvKernel>, 0});
-  r.add(KernelDef{"com.microsoft", "FusedConv", 1, 1000, kFloatDTypes, 0, make_kernel<ConvKernel>, 0});
+  r.add({.domain = "", .op_type = "Conv", .since_version = 1, .until_version = 1000, .dtypes = kFloatDTypes,
+         .type_input = 0, .factory = make_kernel<ConvKernel>, .flags = 0});
+  r.add({.domain = "com.microsoft", .op_type = "FusedConv", .since_version = 1, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_kernel<ConvKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/testing/kernel_runner.h"
+#include "kernels/testing/tensor_builders.h"
 
 namespace kiln {
 namespace {
@@ -38,12 +38,7 @@ ConvCase cc(Shape x, Shape w, int64_t group = 1, std::vector<int64_t> strides = 
   return c;
 }
 
-Tensor random_tensor(const Shape& s, std::mt19937& rng) {
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  Tensor t = Tensor::allocate(DType::kFloat32, s);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
+using namespace kiln::testing;  // tensor builders
 
 // Direct convolution in double; pads resolved by the same rules as ONNX.
 Tensor naive_conv(const ConvCase& c, const Tensor& x, const Tensor& w, const Tensor* b) {
@@ -243,7 +238,6 @@ TEST(ConvTest, RejectsBadInputs) {
                "input 0 (X)");
   expect_error(run_op1("Conv", {x, Tensor::zeros(DType::kFloat32, {2, 4, 3, 3})}, {attr("group", 0)}), "group");
 }
-
 
 TEST(ConvTest, FusedConvAddsZAndActivation) {
   std::mt19937 rng(14);

@@ -14,8 +14,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/portable/cv_common.h"
-#include "kernels/portable/gemm.h"
+#include "kernels/portable/util/cv_common.h"
+#include "kernels/portable/util/gemm.h"
 #include "kernels/registry.h"
 
 namespace kiln::kernels {
@@ -270,7 +270,8 @@ class ConvTransposeKernel final : public Kernel {
 }  // namespace
 
 void register_conv_transpose_ops(KernelRegistry& r) {
-  r.add(KernelDef{"", "ConvTranspose", 1, 1000, kFloatDTypes, 0, make_kernel<ConvTransposeKernel>, 0});
+  r.add({.domain = "", .op_type = "ConvTranspose", .since_version = 1, .until_version = 1000, .dtypes = kFloatDTypes,
+         .type_input = 0, .factory = make_kernel<ConvTransposeKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/portable/cv_common.h"
+#include "kernels/portable/util/cv_common.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -110,7 +110,8 @@ class DeformConvKernel final : public Kernel {
 }  // namespace
 
 void register_deform_conv_ops(KernelRegistry& r) {
-  r.add({"", "DeformConv", 19, 1000, kFloatDTypes, 0, make_kernel<DeformConvKernel>, 0});
+  r.add({.domain = "", .op_type = "DeformConv", .since_version = 19, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_kernel<DeformConvKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/portable/cv_common.h"
+#include "kernels/portable/util/cv_common.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -75,7 +75,8 @@ class DetKernel final : public Kernel {
 }  // namespace
 
 void register_det_ops(KernelRegistry& r) {
-  r.add(KernelDef{"", "Det", 11, 1000, kFloatDTypes, 0, make_kernel<DetKernel>, 0});
+  r.add({.domain = "", .op_type = "Det", .since_version = 11, .until_version = 1000, .dtypes = kFloatDTypes,
+         .type_input = 0, .factory = make_kernel<DetKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

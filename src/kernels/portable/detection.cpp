@@ -136,7 +136,8 @@ class NonMaxSuppression final : public Kernel {
 }  // namespace
 
 void register_detection_ops(KernelRegistry& r) {
-  r.add({"", "NonMaxSuppression", 10, 1000, dtype_set(DType::kFloat32), 0, make_kernel<NonMaxSuppression>, 0});
+  r.add({.domain = "", .op_type = "NonMaxSuppression", .since_version = 10, .until_version = 1000,
+         .dtypes = dtype_set(DType::kFloat32), .type_input = 0, .factory = make_kernel<NonMaxSuppression>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

@@ -13,9 +13,9 @@
 #include <map>
 #include <set>
 
-#include "kernels/portable/cv_common.h"
-#include "kernels/portable/matmul.h"
-#include "kernels/portable/strided_copy.h"
+#include "kernels/portable/util/cv_common.h"
+#include "kernels/portable/util/matmul.h"
+#include "kernels/portable/util/strided_copy.h"
 #include "kernels/util/kernel_args.h"
 #include "kernels/registry.h"
 
@@ -404,7 +404,8 @@ constexpr DTypeSet kEinsumTypes = kFloatDTypes | dtype_set(DType::kInt32, DType:
 }  // namespace
 
 void register_einsum_ops(KernelRegistry& r) {
-  r.add(KernelDef{"", "Einsum", 12, 1000, kEinsumTypes, 0, make_kernel<EinsumKernel>, 0});
+  r.add({.domain = "", .op_type = "Einsum", .since_version = 12, .until_version = 1000, .dtypes = kEinsumTypes,
+         .type_input = 0, .factory = make_kernel<EinsumKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "kernels/portable/strided_copy.h"
+#include "kernels/portable/util/strided_copy.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -627,7 +627,8 @@ class NonZeroKernel final : public Kernel {
 
 void register_gather_scatter_ops(KernelRegistry& r) {
   auto add = [&r](const char* op, int since, int until, KernelFactory f, DTypeSet dtypes = kAllDTypes) {
-    r.add(KernelDef{"", op, since, until, dtypes, 0, f, 0});
+    r.add({.domain = "", .op_type = op, .since_version = since, .until_version = until, .dtypes = dtypes,
+           .type_input = 0, .factory = f, .flags = 0});
   };
   add("Gather", 1, 1000, make_kernel<GatherKernel>);
   add("GatherElements", 11, 1000, make_kernel<GatherElementsKernel>);

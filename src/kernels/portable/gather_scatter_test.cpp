@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "kernels/testing/kernel_runner.h"
+#include "kernels/testing/tensor_builders.h"
 
 namespace kiln {
 namespace {
@@ -12,17 +12,7 @@ using testing::OpCall;
 using testing::run_op;
 using testing::run_op1;
 
-template <class T>
-std::vector<T> vals(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
-}
-Tensor iota_f(Shape s) {
-  Tensor t = Tensor::allocate(DType::kFloat32, s);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>(i);
-  return t;
-}
-Tensor ints(std::vector<int64_t> v, Shape s) { return Tensor::from_vector(v, s); }
-Tensor ints(std::vector<int64_t> v) { return Tensor::from_vector(v); }
+using namespace kiln::testing;  // tensor builders
 
 TEST(GatherTest, EmbeddingRowsWithNegativeIndex) {
   auto r = run_op1("Gather", {iota_f({4, 3}), ints({3, -4, 1, 1}, Shape{2, 2})});

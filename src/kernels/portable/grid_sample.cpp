@@ -219,7 +219,8 @@ class GridSample final : public Kernel {
 }  // namespace
 
 void register_grid_sample_ops(KernelRegistry& r) {
-  r.add({"", "GridSample", 16, 1000, kFloatDTypes, 0, make_kernel<GridSample>, 0});
+  r.add({.domain = "", .op_type = "GridSample", .since_version = 16, .until_version = 1000, .dtypes = kFloatDTypes,
+         .type_input = 0, .factory = make_kernel<GridSample>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

@@ -208,7 +208,8 @@ class ImageDecoderKernel final : public Kernel {
 }  // namespace
 
 void register_image_decoder_ops(KernelRegistry& r) {
-  r.add({"", "ImageDecoder", 20, 1000, dtype_bit(DType::kUInt8), 0, make_kernel<ImageDecoderKernel>, 0});
+  r.add({.domain = "", .op_type = "ImageDecoder", .since_version = 20, .until_version = 1000,
+         .dtypes = dtype_bit(DType::kUInt8), .type_input = 0, .factory = make_kernel<ImageDecoderKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

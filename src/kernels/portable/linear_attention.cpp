@@ -10,7 +10,7 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/portable/cv_common.h"
+#include "kernels/portable/util/cv_common.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -138,7 +138,8 @@ class LinearAttentionKernel final : public Kernel {
 }  // namespace
 
 void register_linear_attention_ops(KernelRegistry& r) {
-  r.add({"", "LinearAttention", 27, 1000, kFloatDTypes, 0, make_kernel<LinearAttentionKernel>, 0});
+  r.add({.domain = "", .op_type = "LinearAttention", .since_version = 27, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_kernel<LinearAttentionKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

@@ -11,7 +11,7 @@
 #include <limits>
 #include <string>
 
-#include "kernels/portable/cv_common.h"
+#include "kernels/portable/util/cv_common.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -150,8 +150,10 @@ Result<std::unique_ptr<Kernel>> make_loss(const KernelInit& init) {
 }  // namespace
 
 void register_loss_ops(KernelRegistry& r) {
-  r.add({"", "NegativeLogLikelihoodLoss", 12, 1000, kFloatDTypes, 0, make_loss<false>, 0});
-  r.add({"", "SoftmaxCrossEntropyLoss", 12, 1000, kFloatDTypes, 0, make_loss<true>, 0});
+  r.add({.domain = "", .op_type = "NegativeLogLikelihoodLoss", .since_version = 12, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_loss<false>, .flags = 0});
+  r.add({.domain = "", .op_type = "SoftmaxCrossEntropyLoss", .since_version = 12, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_loss<true>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

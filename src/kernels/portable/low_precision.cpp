@@ -1,4 +1,4 @@
-#include "kernels/portable/low_precision.h"
+#include "kernels/portable/util/low_precision.h"
 
 #include <array>
 #include <cmath>

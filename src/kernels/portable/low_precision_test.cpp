@@ -1,5 +1,5 @@
 // Low-precision element conversions (float8, float4, int4, int2).
-#include "kernels/portable/low_precision.h"
+#include "kernels/portable/util/low_precision.h"
 
 #include <gtest/gtest.h>
 

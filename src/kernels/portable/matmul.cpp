@@ -3,11 +3,11 @@
 // runs on the SGEMM engine (gemm.h), float16/bfloat16 are staged through
 // float32, double and the integer types use gemm_generic. A constant B
 // (weights) is packed once when the kernel is made.
-#include "kernels/portable/matmul.h"
+#include "kernels/portable/util/matmul.h"
 
 #include <algorithm>
 
-#include "kernels/portable/cv_common.h"
+#include "kernels/portable/util/cv_common.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -304,8 +304,10 @@ class GemmKernel final : public Kernel {
 }  // namespace
 
 void register_matmul_ops(KernelRegistry& r) {
-  r.add(KernelDef{"", "MatMul", 1, 1000, kMatMulTypes, 0, make_kernel<MatMulKernel>, 0});
-  r.add(KernelDef{"", "Gemm", 1, 1000, kMatMulTypes, 0, make_kernel<GemmKernel>, 0});
+  r.add({.domain = "", .op_type = "MatMul", .since_version = 1, .until_version = 1000, .dtypes = kMatMulTypes,
+         .type_input = 0, .factory = make_kernel<MatMulKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "Gemm", .since_version = 1, .until_version = 1000, .dtypes = kMatMulTypes,
+         .type_input = 0, .factory = make_kernel<GemmKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

@@ -4,7 +4,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/testing/kernel_runner.h"
+#include "kernels/testing/tensor_builders.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
 
@@ -15,12 +15,7 @@ using testing::attr;
 using testing::run_op;
 using testing::run_op1;
 
-Tensor random_tensor(const Shape& s, std::mt19937& rng) {
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  Tensor t = Tensor::allocate(DType::kFloat32, s);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
+using namespace kiln::testing;  // tensor builders
 
 // numpy.matmul in double.
 std::vector<double> naive_matmul(const Tensor& a, const Tensor& b, Shape* out_shape) {

@@ -8,7 +8,7 @@
 #include <variant>
 #include <vector>
 
-#include "kernels/portable/cv_common.h"
+#include "kernels/portable/util/cv_common.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -179,9 +179,12 @@ class LabelEncoderKernel final : public Kernel {
 void register_tree_ensemble_ops(KernelRegistry& r);
 
 void register_ml_ops(KernelRegistry& r) {
-  r.add({kMl, "Binarizer", 1, 1000, kNumericDTypes, 0, make_kernel<BinarizerKernel>, 0});
-  r.add({kMl, "ArrayFeatureExtractor", 1, 1000, kAllDTypes, 0, make_kernel<ArrayFeatureExtractorKernel>, 0});
-  r.add({kMl, "LabelEncoder", 2, 1000, kAllDTypes, 0, make_kernel<LabelEncoderKernel>, 0});
+  r.add({.domain = kMl, .op_type = "Binarizer", .since_version = 1, .until_version = 1000,
+         .dtypes = kNumericDTypes, .type_input = 0, .factory = make_kernel<BinarizerKernel>, .flags = 0});
+  r.add({.domain = kMl, .op_type = "ArrayFeatureExtractor", .since_version = 1, .until_version = 1000,
+         .dtypes = kAllDTypes, .type_input = 0, .factory = make_kernel<ArrayFeatureExtractorKernel>, .flags = 0});
+  r.add({.domain = kMl, .op_type = "LabelEncoder", .since_version = 2, .until_version = 1000,
+         .dtypes = kAllDTypes, .type_input = 0, .factory = make_kernel<LabelEncoderKernel>, .flags = 0});
   register_tree_ensemble_ops(r);
 }
 

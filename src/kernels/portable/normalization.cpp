@@ -10,7 +10,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "kernels/portable/cv_common.h"
+#include "kernels/portable/util/cv_common.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -507,11 +507,16 @@ class MvnKernel final : public Kernel {
 }  // namespace
 
 void register_normalization_ops(KernelRegistry& r) {
-  r.add(KernelDef{"", "BatchNormalization", 1, 1000, kFloatDTypes, 0, make_kernel<BatchNormKernel>, 0});
-  r.add(KernelDef{"", "LayerNormalization", 17, 1000, kFloatDTypes, 0, make_kernel<LayerNormKernel>, 0});
-  r.add(KernelDef{"", "InstanceNormalization", 1, 1000, kFloatDTypes, 0, make_kernel<InstanceNormKernel>, 0});
-  r.add(KernelDef{"", "LRN", 1, 1000, kFloatDTypes, 0, make_kernel<LrnKernel>, 0});
-  r.add(KernelDef{"", "MeanVarianceNormalization", 9, 1000, kFloatDTypes, 0, make_kernel<MvnKernel>, 0});
+  r.add({.domain = "", .op_type = "BatchNormalization", .since_version = 1, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_kernel<BatchNormKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "LayerNormalization", .since_version = 17, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_kernel<LayerNormKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "InstanceNormalization", .since_version = 1, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_kernel<InstanceNormKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "LRN", .since_version = 1, .until_version = 1000, .dtypes = kFloatDTypes,
+         .type_input = 0, .factory = make_kernel<LrnKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "MeanVarianceNormalization", .since_version = 9, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_kernel<MvnKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/testing/kernel_runner.h"
+#include "kernels/testing/tensor_builders.h"
 
 namespace kiln {
 namespace {
@@ -14,12 +14,7 @@ using testing::attr;
 using testing::run_op;
 using testing::run_op1;
 
-Tensor random_tensor(const Shape& s, std::mt19937& rng, float lo = -1.f, float hi = 1.f) {
-  std::uniform_real_distribution<float> d(lo, hi);
-  Tensor t = Tensor::allocate(DType::kFloat32, s);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
+using namespace kiln::testing;  // tensor builders
 
 const float* f(const Tensor& t) { return t.data<float>(); }
 

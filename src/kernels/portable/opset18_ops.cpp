@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/portable/cv_common.h"
+#include "kernels/portable/util/cv_common.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -424,18 +424,30 @@ class TensorScatterKernel final : public Kernel {
 }  // namespace
 
 void register_opset18_ops(KernelRegistry& r) {
-  r.add({"", "TensorScatter", 24, 1000, kAllDTypes & ~dtype_bit(DType::kString), 0, make_kernel<TensorScatterKernel>, 0});
-  r.add({"", "BitwiseAnd", 18, 1000, kBitwiseTypes, 0, make_kernel<BitwiseKernel<BitOp::kAnd>>, 0});
-  r.add({"", "BitwiseOr", 18, 1000, kBitwiseTypes, 0, make_kernel<BitwiseKernel<BitOp::kOr>>, 0});
-  r.add({"", "BitwiseXor", 18, 1000, kBitwiseTypes, 0, make_kernel<BitwiseKernel<BitOp::kXor>>, 0});
-  r.add({"", "BitwiseNot", 18, 1000, kBitwiseTypes, 0, make_kernel<BitwiseNotKernel>, 0});
-  r.add({"", "BitCast", 26, 1000, kAllDTypes & ~dtype_bit(DType::kString), 0, make_kernel<BitCastKernel>, 0});
-  r.add({"", "CumProd", 26, 1000, kNumericDTypes, 0, make_kernel<CumProdKernel>, 0});
-  r.add({"", "Gelu", 20, 1000, kFloatDTypes, 0, make_gelu, 0});
-  r.add({"", "Swish", 24, 1000, kFloatDTypes, 0, make_swish, 0});
-  r.add({"", "Mish", 18, 1000, kFloatDTypes, 0, make_mish, 0});
-  r.add({"", "LpNormalization", 1, 1000, kFloatDTypes, 0, make_kernel<LpNormKernel>, 0});
-  r.add({"", "RMSNormalization", 23, 1000, kFloatDTypes, 0, make_kernel<RmsNormKernel>, 0});
+  r.add({.domain = "", .op_type = "TensorScatter", .since_version = 24, .until_version = 1000,
+         .dtypes = kAllDTypes & ~dtype_bit(DType::kString), .type_input = 0, .factory = make_kernel<TensorScatterKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "BitwiseAnd", .since_version = 18, .until_version = 1000,
+         .dtypes = kBitwiseTypes, .type_input = 0, .factory = make_kernel<BitwiseKernel<BitOp::kAnd>>, .flags = 0});
+  r.add({.domain = "", .op_type = "BitwiseOr", .since_version = 18, .until_version = 1000,
+         .dtypes = kBitwiseTypes, .type_input = 0, .factory = make_kernel<BitwiseKernel<BitOp::kOr>>, .flags = 0});
+  r.add({.domain = "", .op_type = "BitwiseXor", .since_version = 18, .until_version = 1000,
+         .dtypes = kBitwiseTypes, .type_input = 0, .factory = make_kernel<BitwiseKernel<BitOp::kXor>>, .flags = 0});
+  r.add({.domain = "", .op_type = "BitwiseNot", .since_version = 18, .until_version = 1000,
+         .dtypes = kBitwiseTypes, .type_input = 0, .factory = make_kernel<BitwiseNotKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "BitCast", .since_version = 26, .until_version = 1000,
+         .dtypes = kAllDTypes & ~dtype_bit(DType::kString), .type_input = 0, .factory = make_kernel<BitCastKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "CumProd", .since_version = 26, .until_version = 1000,
+         .dtypes = kNumericDTypes, .type_input = 0, .factory = make_kernel<CumProdKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "Gelu", .since_version = 20, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_gelu, .flags = 0});
+  r.add({.domain = "", .op_type = "Swish", .since_version = 24, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_swish, .flags = 0});
+  r.add({.domain = "", .op_type = "Mish", .since_version = 18, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_mish, .flags = 0});
+  r.add({.domain = "", .op_type = "LpNormalization", .since_version = 1, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_kernel<LpNormKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "RMSNormalization", .since_version = 23, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_kernel<RmsNormKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

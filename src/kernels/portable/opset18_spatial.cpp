@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/portable/cv_common.h"
+#include "kernels/portable/util/cv_common.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -271,11 +271,14 @@ class AffineGridKernel final : public Kernel {
 }  // namespace
 
 void register_opset18_spatial_ops(KernelRegistry& r) {
-  r.add({"", "CenterCropPad", 18, 1000, kAllDTypes & ~dtype_bit(DType::kString), 0,
-         make_kernel<CenterCropPadKernel>, 0});
-  r.add({"", "Col2Im", 18, 1000, kFloatDTypes, 0, make_kernel<Col2ImKernel>, 0});
-  r.add({"", "GroupNormalization", 18, 1000, kFloatDTypes, 0, make_kernel<GroupNormKernel>, 0});
-  r.add({"", "AffineGrid", 20, 1000, kFloatDTypes, 0, make_kernel<AffineGridKernel>, 0});
+  r.add({.domain = "", .op_type = "CenterCropPad", .since_version = 18, .until_version = 1000,
+         .dtypes = kAllDTypes & ~dtype_bit(DType::kString), .type_input = 0, .factory = make_kernel<CenterCropPadKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "Col2Im", .since_version = 18, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_kernel<Col2ImKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "GroupNormalization", .since_version = 18, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_kernel<GroupNormKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "AffineGrid", .since_version = 20, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_kernel<AffineGridKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

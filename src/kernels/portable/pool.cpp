@@ -10,7 +10,7 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/portable/cv_common.h"
+#include "kernels/portable/util/cv_common.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -523,13 +523,20 @@ constexpr DTypeSet kMaxPoolTypes = kFloatDTypes | dtype_set(DType::kInt8, DType:
 }  // namespace
 
 void register_pool_ops(KernelRegistry& r) {
-  r.add(KernelDef{"", "MaxPool", 1, 1000, kMaxPoolTypes, 0, make_pool<PoolKind::kMax>, 0});
-  r.add(KernelDef{"", "AveragePool", 1, 1000, kPoolFloat, 0, make_pool<PoolKind::kAverage>, 0});
-  r.add(KernelDef{"", "LpPool", 1, 1000, kPoolFloat, 0, make_pool<PoolKind::kLp>, 0});
-  r.add(KernelDef{"", "GlobalAveragePool", 1, 1000, kPoolFloat, 0, make_global_pool<PoolKind::kAverage>, 0});
-  r.add(KernelDef{"", "GlobalMaxPool", 1, 1000, kPoolFloat, 0, make_global_pool<PoolKind::kMax>, 0});
-  r.add(KernelDef{"", "GlobalLpPool", 1, 1000, kPoolFloat, 0, make_global_pool<PoolKind::kLp>, 0});
-  r.add(KernelDef{"", "MaxUnpool", 9, 1000, kPoolFloat, 0, make_kernel<MaxUnpoolKernel>, 0});
+  r.add({.domain = "", .op_type = "MaxPool", .since_version = 1, .until_version = 1000, .dtypes = kMaxPoolTypes,
+         .type_input = 0, .factory = make_pool<PoolKind::kMax>, .flags = 0});
+  r.add({.domain = "", .op_type = "AveragePool", .since_version = 1, .until_version = 1000, .dtypes = kPoolFloat,
+         .type_input = 0, .factory = make_pool<PoolKind::kAverage>, .flags = 0});
+  r.add({.domain = "", .op_type = "LpPool", .since_version = 1, .until_version = 1000, .dtypes = kPoolFloat,
+         .type_input = 0, .factory = make_pool<PoolKind::kLp>, .flags = 0});
+  r.add({.domain = "", .op_type = "GlobalAveragePool", .since_version = 1, .until_version = 1000, .dtypes = kPoolFloat,
+         .type_input = 0, .factory = make_global_pool<PoolKind::kAverage>, .flags = 0});
+  r.add({.domain = "", .op_type = "GlobalMaxPool", .since_version = 1, .until_version = 1000, .dtypes = kPoolFloat,
+         .type_input = 0, .factory = make_global_pool<PoolKind::kMax>, .flags = 0});
+  r.add({.domain = "", .op_type = "GlobalLpPool", .since_version = 1, .until_version = 1000, .dtypes = kPoolFloat,
+         .type_input = 0, .factory = make_global_pool<PoolKind::kLp>, .flags = 0});
+  r.add({.domain = "", .op_type = "MaxUnpool", .since_version = 9, .until_version = 1000, .dtypes = kPoolFloat,
+         .type_input = 0, .factory = make_kernel<MaxUnpoolKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

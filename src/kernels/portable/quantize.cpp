@@ -13,9 +13,9 @@
 #include <cstring>
 #include <limits>
 
-#include "kernels/portable/cv_common.h"
-#include "kernels/portable/gemm.h"
-#include "kernels/portable/matmul.h"
+#include "kernels/portable/util/cv_common.h"
+#include "kernels/portable/util/gemm.h"
+#include "kernels/portable/util/matmul.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -475,13 +475,20 @@ constexpr DTypeSet k8Bit = dtype_set(DType::kUInt8, DType::kInt8);
 
 void register_quantize_ops(KernelRegistry& r) {
   // Opsets 19 on (float8, int4, blocked scales): quantize_linear.cpp.
-  r.add(KernelDef{"", "QuantizeLinear", 10, 18, kQuantIn, 0, make_kernel<QuantizeLinearKernel>, 0});
-  r.add(KernelDef{"", "DequantizeLinear", 10, 18, kQuantized, 0, make_kernel<DequantizeLinearKernel>, 0});
-  r.add(KernelDef{"", "DynamicQuantizeLinear", 11, 1000, kFloatDTypes, 0, make_kernel<DynamicQuantizeLinearKernel>, 0});
-  r.add(KernelDef{"", "MatMulInteger", 10, 1000, k8Bit, 0, make_kernel<MatMulIntegerKernel>, 0});
-  r.add(KernelDef{"", "QLinearMatMul", 10, 1000, k8Bit, 0, make_kernel<QLinearMatMulKernel>, 0});
-  r.add(KernelDef{"", "ConvInteger", 10, 1000, k8Bit, 0, make_kernel<ConvIntegerKernel>, 0});
-  r.add(KernelDef{"", "QLinearConv", 10, 1000, k8Bit, 0, make_kernel<QLinearConvKernel>, 0});
+  r.add({.domain = "", .op_type = "QuantizeLinear", .since_version = 10, .until_version = 18, .dtypes = kQuantIn,
+         .type_input = 0, .factory = make_kernel<QuantizeLinearKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "DequantizeLinear", .since_version = 10, .until_version = 18, .dtypes = kQuantized,
+         .type_input = 0, .factory = make_kernel<DequantizeLinearKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "DynamicQuantizeLinear", .since_version = 11, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_kernel<DynamicQuantizeLinearKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "MatMulInteger", .since_version = 10, .until_version = 1000, .dtypes = k8Bit,
+         .type_input = 0, .factory = make_kernel<MatMulIntegerKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "QLinearMatMul", .since_version = 10, .until_version = 1000, .dtypes = k8Bit,
+         .type_input = 0, .factory = make_kernel<QLinearMatMulKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "ConvInteger", .since_version = 10, .until_version = 1000, .dtypes = k8Bit,
+         .type_input = 0, .factory = make_kernel<ConvIntegerKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "QLinearConv", .since_version = 10, .until_version = 1000, .dtypes = k8Bit,
+         .type_input = 0, .factory = make_kernel<QLinearConvKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

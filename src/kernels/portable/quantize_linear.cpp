@@ -6,8 +6,8 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/portable/cv_common.h"
-#include "kernels/portable/low_precision.h"
+#include "kernels/portable/util/cv_common.h"
+#include "kernels/portable/util/low_precision.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -198,8 +198,10 @@ class DequantizeKernel final : public Kernel {
 }  // namespace
 
 void register_quantize_linear_ops(KernelRegistry& r) {
-  r.add({"", "QuantizeLinear", 19, 1000, kFloatDTypes | dtype_set(DType::kInt32), 0, make_kernel<QuantizeKernel>, 0});
-  r.add({"", "DequantizeLinear", 19, 1000, kQuantizedTypes, 0, make_kernel<DequantizeKernel>, 0});
+  r.add({.domain = "", .op_type = "QuantizeLinear", .since_version = 19, .until_version = 1000,
+         .dtypes = kFloatDTypes | dtype_set(DType::kInt32), .type_input = 0, .factory = make_kernel<QuantizeKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "DequantizeLinear", .since_version = 19, .until_version = 1000,
+         .dtypes = kQuantizedTypes, .type_input = 0, .factory = make_kernel<DequantizeKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

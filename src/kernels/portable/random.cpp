@@ -274,14 +274,18 @@ class Multinomial final : public Kernel {
 }  // namespace
 
 void register_random_ops(KernelRegistry& r) {
-  r.add({"", "RandomNormal", 1, 1000, kAllDTypes, -1, make_kernel<RandomFill<Dist::kNormal, false>>, kNondeterministic});
-  r.add({"", "RandomUniform", 1, 1000, kAllDTypes, -1, make_kernel<RandomFill<Dist::kUniform, false>>, kNondeterministic});
-  r.add({"", "RandomNormalLike", 1, 1000, kAllDTypes, -1, make_kernel<RandomFill<Dist::kNormal, true>>,
-         kNondeterministic});
-  r.add({"", "RandomUniformLike", 1, 1000, kAllDTypes, -1, make_kernel<RandomFill<Dist::kUniform, true>>,
-         kNondeterministic});
-  r.add({"", "Bernoulli", 15, 1000, kFloatDTypes, 0, make_kernel<Bernoulli>, kNondeterministic});
-  r.add({"", "Multinomial", 7, 1000, kFloatDTypes, 0, make_kernel<Multinomial>, kNondeterministic});
+  r.add({.domain = "", .op_type = "RandomNormal", .since_version = 1, .until_version = 1000, .dtypes = kAllDTypes,
+         .type_input = -1, .factory = make_kernel<RandomFill<Dist::kNormal, false>>, .flags = kNondeterministic});
+  r.add({.domain = "", .op_type = "RandomUniform", .since_version = 1, .until_version = 1000, .dtypes = kAllDTypes,
+         .type_input = -1, .factory = make_kernel<RandomFill<Dist::kUniform, false>>, .flags = kNondeterministic});
+  r.add({.domain = "", .op_type = "RandomNormalLike", .since_version = 1, .until_version = 1000, .dtypes = kAllDTypes,
+         .type_input = -1, .factory = make_kernel<RandomFill<Dist::kNormal, true>>, .flags = kNondeterministic});
+  r.add({.domain = "", .op_type = "RandomUniformLike", .since_version = 1, .until_version = 1000, .dtypes = kAllDTypes,
+         .type_input = -1, .factory = make_kernel<RandomFill<Dist::kUniform, true>>, .flags = kNondeterministic});
+  r.add({.domain = "", .op_type = "Bernoulli", .since_version = 15, .until_version = 1000, .dtypes = kFloatDTypes,
+         .type_input = 0, .factory = make_kernel<Bernoulli>, .flags = kNondeterministic});
+  r.add({.domain = "", .op_type = "Multinomial", .since_version = 7, .until_version = 1000, .dtypes = kFloatDTypes,
+         .type_input = 0, .factory = make_kernel<Multinomial>, .flags = kNondeterministic});
 }
 
 }  // namespace kiln::kernels

@@ -13,7 +13,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/portable/strided_copy.h"
+#include "kernels/portable/util/strided_copy.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -359,7 +359,8 @@ constexpr DTypeSet kReduceTypes = kNumericDTypes;
 
 void register_reduce_ops(KernelRegistry& r) {
   auto add = [&r](const char* op, KernelFactory f) {
-    r.add(KernelDef{"", op, 1, 1000, kReduceTypes, 0, f, 0});
+    r.add({.domain = "", .op_type = op, .since_version = 1, .until_version = 1000, .dtypes = kReduceTypes,
+           .type_input = 0, .factory = f, .flags = 0});
   };
   add("ReduceSum", make_kernel<ReduceKernel<Op::kSum>>);
   add("ReduceMean", make_kernel<ReduceKernel<Op::kMean>>);
@@ -371,8 +372,10 @@ void register_reduce_ops(KernelRegistry& r) {
   add("ReduceLogSum", make_kernel<ReduceKernel<Op::kLogSum>>);
   add("ReduceLogSumExp", make_kernel<ReduceKernel<Op::kLogSumExp>>);
   add("ReduceSumSquare", make_kernel<ReduceKernel<Op::kSumSquare>>);
-  r.add(KernelDef{"", "ReduceMax", 20, 1000, dtype_bit(DType::kBool), 0, make_kernel<ReduceKernel<Op::kMax>>, 0});
-  r.add(KernelDef{"", "ReduceMin", 20, 1000, dtype_bit(DType::kBool), 0, make_kernel<ReduceKernel<Op::kMin>>, 0});
+  r.add({.domain = "", .op_type = "ReduceMax", .since_version = 20, .until_version = 1000,
+         .dtypes = dtype_bit(DType::kBool), .type_input = 0, .factory = make_kernel<ReduceKernel<Op::kMax>>, .flags = 0});
+  r.add({.domain = "", .op_type = "ReduceMin", .since_version = 20, .until_version = 1000,
+         .dtypes = dtype_bit(DType::kBool), .type_input = 0, .factory = make_kernel<ReduceKernel<Op::kMin>>, .flags = 0});
   add("ArgMax", make_kernel<ArgKernel<true>>);
   add("ArgMin", make_kernel<ArgKernel<false>>);
 }

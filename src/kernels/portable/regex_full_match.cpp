@@ -40,7 +40,8 @@ class RegexFullMatchKernel final : public Kernel {
 }  // namespace
 
 void register_regex_ops(KernelRegistry& r) {
-  r.add({"", "RegexFullMatch", 20, 1000, dtype_bit(DType::kString), 0, make_kernel<RegexFullMatchKernel>, 0});
+  r.add({.domain = "", .op_type = "RegexFullMatch", .since_version = 20, .until_version = 1000,
+         .dtypes = dtype_bit(DType::kString), .type_input = 0, .factory = make_kernel<RegexFullMatchKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

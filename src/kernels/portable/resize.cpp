@@ -467,8 +467,10 @@ class ResizeKernel final : public Kernel {
 
 void register_resize_ops(KernelRegistry& r) {
   constexpr DTypeSet kTypes = kNumericDTypes;
-  r.add({"", "Upsample", 7, 9, kTypes, 0, make_kernel<ResizeKernel>, 0});
-  r.add({"", "Resize", 10, 1000, kTypes, 0, make_kernel<ResizeKernel>, 0});
+  r.add({.domain = "", .op_type = "Upsample", .since_version = 7, .until_version = 9, .dtypes = kTypes, .type_input = 0,
+         .factory = make_kernel<ResizeKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "Resize", .since_version = 10, .until_version = 1000, .dtypes = kTypes,
+         .type_input = 0, .factory = make_kernel<ResizeKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

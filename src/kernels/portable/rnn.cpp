@@ -15,8 +15,8 @@
 #include <cstring>
 #include <string>
 
-#include "kernels/portable/cv_common.h"
-#include "kernels/portable/gemm.h"
+#include "kernels/portable/util/cv_common.h"
+#include "kernels/portable/util/gemm.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -481,9 +481,12 @@ Result<std::unique_ptr<Kernel>> make_recurrent(const KernelInit& init) {
 
 void register_rnn_ops(KernelRegistry& r) {
   constexpr DTypeSet kTypes = dtype_set(DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16);
-  r.add({"", "RNN", 7, 1000, kTypes, 0, make_recurrent<CellKind::kRnn>, 0});
-  r.add({"", "GRU", 7, 1000, kTypes, 0, make_recurrent<CellKind::kGru>, 0});
-  r.add({"", "LSTM", 7, 1000, kTypes, 0, make_recurrent<CellKind::kLstm>, 0});
+  r.add({.domain = "", .op_type = "RNN", .since_version = 7, .until_version = 1000, .dtypes = kTypes, .type_input = 0,
+         .factory = make_recurrent<CellKind::kRnn>, .flags = 0});
+  r.add({.domain = "", .op_type = "GRU", .since_version = 7, .until_version = 1000, .dtypes = kTypes, .type_input = 0,
+         .factory = make_recurrent<CellKind::kGru>, .flags = 0});
+  r.add({.domain = "", .op_type = "LSTM", .since_version = 7, .until_version = 1000, .dtypes = kTypes, .type_input = 0,
+         .factory = make_recurrent<CellKind::kLstm>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

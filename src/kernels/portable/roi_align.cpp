@@ -10,7 +10,7 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/portable/cv_common.h"
+#include "kernels/portable/util/cv_common.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -181,7 +181,8 @@ class RoiAlignKernel final : public Kernel {
 }  // namespace
 
 void register_roi_align_ops(KernelRegistry& r) {
-  r.add(KernelDef{"", "RoiAlign", 10, 1000, kFloatDTypes, 0, make_kernel<RoiAlignKernel>, 0});
+  r.add({.domain = "", .op_type = "RoiAlign", .since_version = 10, .until_version = 1000, .dtypes = kFloatDTypes,
+         .type_input = 0, .factory = make_kernel<RoiAlignKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

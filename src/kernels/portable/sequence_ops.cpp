@@ -336,18 +336,30 @@ class OptionalGetElement final : public Kernel {
 }  // namespace
 
 void register_sequence_ops(KernelRegistry& r) {
-  r.add({"", "SequenceEmpty", 11, 1000, kAllDTypes, -1, make_kernel<SequenceEmpty>, 0});
-  r.add({"", "SequenceConstruct", 11, 1000, kAllDTypes, -1, make_kernel<SequenceConstruct>, 0});
-  r.add({"", "SequenceInsert", 11, 1000, kAllDTypes, -1, make_kernel<SequenceInsert>, 0});
-  r.add({"", "SequenceErase", 11, 1000, kAllDTypes, -1, make_kernel<SequenceErase>, 0});
-  r.add({"", "SequenceAt", 11, 1000, kAllDTypes, -1, make_kernel<SequenceAt>, 0});
-  r.add({"", "SequenceLength", 11, 1000, kAllDTypes, -1, make_kernel<SequenceLength>, 0});
-  r.add({"", "SplitToSequence", 11, 1000, kAllDTypes, -1, make_kernel<SplitToSequence>, 0});
-  r.add({"", "ConcatFromSequence", 11, 1000, kAllDTypes, -1, make_kernel<ConcatFromSequence>, 0});
-  r.add({"", "SequenceMap", 17, 1000, kAllDTypes, -1, make_kernel<SequenceMap>, 0});
-  r.add({"", "Optional", 15, 1000, kAllDTypes, -1, make_kernel<OptionalOp>, 0});
-  r.add({"", "OptionalHasElement", 15, 1000, kAllDTypes, -1, make_kernel<OptionalHasElement>, 0});
-  r.add({"", "OptionalGetElement", 15, 1000, kAllDTypes, -1, make_kernel<OptionalGetElement>, 0});
+  r.add({.domain = "", .op_type = "SequenceEmpty", .since_version = 11, .until_version = 1000, .dtypes = kAllDTypes,
+         .type_input = -1, .factory = make_kernel<SequenceEmpty>, .flags = 0});
+  r.add({.domain = "", .op_type = "SequenceConstruct", .since_version = 11, .until_version = 1000, .dtypes = kAllDTypes,
+         .type_input = -1, .factory = make_kernel<SequenceConstruct>, .flags = 0});
+  r.add({.domain = "", .op_type = "SequenceInsert", .since_version = 11, .until_version = 1000, .dtypes = kAllDTypes,
+         .type_input = -1, .factory = make_kernel<SequenceInsert>, .flags = 0});
+  r.add({.domain = "", .op_type = "SequenceErase", .since_version = 11, .until_version = 1000, .dtypes = kAllDTypes,
+         .type_input = -1, .factory = make_kernel<SequenceErase>, .flags = 0});
+  r.add({.domain = "", .op_type = "SequenceAt", .since_version = 11, .until_version = 1000, .dtypes = kAllDTypes,
+         .type_input = -1, .factory = make_kernel<SequenceAt>, .flags = 0});
+  r.add({.domain = "", .op_type = "SequenceLength", .since_version = 11, .until_version = 1000, .dtypes = kAllDTypes,
+         .type_input = -1, .factory = make_kernel<SequenceLength>, .flags = 0});
+  r.add({.domain = "", .op_type = "SplitToSequence", .since_version = 11, .until_version = 1000, .dtypes = kAllDTypes,
+         .type_input = -1, .factory = make_kernel<SplitToSequence>, .flags = 0});
+  r.add({.domain = "", .op_type = "ConcatFromSequence", .since_version = 11, .until_version = 1000,
+         .dtypes = kAllDTypes, .type_input = -1, .factory = make_kernel<ConcatFromSequence>, .flags = 0});
+  r.add({.domain = "", .op_type = "SequenceMap", .since_version = 17, .until_version = 1000, .dtypes = kAllDTypes,
+         .type_input = -1, .factory = make_kernel<SequenceMap>, .flags = 0});
+  r.add({.domain = "", .op_type = "Optional", .since_version = 15, .until_version = 1000, .dtypes = kAllDTypes,
+         .type_input = -1, .factory = make_kernel<OptionalOp>, .flags = 0});
+  r.add({.domain = "", .op_type = "OptionalHasElement", .since_version = 15, .until_version = 1000,
+         .dtypes = kAllDTypes, .type_input = -1, .factory = make_kernel<OptionalHasElement>, .flags = 0});
+  r.add({.domain = "", .op_type = "OptionalGetElement", .since_version = 15, .until_version = 1000,
+         .dtypes = kAllDTypes, .type_input = -1, .factory = make_kernel<OptionalGetElement>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

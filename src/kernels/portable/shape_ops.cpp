@@ -7,8 +7,8 @@
 #include <cstring>
 #include <random>
 
-#include "kernels/portable/cv_common.h"
-#include "kernels/portable/strided_copy.h"
+#include "kernels/portable/util/cv_common.h"
+#include "kernels/portable/util/strided_copy.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -590,7 +590,8 @@ constexpr DTypeSet kRangeTypes = dtype_set(DType::kFloat32, DType::kFloat64, DTy
 void register_shape_ops(KernelRegistry& r) {
   auto add = [&r](const char* op, int since, int until, KernelFactory f, uint32_t flags = 0,
                   DTypeSet dtypes = kAllDTypes, int type_input = 0) {
-    r.add(KernelDef{"", op, since, until, dtypes, type_input, f, flags});
+    r.add({.domain = "", .op_type = op, .since_version = since, .until_version = until, .dtypes = dtypes,
+           .type_input = type_input, .factory = f, .flags = flags});
   };
   add("Reshape", 1, 1000, make_kernel<ReshapeKernel>, kAliasesInput0);
   add("Flatten", 1, 1000, make_kernel<FlattenKernel>, kAliasesInput0);

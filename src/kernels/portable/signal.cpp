@@ -414,12 +414,18 @@ class MelWeightMatrixKernel final : public Kernel {
 }  // namespace
 
 void register_signal_ops(KernelRegistry& r) {
-  r.add({"", "DFT", 17, 1000, kFloatDTypes, 0, make_kernel<DftKernel>, 0});
-  r.add({"", "STFT", 17, 1000, kFloatDTypes, 0, make_kernel<StftKernel>, 0});
-  r.add({"", "HannWindow", 17, 1000, kIntDTypes, 0, make_kernel<WindowKernel<WindowKind::kHann>>, 0});
-  r.add({"", "HammingWindow", 17, 1000, kIntDTypes, 0, make_kernel<WindowKernel<WindowKind::kHamming>>, 0});
-  r.add({"", "BlackmanWindow", 17, 1000, kIntDTypes, 0, make_kernel<WindowKernel<WindowKind::kBlackman>>, 0});
-  r.add({"", "MelWeightMatrix", 17, 1000, kIntDTypes, 0, make_kernel<MelWeightMatrixKernel>, 0});
+  r.add({.domain = "", .op_type = "DFT", .since_version = 17, .until_version = 1000, .dtypes = kFloatDTypes,
+         .type_input = 0, .factory = make_kernel<DftKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "STFT", .since_version = 17, .until_version = 1000, .dtypes = kFloatDTypes,
+         .type_input = 0, .factory = make_kernel<StftKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "HannWindow", .since_version = 17, .until_version = 1000, .dtypes = kIntDTypes,
+         .type_input = 0, .factory = make_kernel<WindowKernel<WindowKind::kHann>>, .flags = 0});
+  r.add({.domain = "", .op_type = "HammingWindow", .since_version = 17, .until_version = 1000, .dtypes = kIntDTypes,
+         .type_input = 0, .factory = make_kernel<WindowKernel<WindowKind::kHamming>>, .flags = 0});
+  r.add({.domain = "", .op_type = "BlackmanWindow", .since_version = 17, .until_version = 1000, .dtypes = kIntDTypes,
+         .type_input = 0, .factory = make_kernel<WindowKernel<WindowKind::kBlackman>>, .flags = 0});
+  r.add({.domain = "", .op_type = "MelWeightMatrix", .since_version = 17, .until_version = 1000, .dtypes = kIntDTypes,
+         .type_input = 0, .factory = make_kernel<MelWeightMatrixKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

@@ -5,7 +5,7 @@
 // steps walk the axis backwards.
 #include <algorithm>
 
-#include "kernels/portable/strided_copy.h"
+#include "kernels/portable/util/strided_copy.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -106,7 +106,8 @@ class SliceKernel final : public Kernel {
 }  // namespace
 
 void register_slice_ops(KernelRegistry& r) {
-  r.add(KernelDef{"", "Slice", 1, 1000, kAllDTypes, 0, make_kernel<SliceKernel>, 0});
+  r.add({.domain = "", .op_type = "Slice", .since_version = 1, .until_version = 1000, .dtypes = kAllDTypes,
+         .type_input = 0, .factory = make_kernel<SliceKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

@@ -15,7 +15,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/portable/strided_copy.h"
+#include "kernels/portable/util/strided_copy.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -247,9 +247,12 @@ class SoftmaxKernel final : public Kernel {
 }  // namespace
 
 void register_softmax_ops(KernelRegistry& r) {
-  r.add(KernelDef{"", "Softmax", 1, 1000, kFloatDTypes, 0, make_kernel<SoftmaxKernel<Kind::kSoftmax>>, 0});
-  r.add(KernelDef{"", "LogSoftmax", 1, 1000, kFloatDTypes, 0, make_kernel<SoftmaxKernel<Kind::kLogSoftmax>>, 0});
-  r.add(KernelDef{"", "Hardmax", 1, 1000, kFloatDTypes, 0, make_kernel<SoftmaxKernel<Kind::kHardmax>>, 0});
+  r.add({.domain = "", .op_type = "Softmax", .since_version = 1, .until_version = 1000, .dtypes = kFloatDTypes,
+         .type_input = 0, .factory = make_kernel<SoftmaxKernel<Kind::kSoftmax>>, .flags = 0});
+  r.add({.domain = "", .op_type = "LogSoftmax", .since_version = 1, .until_version = 1000, .dtypes = kFloatDTypes,
+         .type_input = 0, .factory = make_kernel<SoftmaxKernel<Kind::kLogSoftmax>>, .flags = 0});
+  r.add({.domain = "", .op_type = "Hardmax", .since_version = 1, .until_version = 1000, .dtypes = kFloatDTypes,
+         .type_input = 0, .factory = make_kernel<SoftmaxKernel<Kind::kHardmax>>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

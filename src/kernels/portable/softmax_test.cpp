@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "kernels/testing/kernel_runner.h"
+#include "kernels/testing/tensor_builders.h"
 
 namespace kiln {
 namespace {
@@ -12,10 +12,7 @@ using testing::OpCall;
 using testing::run_op;
 using testing::run_op1;
 
-template <class T>
-std::vector<T> vals(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
-}
+using namespace kiln::testing;  // tensor builders
 
 Tensor ramp(Shape s, float scale) {
   Tensor t = Tensor::allocate(DType::kFloat32, s);

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/portable/strided_copy.h"
+#include "kernels/portable/util/strided_copy.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -296,10 +296,13 @@ class CumSumKernel final : public Kernel {
 }  // namespace
 
 void register_sort_ops(KernelRegistry& r) {
-  r.add(KernelDef{"", "TopK", 1, 1000, kNumericDTypes, 0, make_kernel<TopKKernel>, 0});
-  r.add(KernelDef{"", "Unique", 11, 1000, kNumericDTypes | dtype_bit(DType::kString) | dtype_bit(DType::kBool), 0,
-                  make_kernel<UniqueKernel>, 0});
-  r.add(KernelDef{"", "CumSum", 11, 1000, kNumericDTypes, 0, make_kernel<CumSumKernel>, 0});
+  r.add({.domain = "", .op_type = "TopK", .since_version = 1, .until_version = 1000, .dtypes = kNumericDTypes,
+         .type_input = 0, .factory = make_kernel<TopKKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "Unique", .since_version = 11, .until_version = 1000,
+         .dtypes = kNumericDTypes | dtype_bit(DType::kString) | dtype_bit(DType::kBool), .type_input = 0,
+         .factory = make_kernel<UniqueKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "CumSum", .since_version = 11, .until_version = 1000, .dtypes = kNumericDTypes,
+         .type_input = 0, .factory = make_kernel<CumSumKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

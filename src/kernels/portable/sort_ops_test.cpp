@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "kernels/testing/kernel_runner.h"
+#include "kernels/testing/tensor_builders.h"
 
 namespace kiln {
 namespace {
@@ -12,11 +12,7 @@ using testing::OpCall;
 using testing::run_op;
 using testing::run_op1;
 
-template <class T>
-std::vector<T> vals(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
-}
-Tensor ints(std::vector<int64_t> v) { return Tensor::from_vector(v); }
+using namespace kiln::testing;  // tensor builders
 
 Result<std::vector<Value>> call(const std::string& op, std::vector<Value> in, std::vector<ir::Attribute> attrs,
                                 size_t outs, int opset = 17) {

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <unordered_set>
 
-#include "kernels/portable/elementwise.h"
+#include "kernels/portable/util/elementwise.h"
 #include "kernels/registry.h"
 
 namespace kiln::kernels {
@@ -201,7 +201,8 @@ class StringNormalizerKernel final : public Kernel {
 }  // namespace
 
 void register_string_ops(KernelRegistry& r) {
-  r.add({"", "StringNormalizer", 10, 1000, kStringDType, 0, make_kernel<StringNormalizerKernel>});
+  r.add({.domain = "", .op_type = "StringNormalizer", .since_version = 10, .until_version = 1000,
+         .dtypes = kStringDType, .type_input = 0, .factory = make_kernel<StringNormalizerKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

@@ -107,9 +107,11 @@ class StringSplitKernel final : public Kernel {
 
 }  // namespace
 
-void register_string_ops_20(KernelRegistry& r) {
-  r.add({"", "StringConcat", 20, 1000, dtype_bit(DType::kString), 0, make_kernel<StringConcatKernel>, 0});
-  r.add({"", "StringSplit", 20, 1000, dtype_bit(DType::kString), 0, make_kernel<StringSplitKernel>, 0});
+void register_string_20_ops(KernelRegistry& r) {
+  r.add({.domain = "", .op_type = "StringConcat", .since_version = 20, .until_version = 1000,
+         .dtypes = dtype_bit(DType::kString), .type_input = 0, .factory = make_kernel<StringConcatKernel>, .flags = 0});
+  r.add({.domain = "", .op_type = "StringSplit", .since_version = 20, .until_version = 1000,
+         .dtypes = dtype_bit(DType::kString), .type_input = 0, .factory = make_kernel<StringSplitKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

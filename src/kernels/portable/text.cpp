@@ -169,8 +169,9 @@ class TfIdfVectorizer final : public Kernel {
 }  // namespace
 
 void register_text_ops(KernelRegistry& r) {
-  r.add({"", "TfIdfVectorizer", 9, 1000, dtype_set(DType::kString, DType::kInt32, DType::kInt64), 0,
-         make_kernel<TfIdfVectorizer>, 0});
+  r.add({.domain = "", .op_type = "TfIdfVectorizer", .since_version = 9, .until_version = 1000,
+         .dtypes = dtype_set(DType::kString, DType::kInt32, DType::kInt64), .type_input = 0,
+         .factory = make_kernel<TfIdfVectorizer>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

@@ -189,9 +189,12 @@ class Momentum final : public Kernel {
 
 void register_training_ops(KernelRegistry& r) {
   const std::string d = "ai.onnx.preview.training";
-  r.add({d, "Adagrad", 1, 1000, kFloatDTypes, 0, make_kernel<Adagrad>, 0});
-  r.add({d, "Adam", 1, 1000, kFloatDTypes, 0, make_kernel<Adam>, 0});
-  r.add({d, "Momentum", 1, 1000, kFloatDTypes, 0, make_kernel<Momentum>, 0});
+  r.add({.domain = d, .op_type = "Adagrad", .since_version = 1, .until_version = 1000, .dtypes = kFloatDTypes,
+         .type_input = 0, .factory = make_kernel<Adagrad>, .flags = 0});
+  r.add({.domain = d, .op_type = "Adam", .since_version = 1, .until_version = 1000, .dtypes = kFloatDTypes,
+         .type_input = 0, .factory = make_kernel<Adam>, .flags = 0});
+  r.add({.domain = d, .op_type = "Momentum", .since_version = 1, .until_version = 1000, .dtypes = kFloatDTypes,
+         .type_input = 0, .factory = make_kernel<Momentum>, .flags = 0});
   register_gradient_op(r);
 }
 

@@ -348,7 +348,8 @@ class Gradient final : public Kernel {
 }  // namespace
 
 void register_gradient_op(KernelRegistry& r) {
-  r.add({"ai.onnx.preview.training", "Gradient", 1, 1000, kAllDTypes, -1, make_kernel<Gradient>, 0});
+  r.add({.domain = "ai.onnx.preview.training", .op_type = "Gradient", .since_version = 1, .until_version = 1000,
+         .dtypes = kAllDTypes, .type_input = -1, .factory = make_kernel<Gradient>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

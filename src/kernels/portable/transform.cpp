@@ -6,7 +6,7 @@
 #include <numeric>
 #include <string>
 
-#include "kernels/portable/strided_copy.h"
+#include "kernels/portable/util/strided_copy.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -639,7 +639,8 @@ class ReverseSequenceKernel final : public Kernel {
 
 void register_transform_ops(KernelRegistry& r) {
   auto add = [&r](const char* op, int since, KernelFactory f, DTypeSet dtypes = kAllDTypes) {
-    r.add(KernelDef{"", op, since, 1000, dtypes, 0, f, 0});
+    r.add({.domain = "", .op_type = op, .since_version = since, .until_version = 1000, .dtypes = dtypes,
+           .type_input = 0, .factory = f, .flags = 0});
   };
   add("Concat", 1, make_kernel<ConcatKernel>);
   add("Split", 1, make_kernel<SplitKernel>);

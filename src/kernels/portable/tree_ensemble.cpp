@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/portable/cv_common.h"
+#include "kernels/portable/util/cv_common.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -151,7 +151,8 @@ class TreeEnsembleKernel final : public Kernel {
 }  // namespace
 
 void register_tree_ensemble_ops(KernelRegistry& r) {
-  r.add({"ai.onnx.ml", "TreeEnsemble", 5, 1000, kFloatDTypes, 0, make_kernel<TreeEnsembleKernel>, 0});
+  r.add({.domain = "ai.onnx.ml", .op_type = "TreeEnsemble", .since_version = 5, .until_version = 1000,
+         .dtypes = kFloatDTypes, .type_input = 0, .factory = make_kernel<TreeEnsembleKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

@@ -4,8 +4,8 @@
 // vectorized loops of elementwise_simd.h.
 #include <cmath>
 
-#include "kernels/portable/elementwise.h"
-#include "kernels/portable/elementwise_simd.h"
+#include "kernels/portable/util/elementwise.h"
+#include "kernels/portable/cpu/x86/elementwise_simd.h"
 #include "kernels/registry.h"
 
 namespace kiln::kernels {
@@ -162,7 +162,8 @@ KILN_LIBM_UNARY_(AtanhOp, atanh);
 
 template <class Op>
 void add_unary(KernelRegistry& r, const char* name, int since) {
-  r.add({"", name, since, 1000, Op::kTypes, 0, make_kernel<UnaryKernel<Op>>});
+  r.add({.domain = "", .op_type = name, .since_version = since, .until_version = 1000, .dtypes = Op::kTypes,
+         .type_input = 0, .factory = make_kernel<UnaryKernel<Op>>, .flags = 0});
 }
 
 }  // namespace

@@ -1,12 +1,12 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/portable/elementwise_test_util.h"
+#include "kernels/testing/tensor_builders.h"
 
 namespace kiln {
 namespace {
 
-using namespace ewtest;
+using namespace kiln::testing;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -19,11 +19,11 @@ TEST(UnaryTest, AbsNegSignOnFloats) {
 
 TEST(UnaryTest, IntegerAbsNegSign) {
   const int32_t mn = std::numeric_limits<int32_t>::min();
-  EXPECT_EQ(values<int32_t>(run_ok("Abs", {make<int32_t>({-5, 7, mn}, {3})})), (std::vector<int32_t>{5, 7, mn}));
-  EXPECT_EQ(values<int8_t>(run_ok("Neg", {make<int8_t>({-5, 7, -128}, {3})})), (std::vector<int8_t>{5, -7, -128}));
-  EXPECT_EQ(values<int64_t>(run_ok("Sign", {make<int64_t>({-9, 0, 4}, {3})})), (std::vector<int64_t>{-1, 0, 1}));
-  EXPECT_EQ(values<uint16_t>(run_ok("Sign", {make<uint16_t>({0, 9}, {2})})), (std::vector<uint16_t>{0, 1}));
-  EXPECT_EQ(values<uint8_t>(run_ok("Abs", {make<uint8_t>({200}, {1})})), (std::vector<uint8_t>{200}));
+  EXPECT_EQ(vals<int32_t>(run_ok("Abs", {make<int32_t>({-5, 7, mn}, {3})})), (std::vector<int32_t>{5, 7, mn}));
+  EXPECT_EQ(vals<int8_t>(run_ok("Neg", {make<int8_t>({-5, 7, -128}, {3})})), (std::vector<int8_t>{5, -7, -128}));
+  EXPECT_EQ(vals<int64_t>(run_ok("Sign", {make<int64_t>({-9, 0, 4}, {3})})), (std::vector<int64_t>{-1, 0, 1}));
+  EXPECT_EQ(vals<uint16_t>(run_ok("Sign", {make<uint16_t>({0, 9}, {2})})), (std::vector<uint16_t>{0, 1}));
+  EXPECT_EQ(vals<uint8_t>(run_ok("Abs", {make<uint8_t>({200}, {1})})), (std::vector<uint8_t>{200}));
 }
 
 TEST(UnaryTest, SqrtReciprocalExpLog) {
@@ -62,7 +62,7 @@ TEST(UnaryTest, ErfFloatAndInteger) {
     EXPECT_NEAR(y.data<float>()[i], std::erf(static_cast<double>(x[i])), 2e-7) << x[i];
   }
   expect_floats(run_ok("Erf", {make<double>({0.5}, {1})}), {std::erf(0.5)}, 1e-15);
-  EXPECT_EQ(values<int32_t>(run_ok("Erf", {make<int32_t>({0, 1, 9, -9}, {4})})),
+  EXPECT_EQ(vals<int32_t>(run_ok("Erf", {make<int32_t>({0, 1, 9, -9}, {4})})),
             (std::vector<int32_t>{0, 0, 1, -1}));
 }
 

@@ -4,8 +4,8 @@
 // folded into it in place.
 #include <cmath>
 
-#include "kernels/portable/elementwise.h"
-#include "kernels/portable/elementwise_simd.h"
+#include "kernels/portable/util/elementwise.h"
+#include "kernels/portable/cpu/x86/elementwise_simd.h"
 #include "kernels/registry.h"
 
 namespace kiln::kernels {
@@ -144,10 +144,14 @@ class VariadicKernel final : public Kernel {
 }  // namespace
 
 void register_variadic_ops(KernelRegistry& r) {
-  r.add({"", "Sum", 1, 1000, SumOp::kTypes, 0, make_kernel<VariadicKernel<SumOp>>});
-  r.add({"", "Mean", 1, 1000, MeanOp::kTypes, 0, make_kernel<VariadicKernel<MeanOp>>});
-  r.add({"", "Max", 1, 1000, MaxOp::kTypes, 0, make_kernel<VariadicKernel<MaxOp>>});
-  r.add({"", "Min", 1, 1000, MinOp::kTypes, 0, make_kernel<VariadicKernel<MinOp>>});
+  r.add({.domain = "", .op_type = "Sum", .since_version = 1, .until_version = 1000, .dtypes = SumOp::kTypes,
+         .type_input = 0, .factory = make_kernel<VariadicKernel<SumOp>>, .flags = 0});
+  r.add({.domain = "", .op_type = "Mean", .since_version = 1, .until_version = 1000, .dtypes = MeanOp::kTypes,
+         .type_input = 0, .factory = make_kernel<VariadicKernel<MeanOp>>, .flags = 0});
+  r.add({.domain = "", .op_type = "Max", .since_version = 1, .until_version = 1000, .dtypes = MaxOp::kTypes,
+         .type_input = 0, .factory = make_kernel<VariadicKernel<MaxOp>>, .flags = 0});
+  r.add({.domain = "", .op_type = "Min", .since_version = 1, .until_version = 1000, .dtypes = MinOp::kTypes,
+         .type_input = 0, .factory = make_kernel<VariadicKernel<MinOp>>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

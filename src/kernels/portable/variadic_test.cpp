@@ -1,12 +1,12 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/portable/elementwise_test_util.h"
+#include "kernels/testing/tensor_builders.h"
 
 namespace kiln {
 namespace {
 
-using namespace ewtest;
+using namespace kiln::testing;
 
 TEST(VariadicTest, SumOfThreeWithBroadcast) {
   Tensor y = run_ok("Sum", {f32({1, 2, 3, 4}, {2, 2}), f32({10, 20}, {2}), f32({100}, {1})});
@@ -28,13 +28,13 @@ TEST(VariadicTest, MeanDividesByInputCount) {
 
 TEST(VariadicTest, SingleInputIsCopied) {
   expect_floats(run_ok("Sum", {f32({1, -2})}), {1, -2});
-  EXPECT_EQ(values<int32_t>(run_ok("Min", {make<int32_t>({7, 8}, {2})})), (std::vector<int32_t>{7, 8}));
+  EXPECT_EQ(vals<int32_t>(run_ok("Min", {make<int32_t>({7, 8}, {2})})), (std::vector<int32_t>{7, 8}));
 }
 
 TEST(VariadicTest, MaxMinIntegersAndNaN) {
-  EXPECT_EQ(values<int64_t>(run_ok("Max", {make<int64_t>({1, -5}, {2}), make<int64_t>({-2, 3}, {2})})),
+  EXPECT_EQ(vals<int64_t>(run_ok("Max", {make<int64_t>({1, -5}, {2}), make<int64_t>({-2, 3}, {2})})),
             (std::vector<int64_t>{1, 3}));
-  EXPECT_EQ(values<uint8_t>(run_ok("Min", {make<uint8_t>({1, 200}, {2}), make<uint8_t>({100, 3}, {2})})),
+  EXPECT_EQ(vals<uint8_t>(run_ok("Min", {make<uint8_t>({1, 200}, {2}), make<uint8_t>({100, 3}, {2})})),
             (std::vector<uint8_t>{1, 3}));
   const float nan = std::numeric_limits<float>::quiet_NaN();
   expect_floats(run_ok("Max", {f32({nan, 1}), f32({1, nan})}), {nan, nan});

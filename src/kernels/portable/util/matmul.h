@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "kernels/kernel.h"
-#include "kernels/portable/gemm.h"
+#include "kernels/portable/util/gemm.h"
 
 namespace kiln::kernels {
 

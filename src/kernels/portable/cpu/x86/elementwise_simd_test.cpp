@@ -1,6 +1,6 @@
 // Accuracy of the float32 approximations in elementwise_simd.cpp, measured in
 // ulps against double-precision libm over a sweep of float bit patterns.
-#include "kernels/portable/elementwise_simd.h"
+#include "kernels/portable/cpu/x86/elementwise_simd.h"
 
 #include <gtest/gtest.h>
 

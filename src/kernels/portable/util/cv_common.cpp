@@ -1,4 +1,4 @@
-#include "kernels/portable/cv_common.h"
+#include "kernels/portable/util/cv_common.h"
 
 #include <algorithm>
 

@@ -12,59 +12,26 @@
 // Parallelism splits C into a grid of tiles (rows in multiples of MR, columns
 // in multiples of NR); each task runs the loops above on its tile with its
 // own thread-local packing buffers.
-#include "kernels/portable/gemm.h"
+#include "kernels/portable/util/gemm.h"
 
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/portable/util/gemm_tile.h"
 #include "kiln/tensor.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define KILN_GEMM_X86 1
-#include <immintrin.h>
 #endif
 
 namespace kiln::kernels {
 
+
 namespace {
 
-// What the microkernel does with its MR x NR accumulator tile. The bias
-// pointers are already offset to the tile's first row / column.
-struct TileStore {
-  float alpha = 1.f;
-  float beta = 0.f;
-  bool first = true;  // first K block: apply beta and the biases
-  bool last = true;   // last K block: apply the clamp
-  bool clamp = false;
-  float lo = 0.f, hi = 0.f;
-  const float* row_bias = nullptr;
-  const float* col_bias = nullptr;
-};
-
-// The epilogue for one tile whose accumulators were spilled to `acc` (row
-// stride `acc_ld`); used by the portable kernel and for partial edge tiles.
-inline void store_tile_scalar(const float* acc, int64_t acc_ld, float* c, int64_t ldc, int64_t mv, int64_t nv,
-                              const TileStore& st) {
-  for (int64_t i = 0; i < mv; ++i) {
-    float* crow = c + i * ldc;
-    const float* arow = acc + i * acc_ld;
-    for (int64_t j = 0; j < nv; ++j) {
-      float v = st.alpha * arow[j];
-      if (st.first) {
-        if (st.beta != 0.f) v += st.beta * crow[j];
-        if (st.row_bias) v += st.row_bias[i];
-        if (st.col_bias) v += st.col_bias[j];
-      } else {
-        v += crow[j];
-      }
-      if (st.last && st.clamp) v = std::min(std::max(v, st.lo), st.hi);
-      crow[j] = v;
-    }
-  }
-}
-
-using MicroKernelFn = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mv,
-                               int64_t nv, const TileStore& st);
+using gemm::MicroKernelFn;
+using gemm::TileStore;
+struct Baseline {};  // store_tile_scalar<Baseline>: this file's copy
 
 struct MicroKernel {
   const char* name;
@@ -91,144 +58,22 @@ void ukernel_portable(int64_t kc, const float* a, const float* b, float* c, int6
     a += kPortableMr;
     b += kPortableNr;
   }
-  store_tile_scalar(&acc[0][0], kPortableNr, c, ldc, mv, nv, st);
+  store_tile_scalar<Baseline>(&acc[0][0], kPortableNr, c, ldc, mv, nv, st);
 }
 
 bool always_supported() { return true; }
 
 #if KILN_GEMM_X86
-// ---------------------------------------------------------------------------
-// AVX2 + FMA: 6 x 16 tile, 12 ymm accumulators, 2 for B, 1 for broadcasts.
-constexpr int64_t kAvx2Mr = 6;
-constexpr int64_t kAvx2Nr = 16;
-
-__attribute__((target("avx2,fma"))) void ukernel_avx2(int64_t kc, const float* a, const float* b, float* c,
-                                                      int64_t ldc, int64_t mv, int64_t nv, const TileStore& st) {
-  __m256 acc[kAvx2Mr][2];
-#pragma GCC unroll 6
-  for (int64_t i = 0; i < kAvx2Mr; ++i) {
-    acc[i][0] = _mm256_setzero_ps();
-    acc[i][1] = _mm256_setzero_ps();
-    if (i < mv) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
-  }
-  for (int64_t p = 0; p < kc; ++p) {
-    const __m256 b0 = _mm256_loadu_ps(b);
-    const __m256 b1 = _mm256_loadu_ps(b + 8);
-#pragma GCC unroll 6
-    for (int64_t i = 0; i < kAvx2Mr; ++i) {
-      const __m256 av = _mm256_broadcast_ss(a + i);
-      acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
-      acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
-    }
-    a += kAvx2Mr;
-    b += kAvx2Nr;
-  }
-  if (mv != kAvx2Mr || nv != kAvx2Nr) {
-    alignas(32) float tmp[kAvx2Mr * kAvx2Nr];
-    for (int64_t i = 0; i < kAvx2Mr; ++i) {
-      _mm256_store_ps(tmp + i * kAvx2Nr, acc[i][0]);
-      _mm256_store_ps(tmp + i * kAvx2Nr + 8, acc[i][1]);
-    }
-    store_tile_scalar(tmp, kAvx2Nr, c, ldc, mv, nv, st);
-    return;
-  }
-  const __m256 alpha = _mm256_set1_ps(st.alpha);
-  const __m256 beta = _mm256_set1_ps(st.beta);
-  const __m256 lo = _mm256_set1_ps(st.lo);
-  const __m256 hi = _mm256_set1_ps(st.hi);
-#pragma GCC unroll 6
-  for (int64_t i = 0; i < kAvx2Mr; ++i) {
-    float* crow = c + i * ldc;
-#pragma GCC unroll 2
-    for (int64_t h = 0; h < 2; ++h) {
-      __m256 v = acc[i][h];
-      if (st.alpha != 1.f) v = _mm256_mul_ps(v, alpha);
-      if (st.first) {
-        if (st.beta != 0.f) v = _mm256_fmadd_ps(beta, _mm256_loadu_ps(crow + h * 8), v);
-        if (st.row_bias) v = _mm256_add_ps(v, _mm256_set1_ps(st.row_bias[i]));
-        if (st.col_bias) v = _mm256_add_ps(v, _mm256_loadu_ps(st.col_bias + h * 8));
-      } else {
-        v = _mm256_add_ps(v, _mm256_loadu_ps(crow + h * 8));
-      }
-      if (st.last && st.clamp) v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
-      _mm256_storeu_ps(crow + h * 8, v);
-    }
-  }
-}
-
+// The x86 microkernels live in cpu/x86/ (one template, one file per ISA).
+using gemm::kAvx2Mr;
+using gemm::kAvx2Nr;
+using gemm::kAvx512Mr;
+using gemm::kAvx512Nr;
+using gemm::ukernel_avx2;
+using gemm::ukernel_avx512;
 bool avx2_supported() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
-
-// ---------------------------------------------------------------------------
-// AVX-512F: 12 x 32 tile, 24 zmm accumulators; broadcasts fold into the FMA.
-// GCC 12's avx512fintrin.h initializes _mm512_undefined_ps() from itself,
-// which -Wmaybe-uninitialized reports inside min/max; the value is unused.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-constexpr int64_t kAvx512Mr = 12;
-constexpr int64_t kAvx512Nr = 32;
-
-__attribute__((target("avx512f"))) void ukernel_avx512(int64_t kc, const float* a, const float* b, float* c,
-                                                       int64_t ldc, int64_t mv, int64_t nv, const TileStore& st) {
-  __m512 acc[kAvx512Mr][2];
-#pragma GCC unroll 12
-  for (int64_t i = 0; i < kAvx512Mr; ++i) {
-    acc[i][0] = _mm512_setzero_ps();
-    acc[i][1] = _mm512_setzero_ps();
-    if (i < mv) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
-  }
-  for (int64_t p = 0; p < kc; ++p) {
-    const __m512 b0 = _mm512_loadu_ps(b);
-    const __m512 b1 = _mm512_loadu_ps(b + 16);
-#pragma GCC unroll 12
-    for (int64_t i = 0; i < kAvx512Mr; ++i) {
-      const __m512 av = _mm512_set1_ps(a[i]);
-      acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
-      acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
-    }
-    a += kAvx512Mr;
-    b += kAvx512Nr;
-  }
-  if (mv != kAvx512Mr || nv != kAvx512Nr) {
-    alignas(64) float tmp[kAvx512Mr * kAvx512Nr];
-    for (int64_t i = 0; i < kAvx512Mr; ++i) {
-      _mm512_store_ps(tmp + i * kAvx512Nr, acc[i][0]);
-      _mm512_store_ps(tmp + i * kAvx512Nr + 16, acc[i][1]);
-    }
-    store_tile_scalar(tmp, kAvx512Nr, c, ldc, mv, nv, st);
-    return;
-  }
-  const __m512 alpha = _mm512_set1_ps(st.alpha);
-  const __m512 beta = _mm512_set1_ps(st.beta);
-  const __m512 lo = _mm512_set1_ps(st.lo);
-  const __m512 hi = _mm512_set1_ps(st.hi);
-#pragma GCC unroll 12
-  for (int64_t i = 0; i < kAvx512Mr; ++i) {
-    float* crow = c + i * ldc;
-#pragma GCC unroll 2
-    for (int64_t h = 0; h < 2; ++h) {
-      __m512 v = acc[i][h];
-      if (st.alpha != 1.f) v = _mm512_mul_ps(v, alpha);
-      if (st.first) {
-        if (st.beta != 0.f) v = _mm512_fmadd_ps(beta, _mm512_loadu_ps(crow + h * 16), v);
-        if (st.row_bias) v = _mm512_add_ps(v, _mm512_set1_ps(st.row_bias[i]));
-        if (st.col_bias) v = _mm512_add_ps(v, _mm512_loadu_ps(st.col_bias + h * 16));
-      } else {
-        v = _mm512_add_ps(v, _mm512_loadu_ps(crow + h * 16));
-      }
-      if (st.last && st.clamp) v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-      _mm512_storeu_ps(crow + h * 16, v);
-    }
-  }
-}
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-
 bool avx512_supported() { return __builtin_cpu_supports("avx512f"); }
-#endif  // KILN_GEMM_X86
+#endif
 
 // The table, best first. Blocking: an MR x KC sliver of A and a KC x NR
 // sliver of B fit in L1 (48 KiB on the reference machine), an MC x KC block

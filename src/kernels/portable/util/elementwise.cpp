@@ -1,30 +1,10 @@
-// Shared helpers of the element-wise families, and their one registration
-// entry point (register_elementwise_ops, called from all.cpp).
-#include "kernels/portable/elementwise.h"
+// Shared helpers of the element-wise families (binary, unary, activation,
+// compare/logic, variadic, cast, string ops).
+#include "kernels/portable/util/elementwise.h"
 
 #include <algorithm>
 
-#include "kernels/registry.h"
-
 namespace kiln::kernels {
-
-void register_binary_ops(KernelRegistry& r);
-void register_unary_ops(KernelRegistry& r);
-void register_activation_ops(KernelRegistry& r);
-void register_compare_logic_ops(KernelRegistry& r);
-void register_variadic_ops(KernelRegistry& r);
-void register_cast_ops(KernelRegistry& r);
-void register_string_ops(KernelRegistry& r);
-
-void register_elementwise_ops(KernelRegistry& r) {
-  register_binary_ops(r);
-  register_unary_ops(r);
-  register_activation_ops(r);
-  register_compare_logic_ops(r);
-  register_variadic_ops(r);
-  register_cast_ops(r);
-  register_string_ops(r);
-}
 
 namespace ew {
 

@@ -1,4 +1,4 @@
-#include "kernels/portable/strided_copy.h"
+#include "kernels/portable/util/strided_copy.h"
 
 #include <algorithm>
 #include <cstring>

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "kernels/kernel.h"
-#include "kernels/portable/elementwise_simd.h"
+#include "kernels/portable/cpu/x86/elementwise_simd.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
 

@@ -1,7 +1,7 @@
 // Tests of the SGEMM engine against a double-precision reference, for every
 // microkernel this CPU supports, over shapes that hit the register-tile,
 // cache-block and thread-split edges.
-#include "kernels/portable/gemm.h"
+#include "kernels/portable/util/gemm.h"
 
 #include <gtest/gtest.h>
 

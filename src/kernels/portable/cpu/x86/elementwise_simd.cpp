@@ -10,7 +10,7 @@
 //   1 - 2 / (exp(2|x|) + 1), sign restored. |x| > 9.1 gives +-1.
 // - erf: |x| < 0.9: x P(x^2) (rel. error 1.2e-8); else 1 - exp(Q(|x|))
 //   with Q ~ log(erfc) on [0.9, 3.95] (abs. error 9e-9); beyond, +-1.
-#include "kernels/portable/elementwise_simd.h"
+#include "kernels/portable/cpu/x86/elementwise_simd.h"
 
 #include <bit>
 #include <cmath>

@@ -246,6 +246,15 @@ void Lowerer::lower_resize(const Node& n) {
   else if (ct == "pytorch_half_pixel" && (y[2] == 1 || y[3] == 1)) decline("Resize pytorch_half_pixel to a size of 1");
   else if (ct != "half_pixel" && ct != "pytorch_half_pixel") decline("Resize coordinate_transformation_mode " + ct);
   if (n.attr_int("exclude_outside", 0) != 0) decline("Resize with exclude_outside");
+  if (ct == "align_corners" && (y[2] == 1 || y[3] == 1)) decline("Resize align_corners to a size of 1");
+  // XNNPACK scales by the size ratio; ONNX by the given scales when there are any.
+  const size_t si = n.opset() < 11 ? 1 : 2;
+  if (n.num_inputs() > si && n.input(si) && numel(dims(n.input(si))) > 0) {
+    const std::vector<float> sc = constant(n, si, nullptr);
+    if (sc.size() != 4 || std::fabs(sc[2] * static_cast<float>(x[2]) - static_cast<float>(y[2])) > 1e-4f ||
+        std::fabs(sc[3] * static_cast<float>(x[3]) - static_cast<float>(y[3])) > 1e-4f)
+      decline("Resize with scales that are not output size / input size (XNNPACK uses the size ratio)");
+  }
   const uint32_t xin = in(n, 0);
   emit(OpKind::kResize, {xin}, out(n)).ints = {y[2], y[3], flags};
 }

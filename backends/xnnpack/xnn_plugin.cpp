@@ -150,7 +150,8 @@ class XnnInstance final : public Instance {
     if (options_.get_bool("verbose") || graph.host().log_enabled(KILN_LOG_INFO)) {
       graph.host().log(KILN_LOG_INFO, "compiled " + part.id + ": " + std::to_string(part.nodes.size()) + " nodes -> " +
                                           std::to_string(program->ops.size()) + " XNNPACK ops in " +
-                                          std::to_string(c->runtime().num_segments()) + " segments, " +
+                                          std::to_string(c->runtime().num_segments()) + " segments (" +
+                                          std::to_string(c->runtime().num_direct_convs()) + " convolutions write into their Concat), " +
                                           std::to_string(program->num_transposes()) + " boundary transposes, " +
                                           std::to_string(c->runtime().scratch_bytes()) + " bytes of plugin buffers");
     }

@@ -60,6 +60,10 @@ Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> p
   ptr_.assign(p.values.size(), nullptr);
   owned_.resize(p.values.size());
   host_out_.assign(p.outputs.size(), nullptr);
+  into_concat_.assign(p.ops.size(), -1);
+  channel_offset_.assign(p.ops.size(), 0);
+  operators_.assign(p.ops.size(), nullptr);
+  plan_direct_concat();
   plan_segments();
   // Values the plugin must hold in memory of its own or the host's: the
   // boundary, and whatever crosses from one segment to another.
@@ -71,7 +75,7 @@ Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> p
     for (size_t i = segments_[s].begin; i < segments_[s].end; ++i) {
       const Op& op = p.ops[i];
       producer_seg[op.out] = static_cast<int32_t>(s);
-      if (segments_[s].native) materialized[op.out] = 1;
+      if (segments_[s].native && into_concat_[i] < 0) materialized[op.out] = 1;
       for (uint32_t v : op.in) {
         if (v == kNoValue || p.values[v].constant >= 0) continue;
         if (segments_[s].native || (producer_seg[v] >= 0 && producer_seg[v] != static_cast<int32_t>(s))) materialized[v] = 1;
@@ -97,21 +101,79 @@ Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> p
   }
   for (Segment& seg : segments_)
     if (!seg.native) build_segment(seg, materialized);
+  for (size_t i = 0; i < p.ops.size(); ++i)
+    if (into_concat_[i] >= 0) build_direct_conv(i);
+}
+
+// Convolutions whose only reader is a channel Concat (fire and inception
+// modules) write into the Concat's buffer directly.
+void Runtime::plan_direct_concat() {
+  const Program& p = *program_;
+  std::vector<size_t> readers(p.values.size(), 0);
+  std::vector<int64_t>& producer = producer_;
+  producer.assign(p.values.size(), -1);
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    for (uint32_t v : p.ops[i].in)
+      if (v != kNoValue) ++readers[v];
+    producer[p.ops[i].out] = static_cast<int64_t>(i);
+  }
+  for (const Boundary& b : p.outputs) ++readers[b.value];
+  for (size_t c = 0; c < p.ops.size(); ++c) {
+    const Op& cat = p.ops[c];
+    if (cat.kind != OpKind::kConcat || p.values[cat.out].dims.size() != 4 || cat.ints.at(0) != 3) continue;
+    int64_t offset = 0;
+    for (uint32_t v : cat.in) {
+      const int64_t pi = producer[v];
+      if (pi >= 0 && readers[v] == 1 && p.ops[static_cast<size_t>(pi)].kind == OpKind::kConv) {
+        into_concat_[static_cast<size_t>(pi)] = static_cast<int64_t>(c);
+        channel_offset_[static_cast<size_t>(pi)] = offset;
+      }
+      offset += p.values[v].dims[3];
+    }
+  }
+}
+
+void Runtime::build_direct_conv(size_t index) {
+  const Program& p = *program_;
+  const Op& op = p.ops[index];
+  const std::vector<int64_t>& i = op.ints;
+  if (i.size() < 13) fail(KILN_STATUS_INVALID_ARGUMENT, "op Conv lacks parameters");
+  const std::vector<int64_t>& xd = p.values[op.in[0]].dims;
+  const std::vector<int64_t>& cd = p.values[p.ops[static_cast<size_t>(into_concat_[index])].out].dims;
+  const float* bias = op.in.size() > 2 && op.in[2] != kNoValue
+                          ? p.constants[static_cast<size_t>(p.values[op.in[2]].constant)].data() : nullptr;
+  const float* filter = p.constants[static_cast<size_t>(p.values[op.in[1]].constant)].data();
+  check(api().xnn_create_convolution2d_nhwc_f32(
+            u32(i[0]), u32(i[1]), u32(i[2]), u32(i[3]), u32(i[4]), u32(i[5]), u32(i[6]), u32(i[7]), u32(i[8]),
+            u32(i[9]), u32(i[10]), static_cast<size_t>(i[11]), static_cast<size_t>(i[12]), static_cast<size_t>(xd[3]),
+            static_cast<size_t>(cd[3]), filter, bias, op.floats.at(0), op.floats.at(1), 0, &operators_[index]),
+        "create_convolution2d_nhwc_f32");
+  // Both buffers are the plugin's (4-D values at the boundary are transposed
+  // into buffers of its own), so the operator is set up once.
+  float* cat = ptr_[p.ops[static_cast<size_t>(into_concat_[index])].out];
+  if (!cat || !ptr_[op.in[0]]) fail(KILN_STATUS_INTERNAL, "a Conv into a Concat lacks a buffer");
+  float* out = cat + channel_offset_[index];
+  check(api().xnn_setup_convolution2d_nhwc_f32(operators_[index], static_cast<size_t>(xd[0]), static_cast<size_t>(xd[1]),
+                                               static_cast<size_t>(xd[2]), ptr_[op.in[0]], out, pool_->get()),
+        "setup_convolution2d_nhwc_f32");
 }
 
 Runtime::~Runtime() {
   for (Segment& seg : segments_)
     if (seg.runtime) api().xnn_delete_runtime(seg.runtime);
+  for (xnn_operator_t op : operators_)
+    if (op) api().xnn_delete_operator(op);
 }
 
 void Runtime::plan_segments() {
   const std::vector<Op>& ops = program_->ops;
   for (size_t i = 0; i < ops.size();) {
     Segment seg;
-    seg.native = ops[i].kind == OpKind::kConcat;
+    auto native = [&](size_t k) { return ops[k].kind == OpKind::kConcat || into_concat_[k] >= 0; };
+    seg.native = native(i);
     seg.begin = i;
     do ++i;
-    while (i < ops.size() && (ops[i].kind == OpKind::kConcat) == seg.native && !seg.native);
+    while (i < ops.size() && native(i) == seg.native);
     seg.end = i;
     segments_.push_back(std::move(seg));
   }
@@ -298,8 +360,13 @@ void Runtime::run_segment(Segment& seg) {
   check(api().xnn_invoke_runtime(seg.runtime), "invoke_runtime");
 }
 
-void Runtime::run_concat(const Op& op) {
+void Runtime::run_concat(size_t index) {
   const Program& p = *program_;
+  if (operators_[index]) {  // a Conv writing into its Concat
+    check(api().xnn_run_operator(operators_[index], pool_->get()), "run_operator");
+    return;
+  }
+  const Op& op = p.ops[index];
   const std::vector<int64_t>& od = p.values[op.out].dims;
   const size_t axis = static_cast<size_t>(op.ints.at(0));
   size_t outer = 1, inner = 1;
@@ -310,6 +377,11 @@ void Runtime::run_concat(const Op& op) {
   size_t offset = 0;
   for (uint32_t v : op.in) {
     const size_t part = static_cast<size_t>(p.values[v].dims[axis]) * inner;
+    const int64_t pi = producer_of(v);
+    if (pi >= 0 && into_concat_[static_cast<size_t>(pi)] == static_cast<int64_t>(index)) {
+      offset += part;  // written in place by its Conv
+      continue;
+    }
     const float* src = p.values[v].constant >= 0 ? p.constants[static_cast<size_t>(p.values[v].constant)].data() : ptr_[v];
     for (size_t o = 0; o < outer; ++o) std::memcpy(out + o * row + offset, src + o * part, part * sizeof(float));
     offset += part;
@@ -325,7 +397,7 @@ void Runtime::run(kiln::sdk::ExecContext& ctx, const kiln::sdk::Inputs& inputs) 
       run_segment(seg);
       continue;
     }
-    for (size_t i = seg.begin; i < seg.end; ++i) run_concat(p.ops[i]);
+    for (size_t i = seg.begin; i < seg.end; ++i) run_concat(i);
   }
   for (size_t k = 0; k < p.outputs.size(); ++k) {
     const Boundary& b = p.outputs[k];

@@ -155,12 +155,41 @@ std::vector<Boundary> read_boundaries(Reader& r, const char* what) {
 
 }  // namespace
 
+// Shape rules the plugin's own code relies on (XNNPACK checks its ops' shapes
+// when they are defined): Concat parts, Reshape and Pad sizes.
+void Program::check_shapes(const Op& op) const {
+  const std::vector<int64_t>& out = values[op.out].dims;
+  auto bad = [&](const char* what) { fail(KILN_STATUS_INVALID_ARGUMENT, std::string("op ") + op_name(op.kind) + ": " + what); };
+  if (op.kind == OpKind::kConcat) {
+    if (op.ints.size() != 1 || op.ints[0] < 0 || op.ints[0] >= static_cast<int64_t>(out.size())) bad("bad axis");
+    const size_t axis = static_cast<size_t>(op.ints[0]);
+    int64_t sum = 0;
+    for (uint32_t v : op.in) {
+      const std::vector<int64_t>& d = values[v].dims;
+      if (d.size() != out.size()) bad("parts of another rank");
+      for (size_t k = 0; k < d.size(); ++k)
+        if (k != axis && d[k] != out[k]) bad("parts disagree with the output");
+      sum += d[axis];
+    }
+    if (sum != out[axis]) bad("parts do not add up to the output");
+  } else if (op.kind == OpKind::kReshape) {
+    if (op.ints != out || numel(values[op.in[0]].dims) != numel(out)) bad("sizes disagree");
+  } else if (op.kind == OpKind::kPad) {
+    if (op.ints.size() != 2 * values[op.in[0]].dims.size()) bad("pads do not match the rank");
+  }
+}
+
 void Program::validate() const {
   std::vector<uint8_t> defined(values.size(), 0);
   for (size_t v = 0; v < values.size(); ++v) {
     const ValueInfo& info = values[v];
-    for (int64_t d : info.dims)
-      if (d <= 0) fail(KILN_STATUS_INVALID_ARGUMENT, "value " + std::to_string(v) + " has a dim <= 0");
+    if (info.dims.size() > 6) fail(KILN_STATUS_INVALID_ARGUMENT, "value " + std::to_string(v) + " has rank > 6");
+    int64_t n = 1;
+    for (int64_t d : info.dims) {
+      if (d <= 0 || d > (int64_t{1} << 31)) fail(KILN_STATUS_INVALID_ARGUMENT, "value " + std::to_string(v) + " has a dim out of range");
+      n *= d;
+      if (n > (int64_t{1} << 36)) fail(KILN_STATUS_INVALID_ARGUMENT, "value " + std::to_string(v) + " is too large");
+    }
     if (info.constant >= 0) {
       if (static_cast<size_t>(info.constant) >= constants.size() ||
           static_cast<int64_t>(constants[static_cast<size_t>(info.constant)].size()) != numel(info.dims))
@@ -188,6 +217,7 @@ void Program::validate() const {
       fail(KILN_STATUS_INVALID_ARGUMENT, std::string("op ") + op_name(op.kind) + " writes a bad value");
     if (has_output_clamp(op.kind) && op.floats.size() < 2)
       fail(KILN_STATUS_INVALID_ARGUMENT, std::string("op ") + op_name(op.kind) + " lacks its output clamp");
+    if (op.out < values.size()) check_shapes(op);
     defined[op.out] = 1;
   }
   for (const Boundary& b : outputs) {

@@ -89,6 +89,8 @@ struct Program {
   /// Checks indices, arities and that every value read is defined first.
   void validate() const;
   std::vector<uint8_t> serialize() const;
+  /// Shape rules for ops the plugin runs itself or computes sizes from.
+  void check_shapes(const Op& op) const;
   /// Parses and validates bytes from serialize(); throws kiln::sdk::Error
   /// naming what is wrong (bad magic, version, checksum, truncation).
   static Program parse(const uint8_t* bytes, size_t size);

@@ -4,6 +4,8 @@
 // when libXNNPACK is missing.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "abi_test_util.h"
 #include "kiln/backends.h"
 #include "runtime/backends/partition_kernel.h"
@@ -139,6 +141,23 @@ TEST(XnnpackPlugin, ExportImportRoundTripsWithAVersionCheck) {
   EXPECT_NE(plugin.check_compiled(flipped.data(), flipped.size()).message().find("checksum"), std::string::npos);
   EXPECT_FALSE(cp.instance().import_compiled(bytes->data(), bytes->size() - 1).ok());
   EXPECT_FALSE(cp.instance().import_compiled(nullptr, 0).ok());
+  // Every truncation is refused with an error, never a crash (ASan checks the reads).
+  for (size_t n = 0; n < bytes->size(); n += 1 + n / 64)
+    EXPECT_FALSE(plugin.check_compiled(bytes->data(), n).is_ok()) << n << " bytes";
+  // Corrupt bytes under a valid checksum reach the parser's own checks: each
+  // answer is an error or a program that validates, never a crash.
+  auto fnv = [](const uint8_t* p, size_t n) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 16777619u;
+    return h;
+  };
+  for (size_t pos = 8; pos + 4 < bytes->size(); pos += 1 + pos / 32) {
+    std::vector<uint8_t> b = *bytes;
+    b[pos] ^= 0xA5;
+    const uint32_t h = fnv(b.data(), b.size() - 4);
+    std::memcpy(b.data() + b.size() - 4, &h, 4);
+    (void)plugin.check_compiled(b.data(), b.size());
+  }
 }
 
 TEST(XnnpackPlugin, OptionsAreChecked) {

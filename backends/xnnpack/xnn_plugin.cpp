@@ -78,17 +78,27 @@ class XnnCompiled final : public Compiled {
   std::unique_ptr<Runtime> runtime_;
 };
 
-// Ops that are worth a partition of their own; a group of only other ops
-// (element-wise, reshapes) costs more at its boundary than it saves.
-bool has_heavy_op(const kiln::sdk::Graph& g, const std::vector<size_t>& group) {
-  static const char* const heavy[] = {"Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool",
-                                      "Softmax", "Resize", "BatchNormalization"};
+// What a connected group of claimable nodes holds, which decides whether it
+// is worth a partition: spatial ops (convolutions, pooling: XNNPACK's
+// strength, NHWC inside), else dense ops (fully connected, softmax: portable
+// kernels run the transformer-style groups these form as fast, measured on
+// bench's bert_encoder), else only light element-wise/reshape ops (cheaper
+// than their partition boundary).
+enum class GroupKind { kLight, kDense, kSpatial };
+
+GroupKind group_kind(const kiln::sdk::Graph& g, const std::vector<size_t>& group) {
+  static const char* const spatial[] = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "Resize",
+                                        "BatchNormalization", "DepthToSpace"};
+  static const char* const dense[] = {"Gemm", "MatMul", "Softmax"};
+  GroupKind kind = GroupKind::kLight;
   for (size_t i : group) {
     const std::string op = g.node(i).op_type();
-    for (const char* h : heavy)
-      if (op == h) return true;
+    for (const char* h : spatial)
+      if (op == h) return GroupKind::kSpatial;
+    for (const char* h : dense)
+      if (op == h) kind = GroupKind::kDense;
   }
-  return false;
+  return kind;
 }
 
 class XnnInstance final : public Instance {
@@ -135,12 +145,17 @@ class XnnInstance final : public Instance {
     for (size_t i = 0; i < n; ++i)
       if (ok[i]) groups[find(i)].push_back(i);
     for (auto& [root, nodes] : groups) {
-      if (has_heavy_op(graph, nodes) || !options_.get_bool("skip_light_groups")) {
+      const GroupKind kind = group_kind(graph, nodes);
+      if (kind == GroupKind::kSpatial || (kind == GroupKind::kDense && options_.get_bool("dense_groups")) ||
+          (kind == GroupKind::kLight && !options_.get_bool("skip_light_groups"))) {
         cap.add_group(nodes);
         continue;
       }
-      for (size_t i : nodes)
-        cap.decline(i, "only in a group of light element-wise/reshape ops, not worth a partition boundary");
+      const char* why = kind == GroupKind::kDense
+                            ? "only in a group of fully connected/element-wise ops with no convolution or pooling "
+                              "(portable kernels are as fast there; option xnnpack.dense_groups=true claims it)"
+                            : "only in a group of light element-wise/reshape ops, not worth a partition boundary";
+      for (size_t i : nodes) cap.decline(i, why);
     }
   }
 
@@ -188,8 +203,10 @@ class XnnPlugin final : public Plugin {
     return {
         {"threads", KILN_OPTION_INT, "0", "threads of the plugin's pthreadpool (0: the session's thread count)"},
         {"concat", KILN_OPTION_BOOL, "true", "claim Concat (copied in NHWC by the plugin between XNNPACK runtimes)"},
+        {"dense_groups", KILN_OPTION_BOOL, "false",
+         "claim groups of Gemm/MatMul/Softmax with no conv or pooling (transformer layers)"},
         {"skip_light_groups", KILN_OPTION_BOOL, "true",
-         "decline groups with no conv/matmul/pool/softmax/resize (not worth their boundary)"},
+         "decline groups of only element-wise/reshape ops (not worth their boundary)"},
         {"verbose", KILN_OPTION_BOOL, "false", "log each compiled partition at info level"},
     };
   }

@@ -116,8 +116,10 @@ TEST_P(XnnpackOp, MatchesPortableKernels) {
   const Case& c = GetParam();
   std::vector<Value> values;
   std::shared_ptr<ir::Graph> g = graph_of(c, &values);
-  // Light groups (element-wise only) are claimed too, so each op is tested alone.
-  auto x = build(g, reg().get(), {"xnnpack"}, {{"xnnpack", "skip_light_groups", "false"}}, FallbackPolicy::kRequire);
+  // Light and dense groups (element-wise, fully connected) are claimed too,
+  // so each op is tested alone.
+  auto x = build(g, reg().get(), {"xnnpack"},
+                 {{"xnnpack", "skip_light_groups", "false"}, {"xnnpack", "dense_groups", "true"}}, FallbackPolicy::kRequire);
   ASSERT_TRUE(x.ok()) << x.status().to_string();
   auto p = build(g, nullptr, {});
   ASSERT_TRUE(p.ok()) << p.status().to_string();

@@ -74,6 +74,16 @@ TEST(XnnpackPlugin, LightGroupsStayOnPortableKernels) {
   EXPECT_TRUE(x.ok()) << x.status().to_string();
 }
 
+TEST(XnnpackPlugin, DenseGroupsAreClaimedOnlyWhenAsked) {
+  GraphBuilder b;
+  ir::ValueId m = b.node("MatMul", {b.input("x", {2, 8, 16}), b.constant("w", random_tensor({16, 4}, 2))}, "mm", {2, 8, 4});
+  b.output(b.node("Relu", {m}, "r", {2, 8, 4}));
+  EXPECT_NE(reason_for(b.graph()).find("dense_groups=true"), std::string::npos);
+  auto x = build(b.graph(), reg().get(), {"xnnpack"}, {{"xnnpack", "dense_groups", "true"}}, FallbackPolicy::kRequire);
+  ASSERT_TRUE(x.ok()) << x.status().to_string();
+  EXPECT_EQ((*x)->placement().partitions.size(), 1u);
+}
+
 // Conv -> BatchNormalization -> Relu -> Conv -> Add (residual) -> GAP -> Flatten -> Gemm.
 std::shared_ptr<ir::Graph> small_net() {
   GraphBuilder b;

@@ -6,7 +6,6 @@
 #include <mutex>
 #include <numeric>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "kiln/c/backend_sdk.hpp"
@@ -54,9 +53,10 @@ class XnnCompiled final : public Compiled {
  public:
   XnnCompiled(std::shared_ptr<const Program> program, std::shared_ptr<Pools> pools, int64_t threads)
       : program_(std::move(program)), pools_(std::move(pools)), fixed_threads_(threads > 0) {
-    // Weights are packed here, for the thread count we expect; a session
-    // with another count rebuilds once, on its first run.
-    const size_t n = threads > 0 ? static_cast<size_t>(threads) : std::max(1u, std::thread::hardware_concurrency());
+    // Weights are packed here, for the thread count we expect (Kiln's
+    // default session has 1 thread); a session with another count rebuilds
+    // once, on its first run.
+    const size_t n = threads > 0 ? static_cast<size_t>(threads) : 1;
     runtime_ = std::make_unique<Runtime>(program_, pools_->get(n));
   }
   void execute(ExecContext& ctx, const Inputs& inputs) override {

@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
-#include <mutex>
 
 #include "kiln/c/backend_sdk.hpp"
 
@@ -55,11 +54,11 @@ Loaded load() {
   return l;
 }
 
+// Thread-safe (a function-local static); destroyed when the plugin unloads.
+// The library handle itself stays open: see load().
 const Loaded& loaded() {
-  static std::once_flag once;
-  static Loaded* l = nullptr;
-  std::call_once(once, [] { l = new Loaded(load()); });  // never freed: see load()
-  return *l;
+  static const Loaded l = load();
+  return l;
 }
 
 }  // namespace

@@ -145,8 +145,8 @@ void Lowerer::lower_binary(const Node& n) {
   float c;
   if (t == "Pow") {
     constant_scalar(n.input(1), &c);
-    if (c == 2.f) emit(n, OpKind::kEltwise, dnnl_eltwise_square, {use(n, n.input(0))});
-    else if (c == 0.5f) emit(n, OpKind::kEltwise, dnnl_eltwise_sqrt, {use(n, n.input(0))});
+    if (c == 2.f) emit(n, OpKind::kEltwise, dnnl_eltwise_square, {use(n, n.input(0))}).floats = {0.f, 0.f};
+    else if (c == 0.5f) emit(n, OpKind::kEltwise, dnnl_eltwise_sqrt, {use(n, n.input(0))}).floats = {0.f, 0.f};
     else emit(n, OpKind::kEltwise, dnnl_eltwise_pow, {use(n, n.input(0))}).floats = {1.f, c};
     return;
   }

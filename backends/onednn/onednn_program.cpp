@@ -91,6 +91,20 @@ std::pair<size_t, size_t> arity(OpKind k) {
   }
 }
 
+// ints and floats each op kind carries (-1: any number).
+std::pair<int, int> attr_counts(OpKind k) {
+  switch (k) {
+    case OpKind::kConv: case OpKind::kDeconv: return {9, 0};
+    case OpKind::kMatMul: return {2, 0};
+    case OpKind::kPool: return {10, 0};
+    case OpKind::kBatchNorm: case OpKind::kLayerNorm: return {0, 1};
+    case OpKind::kEltwise: return {0, 2};
+    case OpKind::kSoftmax: case OpKind::kConcat: return {1, 0};
+    case OpKind::kTranspose: case OpKind::kReduce: return {-1, 0};
+    default: return {0, 0};
+  }
+}
+
 }  // namespace
 
 const char* op_name(OpKind k) {
@@ -128,6 +142,11 @@ void Program::validate() const {
     auto [lo, hi] = arity(op.kind);
     if (op.in.size() < lo || op.in.size() > hi) fail(KILN_STATUS_INVALID_ARGUMENT, "compiled program: " + what + " has " + std::to_string(op.in.size()) + " inputs");
     for (size_t i = 0; i < op.in.size(); ++i) check(op.in[i], i >= lo, what);
+    auto [ni, nf] = attr_counts(op.kind);
+    if ((ni >= 0 && op.ints.size() != static_cast<size_t>(ni)) || (nf >= 0 && op.floats.size() != static_cast<size_t>(nf)))
+      fail(KILN_STATUS_INVALID_ARGUMENT, "compiled program: " + what + " has " + std::to_string(op.ints.size()) + " ints and " +
+                                             std::to_string(op.floats.size()) + " floats");
+    if (op.kind == OpKind::kReduce && op.ints.empty()) fail(KILN_STATUS_INVALID_ARGUMENT, "compiled program: a reduction without keepdims");
     for (const PostOp& p : op.post)
       if (p.kind != PostKind::kEltwise) check(p.value, false, what + " post-op");
     define(op.out, what);

@@ -2,6 +2,8 @@
 #include <oneapi/dnnl/dnnl_types.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "onednn_lower.h"
 
@@ -107,7 +109,7 @@ void Fuser::layer_norm() {
     if (!mean_last(m1, x) || !is_elt(eps, dnnl_eltwise_linear) || eps->floats[0] != 1.f) continue;
     Op* m2 = sole(eps->in[0]);
     Op* pw = m2 ? sole(m2->in[0]) : nullptr;
-    if (!m2 || !is_elt(pw, dnnl_eltwise_square) || pw->in[0] != d || !mean_last(m2, d) || uses_[static_cast<size_t>(d)] != 2) continue;
+    if (!m2 || !is_elt(pw, dnnl_eltwise_square) || pw->in[0] != d || !mean_last(m2, pw->out) || uses_[static_cast<size_t>(d)] != 2) continue;
     Op ln;
     ln.kind = OpKind::kLayerNorm;
     ln.in = {x, -1, -1};

@@ -34,12 +34,14 @@ Plan::Plan(const Program& program, int threads) : p_(program), api_(*dnnl_api())
     dnnl_check(api_.dnnl_stream_create(&stream_, engine_, dnnl_stream_default_flags), "stream_create");
     build();
   } catch (...) {
-    this->~Plan();
+    release();
     throw;
   }
 }
 
-Plan::~Plan() {
+Plan::~Plan() { release(); }
+
+void Plan::release() {
   for (Step& s : steps_)
     if (s.prim) api_.dnnl_primitive_destroy(s.prim);
   steps_.clear();

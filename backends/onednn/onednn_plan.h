@@ -55,6 +55,7 @@ class Plan {
   };
 
   // Building (onednn_plan.cpp)
+  void release();
   void build();
   void plan_lifetimes();
   dnnl_memory_t new_memory(const dnnl_memory_desc_t& md, void* handle);

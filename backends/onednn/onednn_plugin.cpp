@@ -40,10 +40,8 @@ void require_library() {
 // Refuses a program built for another oneDNN version or ISA.
 void check_target(const Program& p) {
   require_library();
-  if (p.onednn_version != dnnl_version_string() || p.isa != dnnl_isa_string()) {
-    fail(KILN_STATUS_INVALID_ARGUMENT, "compiled partition was built for oneDNN " + p.onednn_version + " on " + p.isa +
-                                           "; this machine has oneDNN " + dnnl_version_string() + " on " + dnnl_isa_string());
-  }
+  std::string why = target_mismatch(p, dnnl_version_string(), dnnl_isa_string());
+  if (!why.empty()) fail(KILN_STATUS_INVALID_ARGUMENT, why);
 }
 
 class OnednnCompiled final : public Compiled {

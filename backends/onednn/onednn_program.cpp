@@ -115,6 +115,12 @@ const char* op_name(OpKind k) {
   return i < sizeof(names) / sizeof(names[0]) ? names[i] : "unknown";
 }
 
+std::string target_mismatch(const Program& p, const std::string& version, const std::string& isa) {
+  if (p.onednn_version == version && p.isa == isa) return "";
+  return "compiled partition was built for oneDNN " + p.onednn_version + " on " + p.isa + "; this machine has oneDNN " +
+         version + " on " + isa;
+}
+
 void Program::validate() const {
   std::vector<uint8_t> defined(num_values, 0);
   auto check = [&](int32_t v, bool optional, const std::string& what) {

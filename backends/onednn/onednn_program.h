@@ -86,4 +86,8 @@ struct Program {
 
 const char* op_name(OpKind k);
 
+/// Why a program compiled for p.onednn_version / p.isa cannot run with the
+/// library found here ("" when it can).
+std::string target_mismatch(const Program& p, const std::string& version, const std::string& isa);
+
 }  // namespace kiln_onednn

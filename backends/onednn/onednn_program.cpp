@@ -121,6 +121,32 @@ std::string target_mismatch(const Program& p, const std::string& version, const 
          version + " on " + isa;
 }
 
+// Ranks and axes each op kind relies on (so a crafted blob cannot index out of range).
+void Program::check_shapes(const Op& op, const std::string& what) const {
+  auto rank = [&](int32_t v) { return static_cast<int64_t>(dims[static_cast<size_t>(v)].size()); };
+  const int64_t r = rank(op.in[0]);
+  bool ok = true;
+  switch (op.kind) {
+    case OpKind::kConv: case OpKind::kDeconv:
+      ok = r == 4 && rank(op.in[1]) == 4 && rank(op.out) == 4 && op.ints[0] >= 1;
+      break;
+    case OpKind::kPool: ok = r == 4 && rank(op.out) == 4; break;
+    case OpKind::kMatMul: ok = r >= 2 && rank(op.in[1]) >= 2 && rank(op.out) >= 2; break;
+    case OpKind::kSoftmax: case OpKind::kConcat: ok = op.ints[0] >= 0 && op.ints[0] < r; break;
+    case OpKind::kTranspose: {
+      std::vector<int> seen(static_cast<size_t>(r), 0);
+      ok = static_cast<int64_t>(op.ints.size()) == r;
+      for (int64_t a : op.ints) ok = ok && a >= 0 && a < r && !seen[static_cast<size_t>(a)]++;
+      break;
+    }
+    case OpKind::kReduce:
+      for (size_t i = 1; i < op.ints.size(); ++i) ok = ok && op.ints[i] >= 0 && op.ints[i] < r;
+      break;
+    default: break;
+  }
+  if (!ok) fail(KILN_STATUS_INVALID_ARGUMENT, "compiled program: " + what + " has inconsistent ranks or axes");
+}
+
 void Program::validate() const {
   std::vector<uint8_t> defined(num_values, 0);
   auto check = [&](int32_t v, bool optional, const std::string& what) {
@@ -139,6 +165,7 @@ void Program::validate() const {
   for (int32_t in : inputs) define(in, "an input");
   for (const Constant& c : constants) {
     define(c.value, "a constant");
+    if (c.dims != dims[static_cast<size_t>(c.value)]) fail(KILN_STATUS_INVALID_ARGUMENT, "compiled program: a constant's dims differ from its value's");
     int64_t n = 1;
     for (int64_t d : c.dims) n *= d >= 0 ? d : -1;
     if (n < 0 || static_cast<size_t>(n) != c.data.size()) fail(KILN_STATUS_INVALID_ARGUMENT, "compiled program: a constant's data does not match its dims");
@@ -153,6 +180,7 @@ void Program::validate() const {
       fail(KILN_STATUS_INVALID_ARGUMENT, "compiled program: " + what + " has " + std::to_string(op.ints.size()) + " ints and " +
                                              std::to_string(op.floats.size()) + " floats");
     if (op.kind == OpKind::kReduce && op.ints.empty()) fail(KILN_STATUS_INVALID_ARGUMENT, "compiled program: a reduction without keepdims");
+    check_shapes(op, what);
     for (const PostOp& p : op.post)
       if (p.kind != PostKind::kEltwise) check(p.value, false, what + " post-op");
     define(op.out, what);

@@ -79,6 +79,7 @@ struct Program {
 
   /// Checks value indices, op arities and that every value is defined before use.
   void validate() const;
+  void check_shapes(const Op& op, const std::string& what) const;
   std::vector<uint8_t> serialize() const;
   /// Parses and validates; throws kiln::sdk::Error naming the problem.
   static Program parse(const uint8_t* bytes, size_t size);

@@ -191,7 +191,6 @@ void Lowerer::lower_eltwise(const Node& n) {
   else if (t == "Sigmoid") alg = dnnl_eltwise_logistic;
   else if (t == "Tanh") alg = dnnl_eltwise_tanh;
   else if (t == "Exp") alg = dnnl_eltwise_exp;
-  else if (t == "Log") alg = dnnl_eltwise_log;
   else if (t == "Sqrt") alg = dnnl_eltwise_sqrt;
   else if (t == "Abs") alg = dnnl_eltwise_abs;
   else if (t == "Neg") alg = dnnl_eltwise_linear, a = -1.f;

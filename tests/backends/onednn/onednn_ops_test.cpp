@@ -227,7 +227,7 @@ TEST(OnednnOps, UnaryElementwise) {
     m.output("y");
     expect_matches_portable(m);
   }
-  for (const char* op : {"Sqrt", "Log"}) {  // positive inputs
+  for (const char* op : {"Sqrt"}) {  // positive inputs
     SCOPED_TRACE(op);
     Model m;
     m.input("x", {2, 7});

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 
@@ -77,15 +78,21 @@ void load(Loaded& l) {
   // dlsym on the handle also searches libdnnl's dependencies (libgomp).
   l.api.omp_set_num_threads = reinterpret_cast<void (*)(int)>(dlsym(l.lib, "omp_set_num_threads"));
   l.api.omp_get_max_threads = reinterpret_cast<int (*)()>(dlsym(l.lib, "omp_get_max_threads"));
+  l.api.omp_pause_resource_all = reinterpret_cast<int (*)(int)>(dlsym(l.lib, "omp_pause_resource_all"));
   const dnnl_version_t* v = l.api.dnnl_version();
   l.version = std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
   l.isa = isa_name(l.api.dnnl_get_effective_cpu_isa());
 }
 
+std::atomic<bool> g_loaded{false};
+
 Loaded& loaded() {
   static Loaded l;
   static std::once_flag once;
-  std::call_once(once, [] { load(l); });
+  std::call_once(once, [] {
+    load(l);
+    g_loaded = l.lib != nullptr;
+  });
   return l;
 }
 
@@ -95,6 +102,12 @@ const DnnlApi* dnnl_api() {
   Loaded& l = loaded();
   return l.lib ? &l.api : nullptr;
 }
+void dnnl_end_worker_threads() {
+  if (!g_loaded) return;  // never loads the library
+  const DnnlApi& api = loaded().api;
+  if (api.omp_pause_resource_all) api.omp_pause_resource_all(2 /* omp_pause_hard */);
+}
+
 const std::string& dnnl_unavailable_reason() { return loaded().reason; }
 const std::string& dnnl_version_string() { return loaded().version; }
 const std::string& dnnl_isa_string() { return loaded().isa; }

@@ -23,6 +23,8 @@ struct DnnlApi {
   // From the OpenMP runtime oneDNN was built with (absent for TBB/sequential builds).
   void (*omp_set_num_threads)(int) = nullptr;
   int (*omp_get_max_threads)() = nullptr;
+  // OpenMP 5.0; in libgomp a hard pause ends the calling thread's worker pool.
+  int (*omp_pause_resource_all)(int kind) = nullptr;
 };
 
 // The loaded table, or nullptr when oneDNN is unavailable (see reason()).
@@ -33,6 +35,12 @@ const std::string& dnnl_unavailable_reason();
 const std::string& dnnl_version_string();
 // The ISA oneDNN dispatches to here: "avx512_core", "avx2", ... (empty when unavailable).
 const std::string& dnnl_isa_string();
+
+// Ends the OpenMP workers oneDNN started from the calling thread (libgomp:
+// omp_pause_resource_all(omp_pause_hard)); a no-op when nothing was loaded.
+// Never call it while the dynamic loader's lock is held (a static destructor
+// run by dlclose): the exiting workers dlopen libgcc_s and would deadlock.
+void dnnl_end_worker_threads();
 
 // Throws kiln::sdk::Error naming `what` when `status` is not dnnl_success.
 void dnnl_check(dnnl_status_t status, const char* what);

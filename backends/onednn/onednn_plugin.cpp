@@ -147,6 +147,12 @@ class OnednnInstance final : public Instance {
 
 class OnednnPlugin final : public Plugin {
  public:
+  // plugin_release: the host is done with every instance and partition. End
+  // the OpenMP pool oneDNN started from this thread, so no worker outlives the
+  // plugin (clang 14's LeakSanitizer also crashes at exit on a live libgomp
+  // worker's dynamic TLS).
+  ~OnednnPlugin() override { dnnl_end_worker_threads(); }
+
   Info info() const override {
     Info i;
     i.name = "onednn";

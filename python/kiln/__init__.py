@@ -13,14 +13,14 @@ subclasses carrying the runtime's message.
 from ._errors import (BackendError, FailedPrecondition, InternalError, InvalidArgument, IoError,
                       KilnError, NotFound, OutOfRange, Unimplemented)
 from ._kiln import BackendInfo, IoInfo, Session, backend_errors, backends
-from ._ort import (PROVIDER_TO_BACKEND, InferenceSession, RunOptions, SessionOptions,
-                   get_all_providers, get_available_providers, get_device)
+from ._ort import (PROVIDER_TO_BACKEND, ExecutionMode, GraphOptimizationLevel, InferenceSession, RunOptions,
+                   SessionOptions, get_all_providers, get_available_providers, get_device)
 
 __version__ = "@PROJECT_VERSION@"
 
 __all__ = [
     "Session", "IoInfo", "BackendInfo", "backends", "backend_errors",
-    "InferenceSession", "SessionOptions", "RunOptions", "get_available_providers",
+    "InferenceSession", "SessionOptions", "RunOptions", "GraphOptimizationLevel", "ExecutionMode", "get_available_providers",
     "get_all_providers", "get_device", "PROVIDER_TO_BACKEND",
     "KilnError", "InvalidArgument", "NotFound", "Unimplemented", "OutOfRange",
     "FailedPrecondition", "InternalError", "IoError", "BackendError",

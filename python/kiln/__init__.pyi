@@ -1,4 +1,5 @@
 # Type stubs of the kiln package (the C++ module kiln._kiln and the Python layer).
+import enum
 import os
 from typing import Any, Mapping, Optional, Sequence, Union
 
@@ -89,11 +90,21 @@ def backend_errors(paths: Optional[Sequence[str]] = None) -> list[tuple[str, str
 
 PROVIDER_TO_BACKEND: dict[str, str]
 
+class GraphOptimizationLevel(enum.IntEnum):
+    ORT_DISABLE_ALL = 0
+    ORT_ENABLE_BASIC = 1
+    ORT_ENABLE_EXTENDED = 2
+    ORT_ENABLE_ALL = 99
+
+class ExecutionMode(enum.IntEnum):
+    ORT_SEQUENTIAL = 0
+    ORT_PARALLEL = 1
+
 class SessionOptions:
     intra_op_num_threads: int
     inter_op_num_threads: int
-    graph_optimization_level: Any
-    execution_mode: Any
+    graph_optimization_level: GraphOptimizationLevel
+    execution_mode: ExecutionMode
     log_severity_level: int
     enable_profiling: bool
     optimized_model_filepath: str

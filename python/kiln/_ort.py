@@ -14,12 +14,14 @@ available ones, and a known one whose plugin is not installed is skipped
 with a warning, as onnxruntime does.
 """
 
+import enum
 import warnings
 
 from . import _kiln
 from ._errors import InvalidArgument
 
-__all__ = ["InferenceSession", "SessionOptions", "RunOptions", "get_available_providers",
+__all__ = ["InferenceSession", "SessionOptions", "RunOptions", "GraphOptimizationLevel", "ExecutionMode",
+           "get_available_providers",
            "get_all_providers", "get_device", "PROVIDER_TO_BACKEND"]
 
 #: ONNX Runtime execution provider -> Kiln backend.
@@ -51,6 +53,20 @@ def get_device():
     return "CPU"
 
 
+class GraphOptimizationLevel(enum.IntEnum):
+    """onnxruntime.GraphOptimizationLevel: accepted; Kiln always folds constants and plans memory."""
+    ORT_DISABLE_ALL = 0
+    ORT_ENABLE_BASIC = 1
+    ORT_ENABLE_EXTENDED = 2
+    ORT_ENABLE_ALL = 99
+
+
+class ExecutionMode(enum.IntEnum):
+    """onnxruntime.ExecutionMode: accepted; Kiln runs nodes in order, in parallel inside each."""
+    ORT_SEQUENTIAL = 0
+    ORT_PARALLEL = 1
+
+
 class SessionOptions:
     """onnxruntime.SessionOptions: Kiln uses intra_op_num_threads (0: one per
     core, onnxruntime's default); the other attributes are accepted and kept."""
@@ -58,8 +74,8 @@ class SessionOptions:
     def __init__(self):
         self.intra_op_num_threads = 0
         self.inter_op_num_threads = 0
-        self.graph_optimization_level = None
-        self.execution_mode = None
+        self.graph_optimization_level = GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.execution_mode = ExecutionMode.ORT_SEQUENTIAL
         self.log_severity_level = 2
         self.enable_profiling = False
         self.optimized_model_filepath = ""

@@ -161,7 +161,9 @@ class PySession {
     if (o.backend_paths.empty()) o.backend_registry = process_registry();
     if (pyb::isinstance<pyb::bytes>(model) || pyb::isinstance<pyb::bytearray>(model) ||
         pyb::isinstance<pyb::memoryview>(model)) {
-      const std::string bytes = pyb::bytes(model).cast<std::string>();
+      const auto as_bytes = pyb::reinterpret_steal<pyb::object>(PyBytes_FromObject(model.ptr()));
+      if (!as_bytes) throw pyb::error_already_set();
+      const std::string bytes = as_bytes.cast<std::string>();
       model_ = "<bytes>";
       pyb::gil_scoped_release unlocked;
       session_ = take(Session::load_from_bytes(

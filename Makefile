@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 PY := /usr/bin/python3
 CMAKE_ARGS ?=
 
-.PHONY: all deps configure build demo test san-build test-sanitize bench models clean
+.PHONY: all deps configure build demo test san-build test-sanitize bench models package clean
 
 all: build
 
@@ -46,6 +46,11 @@ san-build: deps
 
 test-sanitize: san-build
 	@cd $(SAN_BUILD) && $(SAN_ENV) ctest --output-on-failure -j $(JOBS) -LE 'models|perf'
+
+# Debian packages (CPack): kiln, kiln-dev, python3-kiln, kiln-backend-<name>
+# per plugin, in $(BUILD)/packages.
+package: build
+	@cd $(BUILD) && cpack -G DEB
 
 # Exports the benchmark/test models (needs torch; installed on demand).
 models: deps

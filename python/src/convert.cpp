@@ -1,6 +1,7 @@
 #include "convert.h"
 
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <utility>
 
@@ -9,6 +10,9 @@
 namespace kiln::python {
 
 namespace {
+
+std::atomic<uint64_t> g_borrowed{0};
+std::atomic<uint64_t> g_converted{0};
 
 // Interned Python objects, created on first use with the GIL held and never
 // freed (they would outlive the interpreter's teardown otherwise).
@@ -151,6 +155,10 @@ pyb::array as_array(pyb::handle value) {
 
 pyb::object numpy_dtype(DType t) { return dtype_object(t); }
 
+InputStats input_stats() {
+  return {g_borrowed.load(std::memory_order_relaxed), g_converted.load(std::memory_order_relaxed)};
+}
+
 std::string ort_type_string(const IoInfo& info) {
   std::string elem;
   switch (info.dtype) {
@@ -184,8 +192,10 @@ Tensor feed_to_tensor(const std::string& name, pyb::handle value, DType want, st
   if (have == want && native_order(d) && (a.flags() & pyb::array::c_style) &&
       (a.flags() & pyb::detail::npy_api::NPY_ARRAY_ALIGNED_)) {
     keep.push_back(a);
+    g_borrowed.fetch_add(1, std::memory_order_relaxed);
     return Tensor::borrow(want, array_shape(a), const_cast<void*>(a.data()));
   }
+  g_converted.fetch_add(1, std::memory_order_relaxed);
   if (want == DType::kBFloat16 && bfloat16_dtype().is_none()) return bfloat16_from(name, a, keep);
   const pyb::object& target = dtype_object(want);
   if (have != want && !numpy().attr("can_cast")(d, target, "same_kind").cast<bool>()) {

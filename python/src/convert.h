@@ -13,6 +13,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,14 @@ std::string ort_type_string(const IoInfo& info);
 /// (kUndefined: the array's own). Arrays borrowed without a copy are appended
 /// to `keep`, which must outlive the returned tensor.
 Tensor feed_to_tensor(const std::string& name, pyb::handle value, DType want, std::vector<pyb::object>& keep);
+
+/// How many feeds were used in place and how many were converted (copied),
+/// process-wide; kiln._kiln._input_stats() shows them to the tests.
+struct InputStats {
+  uint64_t borrowed = 0;
+  uint64_t converted = 0;
+};
+InputStats input_stats();
 
 /// A tensor, a sequence (list of arrays) or None.
 pyb::object value_to_python(Value&& value);

@@ -350,6 +350,10 @@ run returns (cancellation needs plugin ABI 1.1).)")
 
   m.def("backends", &list_backends, pyb::arg("paths") = pyb::none(),
         "The backend plugins Kiln finds (KILN_BACKEND_PATH, the install's lib/kiln/backends, `paths`): a list of BackendInfo.");
+  m.def("_input_stats", [] {
+    const InputStats s = input_stats();
+    return pyb::make_tuple(s.borrowed, s.converted);
+  }, "(feeds used in place, feeds converted) since import: for tests of the zero-copy path.");
   m.def("backend_errors", &backend_errors, pyb::arg("paths") = pyb::none(),
         "Plugins that failed to load: a list of (path, message).");
 }

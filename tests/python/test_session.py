@@ -178,3 +178,13 @@ def test_docstrings():
     assert kiln.InferenceSession.__doc__ and kiln.backends.__doc__
     stub = pathlib.Path(kiln.__file__).with_name("__init__.pyi")
     assert stub.exists() and "class Session" in stub.read_text()
+
+
+def test_inputs_in_place_when_contiguous_and_of_the_declared_dtype(add_mul_model):
+    from kiln import _kiln
+    s = kiln.Session(add_mul_model)
+    borrowed, converted = _kiln._input_stats()
+    s.run({"a": A, "b": B})
+    assert _kiln._input_stats() == (borrowed + 2, converted)
+    s.run({"a": A.astype(np.float64), "b": B[:, ::-1]})  # wrong dtype, not C-contiguous
+    assert _kiln._input_stats() == (borrowed + 2, converted + 2)

@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 PY := /usr/bin/python3
 CMAKE_ARGS ?=
 
-.PHONY: all deps configure build demo test san-build test-sanitize bench models clean
+.PHONY: all deps configure build demo test san-build test-sanitize bench models package clean
 
 all: build
 
@@ -49,6 +49,11 @@ san-build: deps
 test-sanitize: san-build
 	@cd $(SAN_BUILD) && $(SAN_ENV) ctest --output-on-failure -j $(JOBS) -LE 'models|perf'
 
+# Debian packages (CPack): kiln, kiln-dev, python3-kiln, kiln-backend-<name>
+# per plugin, in $(BUILD)/packages.
+package: build
+	@cd $(BUILD) && cpack -G DEB
+
 # Exports the benchmark/test models (needs torch; installed on demand).
 models: deps
 	@scripts/install-deps.sh --with-torch
@@ -57,9 +62,13 @@ models: deps
 # Kiln side by side with ONNX Runtime (not part of `make test`; ~10 minutes on
 # 2 cores): exports missing models (torch on demand), installs the npm peer,
 # alternates Kiln and ORT per model x threads x backends, runs kiln_microbench;
-# writes bench/results/latest.json and docs/performance.md.
+# writes bench/results/latest.json and docs/performance.md; then the per-call
+# overhead of kiln.Session.run from Python vs the C++ call on op_chain_500
+# (python/tools/overhead.py -> bench/results/python_overhead.json).
 bench: build
 	$(PY) bench/run_bench.py --kiln $(BUILD)/bin/kiln --microbench $(BUILD)/bin/kiln_microbench
+	PYTHONPATH=$(BUILD)/python $(PY) python/tools/overhead.py --kiln $(BUILD)/bin/kiln \
+	  --model bench/models/out/op_chain_500 --json-out bench/results/python_overhead.json
 
 clean:
 	rm -rf $(BUILD)

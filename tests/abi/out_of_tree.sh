@@ -17,7 +17,8 @@ for h in kiln/c/backend.h kiln/c/backend_sdk.hpp; do
 done
 test -f "$work/prefix/lib/cmake/KilnBackend/KilnBackendConfig.cmake" || { echo "FAIL: no KilnBackendConfig.cmake"; exit 1; }
 
-cp -r "$src/backends/template" "$work/template"
+# From the install alone: the template sources under share/kiln.
+cp -r "$work/prefix/share/kiln/backend-template" "$work/template"
 generator=""
 if command -v ninja >/dev/null 2>&1; then generator="-G Ninja"; fi
 # shellcheck disable=SC2086

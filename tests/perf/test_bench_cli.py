@@ -92,7 +92,7 @@ def load_trace(path):
 
 def test_trace_has_one_slice_per_node_per_run(kiln, model_file, tmp_path):
     trace_path = tmp_path / "trace.json"
-    r = kiln("bench", model_file, "--runs", 3, "--warmup", 1, "--profile-runs", 4, "--trace", trace_path)
+    r = kiln("bench", model_file, "--backends", "portable", "--runs", 3, "--warmup", 1, "--profile-runs", 4, "--trace", trace_path)
     assert r.returncode == 0, r.stderr
     assert str(trace_path) in r.stdout
     trace = load_trace(trace_path)
@@ -123,7 +123,7 @@ def test_trace_has_one_slice_per_node_per_run(kiln, model_file, tmp_path):
 
 
 def test_json_reports_quantiles_memory_and_profile(kiln, model_file):
-    r = kiln("bench", model_file, "--runs", 7, "--warmup", 0, "--profile", "--top", 2, "--json")
+    r = kiln("bench", model_file, "--backends", "portable", "--runs", 7, "--warmup", 0, "--profile", "--top", 2, "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["runtime"] == "kiln" and out["runs"] == 7 and len(out["samples_ms"]) == 7
@@ -145,7 +145,7 @@ def test_json_reports_quantiles_memory_and_profile(kiln, model_file):
 
 
 def test_profile_prints_node_and_op_type_tables(kiln, model_file):
-    r = kiln("bench", model_file, "--runs", 2, "--warmup", 0, "--profile", "--top", 3)
+    r = kiln("bench", model_file, "--backends", "portable", "--runs", 2, "--warmup", 0, "--profile", "--top", 3)
     assert r.returncode == 0, r.stderr
     assert "latency" in r.stdout and "p50" in r.stdout and "peak RSS" in r.stdout
     assert "top 3 of 5 nodes:" in r.stdout

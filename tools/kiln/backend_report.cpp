@@ -1,5 +1,6 @@
 #include "backend_report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -42,6 +43,57 @@ std::string value_list(const std::vector<std::string>& v, size_t max = 4) {
   std::string s = join(head, ", ");
   if (v.size() > max) s += ", ... (" + std::to_string(v.size() - max) + " more)";
   return s;
+}
+
+// A reason with the names in it ('conv_1', 'x') replaced by '*', so nodes
+// declined for the same cause share one line.
+std::string reason_key(const std::string& reason) {
+  std::string out;
+  for (size_t i = 0; i < reason.size(); ++i) {
+    const size_t end = reason[i] == '\'' ? reason.find('\'', i + 1) : std::string::npos;
+    if (end == std::string::npos) {
+      out += reason[i];
+      continue;
+    }
+    out += "'*'";
+    i = end;
+  }
+  return out;
+}
+
+// One line per distinct reason (every non-portable backend's, joined):
+// "  3 nodes (2 x Gather, 1 x Slice): xnnpack: ...", most nodes first.
+void print_fallback_by_reason(const PlacementReport& r, std::ostream& os) {
+  struct Group {
+    size_t count = 0;
+    std::vector<std::pair<std::string, int>> ops;  // op type -> count, first seen first
+  };
+  std::map<std::string, Group> groups;
+  std::vector<std::string> order;
+  for (const NodePlacement& n : r.nodes) {
+    if (n.placement != "portable") continue;
+    std::string key;
+    for (const auto& [backend, reason] : n.reasons)
+      if (backend != "portable") key += (key.empty() ? "" : "; ") + backend + ": " + reason_key(reason);
+    if (key.empty()) key = "(no plugin was tried)";
+    auto [it, fresh] = groups.try_emplace(key);
+    if (fresh) order.push_back(key);
+    Group& g = it->second;
+    ++g.count;
+    auto op = std::find_if(g.ops.begin(), g.ops.end(), [&](const auto& p) { return p.first == n.op_type; });
+    if (op == g.ops.end()) g.ops.emplace_back(n.op_type, 1);
+    else ++op->second;
+  }
+  std::stable_sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) {
+    return groups[a].count > groups[b].count;
+  });
+  os << "\non portable kernels (" << r.num_fallback() << " nodes, by reason; --verbose lists each node):\n";
+  for (const std::string& key : order) {
+    const Group& g = groups[key];
+    std::string ops;
+    for (const auto& [op, c] : g.ops) ops += (ops.empty() ? "" : ", ") + std::to_string(c) + " x " + op;
+    os << "  " << g.count << " node" << (g.count == 1 ? "" : "s") << " (" << ops << "): " << key << "\n";
+  }
 }
 
 }  // namespace
@@ -152,7 +204,7 @@ void print_backends_json(const BackendRegistry& registry, std::ostream& os) {
   os << "\n  ]\n}\n";
 }
 
-void print_placement_text(const std::string& model, const PlacementReport& r, std::ostream& os) {
+void print_placement_text(const std::string& model, const PlacementReport& r, std::ostream& os, bool verbose) {
   size_t folded = 0, placed = 0;
   for (const NodePlacement& n : r.nodes) {
     folded += n.placement == "folded";
@@ -172,8 +224,9 @@ void print_placement_text(const std::string& model, const PlacementReport& r, st
     os << "    boundary: " << bytes_text(p.boundary_bytes) << " per run"
        << (p.serial ? " (serial: runs one at a time)" : "") << "\n";
   }
-  if (r.num_fallback() > 0) {
-    os << "\non portable kernels (" << r.num_fallback() << " nodes):\n";
+  if (r.num_fallback() > 0) print_fallback_by_reason(r, os);
+  if (r.num_fallback() > 0 && verbose) {
+    os << "\non portable kernels, node by node:\n";
     for (const NodePlacement& n : r.nodes) {
       if (n.placement != "portable") continue;
       os << "  " << n.node << "\n";

@@ -19,7 +19,10 @@ void print_backends_json(const BackendRegistry& registry, std::ostream& os);
 
 /// `kiln inspect`: the partitions, then every portable node with each
 /// backend's reason, then notes.
-void print_placement_text(const std::string& model, const PlacementReport& report, std::ostream& os);
+/// Nodes left on portable kernels are grouped by reason (one line per
+/// reason: count, op types); `verbose` also lists each node with its reasons.
+void print_placement_text(const std::string& model, const PlacementReport& report, std::ostream& os,
+                          bool verbose = false);
 void print_placement_json(const std::string& model, const PlacementReport& report, std::ostream& os);
 
 }  // namespace kiln::cli

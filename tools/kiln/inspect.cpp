@@ -2,6 +2,7 @@
 // backend, node count, op histogram, boundary inputs and outputs, bytes
 // crossing the boundary) and, for every node left on portable kernels, each
 // backend's reason.
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -20,9 +21,12 @@ Loads MODEL with the chosen backends (compiling each partition) and prints
 where every node went and why nodes fell back to portable kernels.
 
   --json              print JSON instead of text
+  --verbose           also list each node left on portable kernels with its
+                      reasons, and log each plugin's compile diagnostics
+                      (e.g. xnnpack's boundary transposes) to stderr
 )";
 
-constexpr FlagSpec kFlags[] = {{"--json", false, false}, {"--help", false, false}};
+constexpr FlagSpec kFlags[] = {{"--json", false, false}, {"--verbose", false, false}, {"--help", false, false}};
 
 }  // namespace
 
@@ -41,10 +45,12 @@ int inspect_command(std::span<const std::string> argv) {
   if (Status s = apply_backend_flags(args, &options); !s.is_ok()) return fail(s.message(), kExitUsage);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(model, ec)) return fail("model file '" + model + "' does not exist");
+  // Plugins report compile diagnostics through the host log at info level.
+  if (args.has("--verbose")) setenv("KILN_LOG_LEVEL", "info", /*overwrite=*/0);
   Result<std::unique_ptr<Session>> session = Session::load(model, options);
   if (!session.is_ok()) return fail("cannot load model '" + model + "': " + session.status().message());
   if (args.has("--json")) print_placement_json(model, (*session)->placement(), std::cout);
-  else print_placement_text(model, (*session)->placement(), std::cout);
+  else print_placement_text(model, (*session)->placement(), std::cout, args.has("--verbose"));
   return kExitOk;
 }
 

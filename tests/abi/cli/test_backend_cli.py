@@ -71,7 +71,7 @@ def test_inspect_prints_partitions_and_reasons(models):
     assert r.returncode == 0, r.stderr
     assert "backends tried: template, portable (fallback: allow)" in r.stdout
     assert "MatMul x2" not in r.stdout  # two partitions, one MatMul each
-    assert "on portable kernels (1 nodes):" in r.stdout
+    assert "on portable kernels (1 nodes, by reason" in r.stdout
     assert "template: op Sigmoid is not one of Add, Mul, Relu, MatMul" in r.stdout
     assert "was not convex" in r.stdout
 
@@ -97,9 +97,9 @@ def test_inspect_json(models):
 
 
 def test_inspect_unknown_backend_lists_the_loaded_ones(models):
-    r = kiln("inspect", str(models / "mlp.onnx"), "--backends", "xnnpack", "--backend-path", TEMPLATE)
+    r = kiln("inspect", str(models / "mlp.onnx"), "--backends", "nosuchbackend", "--backend-path", TEMPLATE)
     assert r.returncode == 1
-    assert "unknown backend 'xnnpack'; loaded: template (" in r.stderr
+    assert "unknown backend 'nosuchbackend'; loaded: template (" in r.stderr
 
 
 def test_run_with_backends_reports_the_placement(models):

@@ -1,0 +1,223 @@
+// The XNNPACK backend: runs float32 convolutional nets (Conv, Gemm/MatMul
+// with constant weights, pooling, element-wise ops, ...) through XNNPACK's
+// subgraph API, NHWC inside each partition. See README.md.
+#include <map>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "kiln/c/backend_sdk.hpp"
+#include "xnn_api.h"
+#include "xnn_lower.h"
+#include "xnn_runtime.h"
+
+#ifndef KILN_XNNPACK_VERSION
+#define KILN_XNNPACK_VERSION "unknown"
+#endif
+
+namespace kiln_xnnpack {
+
+using kiln::sdk::Capability;
+using kiln::sdk::Compiled;
+using kiln::sdk::ExecContext;
+using kiln::sdk::fail;
+using kiln::sdk::Graph;
+using kiln::sdk::Inputs;
+using kiln::sdk::Instance;
+using kiln::sdk::Options;
+using kiln::sdk::OptionSpec;
+using kiln::sdk::Partition;
+using kiln::sdk::Plugin;
+
+/// Thread pools of an instance, one per size, shared by its partitions.
+class Pools {
+ public:
+  std::shared_ptr<Pool> get(size_t threads) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::shared_ptr<Pool> p = pools_[threads].lock();
+    if (!p) {
+      p = std::make_shared<Pool>(threads);
+      pools_[threads] = p;
+    }
+    return p;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<size_t, std::weak_ptr<Pool>> pools_;
+};
+
+class XnnCompiled final : public Compiled {
+ public:
+  XnnCompiled(std::shared_ptr<const Program> program, std::shared_ptr<Pools> pools, int64_t threads)
+      : program_(std::move(program)), pools_(std::move(pools)), fixed_threads_(threads > 0) {
+    // Weights are packed here, for the thread count we expect (Kiln's
+    // default session has 1 thread); a session with another count rebuilds
+    // once, on its first run.
+    const size_t n = threads > 0 ? static_cast<size_t>(threads) : 1;
+    runtime_ = std::make_unique<Runtime>(program_, pools_->get(n));
+  }
+  void execute(ExecContext& ctx, const Inputs& inputs) override {
+    const size_t want = static_cast<size_t>(std::max(1, ctx.num_threads()));
+    if (!fixed_threads_ && runtime_->threads() != want) runtime_ = std::make_unique<Runtime>(program_, pools_->get(want));
+    runtime_->run(ctx, inputs);
+  }
+  size_t num_inputs() const override { return program_->inputs.size(); }
+  size_t num_outputs() const override { return program_->outputs.size(); }
+  // The XNNPACK runtime and the boundary buffers are per handle.
+  kiln_concurrency_t concurrency() const override { return KILN_CONCURRENCY_SERIAL; }
+  std::vector<uint8_t> export_bytes() const override { return program_->serialize(); }
+  const Runtime& runtime() const { return *runtime_; }
+
+ private:
+  std::shared_ptr<const Program> program_;
+  std::shared_ptr<Pools> pools_;
+  bool fixed_threads_;
+  std::unique_ptr<Runtime> runtime_;
+};
+
+// What a connected group of claimable nodes holds, which decides whether it
+// is worth a partition: spatial ops (convolutions, pooling: XNNPACK's
+// strength, NHWC inside), else dense ops (fully connected, softmax: portable
+// kernels run the transformer-style groups these form as fast, measured on
+// bench's bert_encoder), else only light element-wise/reshape ops (cheaper
+// than their partition boundary).
+enum class GroupKind { kLight, kDense, kSpatial };
+
+GroupKind group_kind(const kiln::sdk::Graph& g, const std::vector<size_t>& group) {
+  static const char* const spatial[] = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "Resize",
+                                        "BatchNormalization", "DepthToSpace"};
+  static const char* const dense[] = {"Gemm", "MatMul", "Softmax"};
+  GroupKind kind = GroupKind::kLight;
+  for (size_t i : group) {
+    const std::string op = g.node(i).op_type();
+    for (const char* h : spatial)
+      if (op == h) return GroupKind::kSpatial;
+    for (const char* h : dense)
+      if (op == h) kind = GroupKind::kDense;
+  }
+  return kind;
+}
+
+class XnnInstance final : public Instance {
+ public:
+  explicit XnnInstance(Options options) : Instance(std::move(options)), pools_(std::make_shared<Pools>()) { check(); }
+
+  void set_property(const std::string& key, const std::string& value) override {
+    Options before = options_;
+    options_.set(key, value);
+    try {
+      check();
+    } catch (...) {
+      options_ = std::move(before);
+      throw;
+    }
+  }
+
+  void get_capability(const Graph& graph, Capability& cap) override {
+    const size_t n = graph.num_nodes();
+    std::vector<int8_t> ok(n, 0);
+    const bool concat = options_.get_bool("concat");
+    for (size_t i = 0; i < n; ++i) {
+      kiln::sdk::Node node = graph.node(i);
+      std::string why = node.op_type() == "Concat" && !concat ? "Concat (option xnnpack.concat=false)" : decline_reason(node);
+      if (why.empty()) ok[i] = 1;
+      else cap.decline(i, why);
+    }
+    // Connected claimable nodes become one group (the host makes it convex).
+    std::vector<size_t> parent(n);
+    std::iota(parent.begin(), parent.end(), size_t{0});
+    auto find = [&](size_t x) {
+      while (parent[x] != x) x = parent[x] = parent[parent[x]];
+      return x;
+    };
+    for (size_t i = 0; i < n; ++i) {
+      if (!ok[i]) continue;
+      kiln::sdk::Node node = graph.node(i);
+      for (size_t k = 0; k < node.num_inputs(); ++k) {
+        kiln::sdk::Node p = node.input(k) ? node.input(k).producer() : kiln::sdk::Node();
+        if (p && ok[p.index()]) parent[find(i)] = find(p.index());
+      }
+    }
+    std::map<size_t, std::vector<size_t>> groups;
+    for (size_t i = 0; i < n; ++i)
+      if (ok[i]) groups[find(i)].push_back(i);
+    for (auto& [root, nodes] : groups) {
+      const GroupKind kind = group_kind(graph, nodes);
+      if (kind == GroupKind::kSpatial || (kind == GroupKind::kDense && options_.get_bool("dense_groups")) ||
+          (kind == GroupKind::kLight && !options_.get_bool("skip_light_groups"))) {
+        cap.add_group(nodes);
+        continue;
+      }
+      const char* why = kind == GroupKind::kDense
+                            ? "only in a group of fully connected/element-wise ops with no convolution or pooling "
+                              "(portable kernels are as fast there; option xnnpack.dense_groups=true claims it)"
+                            : "only in a group of light element-wise/reshape ops, not worth a partition boundary";
+      for (size_t i : nodes) cap.decline(i, why);
+    }
+  }
+
+  std::unique_ptr<Compiled> compile(const Graph& graph, const Partition& part) override {
+    auto program = std::make_shared<const Program>(lower_partition(graph, part));
+    auto c = std::make_unique<XnnCompiled>(program, pools_, options_.get_int("threads"));
+    if (options_.get_bool("verbose") || graph.host().log_enabled(KILN_LOG_INFO)) {
+      graph.host().log(KILN_LOG_INFO, "compiled " + part.id + ": " + std::to_string(part.nodes.size()) + " nodes -> " +
+                                          std::to_string(program->ops.size()) + " XNNPACK ops in " +
+                                          std::to_string(c->runtime().num_segments()) + " segments (" +
+                                          std::to_string(c->runtime().num_direct_convs()) + " convolutions write into their Concat), " +
+                                          std::to_string(program->num_transposes()) + " boundary transposes, " +
+                                          std::to_string(c->runtime().scratch_bytes()) + " bytes of plugin buffers");
+    }
+    return c;
+  }
+
+  std::unique_ptr<Compiled> import_compiled(const uint8_t* bytes, size_t size) override {
+    auto program = std::make_shared<const Program>(Program::parse(bytes, size));
+    return std::make_unique<XnnCompiled>(program, pools_, options_.get_int("threads"));
+  }
+
+ private:
+  void check() const {
+    const int64_t t = options_.get_int("threads");
+    if (t < 0 || t > 1024) fail(KILN_STATUS_INVALID_ARGUMENT, "option 'threads' must be in [0, 1024], got " + options_.get("threads"));
+  }
+  std::shared_ptr<Pools> pools_;
+};
+
+class XnnPlugin final : public Plugin {
+ public:
+  Info info() const override {
+    Info i;
+    i.name = "xnnpack";
+    i.version = "1.0.0";
+    i.vendor = "Kiln project";
+    i.vendor_sdk_version = KILN_XNNPACK_VERSION;
+    i.description = "XNNPACK (float32, NHWC): convolutions, fully connected, pooling, element-wise";
+    i.priority = 50;
+    return i;
+  }
+  std::string unavailable_reason() override { return load_error(); }
+  std::vector<OptionSpec> option_schema() const override {
+    return {
+        {"threads", KILN_OPTION_INT, "0", "threads of the plugin's pthreadpool (0: the session's thread count)"},
+        {"concat", KILN_OPTION_BOOL, "true", "claim Concat (copied in NHWC by the plugin between XNNPACK runtimes)"},
+        {"dense_groups", KILN_OPTION_BOOL, "false",
+         "claim groups of Gemm/MatMul/Softmax with no conv or pooling (transformer layers)"},
+        {"skip_light_groups", KILN_OPTION_BOOL, "true",
+         "decline groups of only element-wise/reshape ops (not worth their boundary)"},
+        {"verbose", KILN_OPTION_BOOL, "false", "log each compiled partition at info level"},
+    };
+  }
+  std::unique_ptr<Instance> create_instance(size_t, Options options) override {
+    if (!load_error().empty()) fail(KILN_STATUS_UNAVAILABLE, load_error());
+    return std::make_unique<XnnInstance>(std::move(options));
+  }
+  bool supports_export() const override { return true; }
+  void check_compiled(const uint8_t* bytes, size_t size) const override { (void)Program::parse(bytes, size); }
+};
+
+}  // namespace kiln_xnnpack
+
+KILN_BACKEND_PLUGIN(kiln_xnnpack::XnnPlugin)

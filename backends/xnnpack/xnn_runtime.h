@@ -1,0 +1,93 @@
+// A compiled XNNPACK partition at run time: the Program's ops split into
+// segments (runs of ops XNNPACK's subgraph API takes, each one xnn_runtime,
+// and ops the plugin runs itself: a Concat, and the convolutions that feed a
+// channel Concat, run as XNNPACK operators whose output pixel stride is the
+// Concat's channel count, so they write straight into their slice), the
+// buffers for values that cross segments or the NCHW<->NHWC boundary, and
+// the pthreadpool they run on. Everything is allocated when it is built;
+// run() allocates nothing.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "kiln/c/backend_sdk.hpp"
+#include "xnn_api.h"
+#include "xnn_program.h"
+
+namespace kiln_xnnpack {
+
+/// A pthreadpool of a fixed size (nullptr inside for one thread: XNNPACK
+/// then runs on the calling thread).
+class Pool {
+ public:
+  explicit Pool(size_t threads);
+  ~Pool();
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+  pthreadpool_t get() const { return pool_; }
+  size_t threads() const { return threads_; }
+
+ private:
+  pthreadpool_t pool_ = nullptr;
+  size_t threads_ = 1;
+};
+
+class Runtime {
+ public:
+  /// Builds XNNPACK runtimes (packing weights) on `pool`.
+  Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> pool);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  void run(kiln::sdk::ExecContext& ctx, const kiln::sdk::Inputs& inputs);
+  size_t threads() const { return pool_->threads(); }
+  /// Bytes of buffers the plugin owns (boundary layout copies, cross-segment values).
+  size_t scratch_bytes() const { return scratch_bytes_; }
+  size_t num_segments() const { return segments_.size(); }
+  /// Convolutions that write straight into their Concat's buffer.
+  size_t num_direct_convs() const {
+    size_t n = 0;
+    for (xnn_operator_t op : operators_) n += op != nullptr;
+    return n;
+  }
+
+ private:
+  struct Segment {
+    bool native = false;  // ops run by the plugin (Concat)
+    size_t begin = 0, end = 0;
+    xnn_runtime_t runtime = nullptr;
+    std::vector<uint32_t> external;          // program value per external value
+    std::vector<xnn_external_value> bound;   // as last passed to xnn_setup_runtime
+  };
+
+  void plan_direct_concat();
+  void plan_segments();
+  void build_direct_conv(size_t op_index);
+  void build_segment(Segment& seg, const std::vector<uint8_t>& materialized);
+  void define_op(xnn_subgraph_t sg, const Op& op, const std::vector<uint32_t>& local) const;
+  void bind_inputs(const kiln::sdk::Inputs& inputs);
+  void bind_outputs(kiln::sdk::ExecContext& ctx, std::vector<float*>& host_out);
+  void run_segment(Segment& seg);
+  void run_concat(size_t op_index);
+  void transpose(const float* src, float* dst, const std::vector<int64_t>& nhwc, bool to_nhwc) const;
+
+  std::shared_ptr<const Program> program_;
+  std::shared_ptr<Pool> pool_;
+  std::vector<Segment> segments_;
+  // Per op: for a Conv writing straight into a channel Concat, the Concat's
+  // op index and the channel offset (-1: not such a Conv). Per Concat input:
+  // whether a Conv already wrote it.
+  std::vector<int64_t> into_concat_, channel_offset_;
+  std::vector<xnn_operator_t> operators_;  // per op (nullptr: none)
+  std::vector<int64_t> producer_;          // per value: the op writing it (-1: none)
+  int64_t producer_of(uint32_t v) const { return producer_[v]; }
+  std::vector<float*> ptr_;                   // per value: where its data is this run (nullptr: XNNPACK's own)
+  std::vector<std::vector<float>> owned_;     // per value: plugin-owned storage (empty: none)
+  std::vector<float*> host_out_;              // per output: host memory this run
+  size_t scratch_bytes_ = 0;
+};
+
+}  // namespace kiln_xnnpack

@@ -1,0 +1,137 @@
+"""The xnnpack plugin through the kiln CLI: a model it covers runs with
+--fallback require, kiln inspect groups what is left on portable kernels by
+reason, and with libXNNPACK hidden the plugin reports why in one line while
+models still run on the other backends.
+
+Environment (set by ctest xnnpack.cli): KILN_BIN, KILN_XNNPACK (the plugin).
+"""
+import os
+import subprocess
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+KILN = os.environ.get("KILN_BIN", "kiln")
+PLUGIN = os.environ.get("KILN_XNNPACK", "")
+
+
+def kiln(*args, env=None):
+    e = dict(os.environ)
+    e["KILN_BACKEND_PATH"] = PLUGIN
+    e.pop("KILN_XNNPACK_LIB", None)
+    e.update(env or {})
+    return subprocess.run([KILN, *args], capture_output=True, text=True, env=e, timeout=300)
+
+
+def const(name, shape, rng, positive=False):
+    a = rng.standard_normal(shape).astype(np.float32)
+    if positive:
+        a = np.abs(a) + 0.5
+    return numpy_helper.from_array(a, name)
+
+
+def conv_net(path, with_transpose=False):
+    """Conv-BN-Relu, a residual Add, a fire-style Concat, MaxPool, GAP,
+    Flatten, Gemm: every node one the plugin claims (with_transpose adds a
+    Transpose + Softmax over axis 1 it must decline)."""
+    rng = np.random.default_rng(0)
+    init = [const("w1", (8, 3, 3, 3), rng), const("s", (8,), rng), const("b", (8,), rng), const("m", (8,), rng),
+            const("v", (8,), rng, True), const("w2", (4, 8, 1, 1), rng), const("w3", (4, 8, 3, 3), rng),
+            const("fc", (10, 8), rng), const("fcb", (10,), rng)]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c1", "s", "b", "m", "v"], ["bn"]),
+        helper.make_node("Relu", ["bn"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2"], ["e1"]),
+        helper.make_node("Conv", ["r1", "w3"], ["e3"], pads=[1, 1, 1, 1]),
+        helper.make_node("Concat", ["e1", "e3"], ["cat"], axis=1),
+        helper.make_node("Add", ["cat", "r1"], ["res"]),
+        helper.make_node("MaxPool", ["res"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("GlobalAveragePool", ["p"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Gemm", ["f", "fc", "fcb"], ["y"], transB=1),
+    ]
+    out = "y"
+    if with_transpose:
+        nodes.append(helper.make_node("Transpose", ["p"], ["t"], perm=[0, 2, 3, 1]))
+        nodes.append(helper.make_node("Softmax", ["p"], ["sm"], axis=1))
+    outputs = [helper.make_tensor_value_info(out, TensorProto.FLOAT, [1, 10])]
+    if with_transpose:
+        outputs.append(helper.make_tensor_value_info("t", TensorProto.FLOAT, [1, 8, 8, 8]))
+        outputs.append(helper.make_tensor_value_info("sm", TensorProto.FLOAT, [1, 8, 8, 8]))
+    g = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])], outputs, init)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save(m, str(path))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    d = tmp_path_factory.mktemp("xnn")
+    return {"net": conv_net(d / "net.onnx"), "mixed": conv_net(d / "mixed.onnx", with_transpose=True), "dir": d}
+
+
+def test_backends_shows_the_plugin_and_its_options():
+    r = kiln("backends")
+    assert r.returncode == 0, r.stderr
+    assert "xnnpack 1.0.0" in r.stdout
+    assert "available:   yes" in r.stdout
+    for opt in ("xnnpack.threads", "xnnpack.concat", "xnnpack.skip_light_groups"):
+        assert opt in r.stdout
+
+
+def test_run_fallback_require_on_a_model_it_covers(models):
+    r = kiln("run", models["net"], "--backends", "xnnpack", "--fallback", "require")
+    assert r.returncode == 0, r.stderr
+    ins = kiln("inspect", models["net"], "--backends", "xnnpack")
+    assert ins.returncode == 0, ins.stderr
+    assert "nodes: 11 (11 in 1 partitions, 0 on portable" in ins.stdout
+
+
+def test_outputs_match_portable_kernels(models):
+    d = models["dir"]
+    a = kiln("run", models["net"], "--backends", "xnnpack", "--output-dir", str(d / "a"), "--threads", "2")
+    b = kiln("run", models["net"], "--backends", "portable", "--output-dir", str(d / "b"))
+    assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+    ya = numpy_helper.to_array(onnx.load_tensor(str(d / "a" / "output_0.pb")))
+    yb = numpy_helper.to_array(onnx.load_tensor(str(d / "b" / "output_0.pb")))
+    np.testing.assert_allclose(ya, yb, rtol=1e-4, atol=1e-5)
+
+
+def test_fallback_require_names_the_declined_nodes(models):
+    r = kiln("run", models["mixed"], "--backends", "xnnpack", "--fallback", "require")
+    assert r.returncode != 0
+    assert "Transpose" in r.stderr and "no transpose" in r.stderr
+    assert "Softmax over axis 1" in r.stderr
+
+
+def test_inspect_groups_portable_nodes_by_reason(models):
+    r = kiln("inspect", models["mixed"], "--backends", "xnnpack,portable")
+    assert r.returncode == 0, r.stderr
+    assert "on portable kernels (2 nodes, by reason" in r.stdout
+    assert "  1 node (1 x Transpose): xnnpack: Transpose: this XNNPACK" in r.stdout
+    assert "  1 node (1 x Softmax): xnnpack: Softmax over axis 1" in r.stdout
+    assert "node by node" not in r.stdout  # nodes are listed only with --verbose
+    v = kiln("inspect", models["mixed"], "--backends", "xnnpack,portable", "--verbose")
+    assert v.returncode == 0, v.stderr
+    assert "node by node:\n  Transpose\n    xnnpack: Transpose: this XNNPACK" in v.stdout, v.stdout
+    # The plugin's compile diagnostics: the partition reads x and writes y
+    # (2-D) and p (4-D, read by the Transpose and Softmax left outside).
+    assert "boundary transposes" in v.stderr, v.stderr
+
+
+def test_missing_library_is_one_line_and_models_still_run(models):
+    env = {"KILN_XNNPACK_LIB": "/nonexistent/libXNNPACK.so.0"}
+    r = kiln("backends", env=env)
+    assert r.returncode == 0, r.stderr
+    line = [l for l in r.stdout.splitlines() if "available:" in l and "xnnpack" in l.lower() or "libXNNPACK" in l]
+    assert line, r.stdout
+    assert "available:   no: cannot load /nonexistent/libXNNPACK.so.0" in r.stdout
+    assert "install libxnnpack0" in r.stdout
+    run = kiln("run", models["net"], env=env)
+    assert run.returncode == 0, run.stderr
+    req = kiln("run", models["net"], "--backends", "xnnpack", "--fallback", "require", env=env)
+    assert req.returncode != 0
+    assert "libXNNPACK" in req.stderr

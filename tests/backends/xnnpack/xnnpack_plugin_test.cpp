@@ -1,0 +1,184 @@
+// The xnnpack plugin as a whole: the nodes it declines (with reasons a user
+// can act on), Conv + BatchNormalization + Relu folded into one op, a
+// partition whose compiled blob is exported and imported, and the plugin
+// when libXNNPACK is missing.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "abi_test_util.h"
+#include "kiln/backends.h"
+#include "runtime/backends/partition_kernel.h"
+
+namespace kiln::abi_test {
+namespace {
+
+std::shared_ptr<BackendRegistry> reg() {
+  static std::shared_ptr<BackendRegistry> r = registry_of({KILN_XNNPACK_PLUGIN});
+  return r;
+}
+
+ir::Attribute a_int(const char* n, int64_t v) {
+  ir::Attribute a;
+  a.name = n;
+  a.type = ir::AttrType::kInt;
+  a.i = v;
+  return a;
+}
+
+// The reason the plugin gives for not claiming the only node of `g`.
+std::string reason_for(std::shared_ptr<ir::Graph> g) {
+  auto x = build(g, reg().get(), {"xnnpack"}, {}, FallbackPolicy::kAllow);
+  EXPECT_TRUE(x.ok()) << x.status().to_string();
+  if (!x.ok()) return "";
+  for (const NodePlacement& n : (*x)->placement().nodes)
+    for (const auto& [backend, why] : n.reasons)
+      if (backend == "xnnpack") return why;
+  return "(claimed)";
+}
+
+TEST(XnnpackPlugin, DeclinesWhatItCannotRunWithAReason) {
+  {
+    GraphBuilder b;
+    b.output(b.node("Softmax", {b.input("x", {1, 3, 4, 5})}, "s", {1, 3, 4, 5}, DType::kFloat32, "", {a_int("axis", 1)}));
+    EXPECT_NE(reason_for(b.graph()).find("Softmax over axis 1"), std::string::npos);
+  }
+  {
+    GraphBuilder b;
+    b.output(b.node("Transpose", {b.input("x", {2, 3})}, "t", {3, 2}));
+    EXPECT_NE(reason_for(b.graph()).find("no transpose"), std::string::npos);
+  }
+  {
+    GraphBuilder b;
+    b.output(b.node("MatMul", {b.input("a", {2, 3, 4}), b.input("b", {2, 4, 5})}, "m", {2, 3, 5}));
+    EXPECT_NE(reason_for(b.graph()).find("batched matmul"), std::string::npos);
+  }
+  {
+    GraphBuilder b;  // NCHW flatten of a tensor with pixels: the NHWC order differs
+    b.output(b.node("Flatten", {b.input("x", {1, 3, 2, 2})}, "f", {1, 12}));
+    EXPECT_NE(reason_for(b.graph()).find("changes the layout"), std::string::npos);
+  }
+  {
+    GraphBuilder b;
+    b.output(b.node("Add", {b.input("a", {2, 3}, DType::kInt32), b.input("b", {2, 3}, DType::kInt32)}, "add", {2, 3},
+                    DType::kInt32));
+    EXPECT_NE(reason_for(b.graph()).find("int32"), std::string::npos);
+  }
+}
+
+TEST(XnnpackPlugin, LightGroupsStayOnPortableKernels) {
+  GraphBuilder b;
+  b.output(b.node("Relu", {b.input("x", {1, 3, 4, 5})}, "r", {1, 3, 4, 5}));
+  EXPECT_NE(reason_for(b.graph()).find("not worth a partition boundary"), std::string::npos);
+  auto x = build(b.graph(), reg().get(), {"xnnpack"}, {{"xnnpack", "skip_light_groups", "false"}}, FallbackPolicy::kRequire);
+  EXPECT_TRUE(x.ok()) << x.status().to_string();
+}
+
+TEST(XnnpackPlugin, DenseGroupsAreClaimedOnlyWhenAsked) {
+  GraphBuilder b;
+  ir::ValueId m = b.node("MatMul", {b.input("x", {2, 8, 16}), b.constant("w", random_tensor({16, 4}, 2))}, "mm", {2, 8, 4});
+  b.output(b.node("Relu", {m}, "r", {2, 8, 4}));
+  EXPECT_NE(reason_for(b.graph()).find("dense_groups=true"), std::string::npos);
+  auto x = build(b.graph(), reg().get(), {"xnnpack"}, {{"xnnpack", "dense_groups", "true"}}, FallbackPolicy::kRequire);
+  ASSERT_TRUE(x.ok()) << x.status().to_string();
+  EXPECT_EQ((*x)->placement().partitions.size(), 1u);
+}
+
+// Conv -> BatchNormalization -> Relu -> Conv -> Add (residual) -> GAP -> Flatten -> Gemm.
+std::shared_ptr<ir::Graph> small_net() {
+  GraphBuilder b;
+  ir::ValueId x = b.input("x", {1, 3, 8, 8});
+  auto c = [&](const std::string& n, std::vector<int64_t> d) { return b.constant(n, random_tensor(d, static_cast<uint32_t>(n.size() * 31 + d[0]))); };
+  Tensor var = random_tensor({8}, 5);
+  for (int64_t i = 0; i < 8; ++i) var.data<float>()[i] = std::fabs(var.data<float>()[i]) + 0.5f;
+  ir::Attribute pads;
+  pads.name = "pads";
+  pads.type = ir::AttrType::kInts;
+  pads.ints = {1, 1, 1, 1};
+  ir::ValueId y = b.node("Conv", {x, c("w1", {8, 3, 3, 3})}, "conv1", {1, 8, 8, 8}, DType::kFloat32, "", {pads});
+  y = b.node("BatchNormalization", {y, c("s", {8}), c("b", {8}), c("m", {8}), b.constant("v", var)}, "bn", {1, 8, 8, 8});
+  ir::ValueId r = b.node("Relu", {y}, "relu", {1, 8, 8, 8});
+  ir::ValueId z = b.node("Conv", {r, c("w2", {8, 8, 3, 3}), c("b2", {8})}, "conv2", {1, 8, 8, 8}, DType::kFloat32, "", {pads});
+  z = b.node("Add", {z, r}, "add", {1, 8, 8, 8});
+  z = b.node("GlobalAveragePool", {z}, "gap", {1, 8, 1, 1});
+  z = b.node("Flatten", {z}, "flat", {1, 8});
+  b.output(b.node("Gemm", {z, c("fc", {8, 4}), c("fcb", {4})}, "fc", {1, 4}));
+  return b.graph();
+}
+
+TEST(XnnpackPlugin, RunsASmallNetInOnePartitionLikePortableKernels) {
+  auto x = build(small_net(), reg().get(), {"xnnpack"}, {}, FallbackPolicy::kRequire);
+  ASSERT_TRUE(x.ok()) << x.status().to_string();
+  EXPECT_EQ((*x)->placement().partitions.size(), 1u);
+  auto p = build(small_net(), nullptr, {});
+  ASSERT_TRUE(p.ok());
+  std::vector<Value> in{Value(random_tensor({1, 3, 8, 8}, 3))};
+  auto a = (*x)->run(in, {}, nullptr);
+  auto e = (*p)->run(in, {}, nullptr);
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  ASSERT_TRUE(e.ok());
+  expect_close(a.value()[0].tensor(), e.value()[0].tensor(), 1e-4f);
+}
+
+// The blob holds the lowered program (packed-order weights, folded
+// BatchNormalization), so import rebuilds the XNNPACK runtime without the
+// ONNX model; `kiln check-backend` also runs an imported handle against the
+// original. Here: the round trip is exact and bad blobs are refused.
+TEST(XnnpackPlugin, ExportImportRoundTripsWithAVersionCheck) {
+  auto x = build(small_net(), reg().get(), {"xnnpack"}, {}, FallbackPolicy::kRequire);
+  ASSERT_TRUE(x.ok()) << x.status().to_string();
+  const runtime::PartitionKernel* pk = nullptr;
+  for (const runtime::Step& s : (*x)->steps())
+    if (auto* k = dynamic_cast<const runtime::PartitionKernel*>(s.kernel.get())) pk = k;
+  ASSERT_NE(pk, nullptr);
+  const runtime::CompiledPartition& cp = pk->compiled();
+  auto bytes = cp.export_bytes();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+  runtime::LoadedPlugin& plugin = cp.instance().plugin();
+  EXPECT_TRUE(plugin.check_compiled(bytes->data(), bytes->size()).is_ok());
+  auto imported = cp.instance().import_compiled(bytes->data(), bytes->size());
+  ASSERT_TRUE(imported.ok()) << imported.status().to_string();
+  auto again = (*imported)->export_bytes();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *bytes);
+
+  std::vector<uint8_t> newer = *bytes;
+  newer[4] = 9;  // format version 9
+  Status st = plugin.check_compiled(newer.data(), newer.size());
+  EXPECT_NE(st.message().find("format version 9"), std::string::npos) << st.message();
+  std::vector<uint8_t> flipped = *bytes;
+  flipped[flipped.size() / 2] ^= 0x40;
+  EXPECT_NE(plugin.check_compiled(flipped.data(), flipped.size()).message().find("checksum"), std::string::npos);
+  EXPECT_FALSE(cp.instance().import_compiled(bytes->data(), bytes->size() - 1).ok());
+  EXPECT_FALSE(cp.instance().import_compiled(nullptr, 0).ok());
+  // Every truncation is refused with an error, never a crash (ASan checks the reads).
+  for (size_t n = 0; n < bytes->size(); n += 1 + n / 64)
+    EXPECT_FALSE(plugin.check_compiled(bytes->data(), n).is_ok()) << n << " bytes";
+  // Corrupt bytes under a valid checksum reach the parser's own checks: each
+  // answer is an error or a program that validates, never a crash.
+  auto fnv = [](const uint8_t* p, size_t n) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 16777619u;
+    return h;
+  };
+  for (size_t pos = 8; pos + 4 < bytes->size(); pos += 1 + pos / 32) {
+    std::vector<uint8_t> b = *bytes;
+    b[pos] ^= 0xA5;
+    const uint32_t h = fnv(b.data(), b.size() - 4);
+    std::memcpy(b.data() + b.size() - 4, &h, 4);
+    (void)plugin.check_compiled(b.data(), b.size());
+  }
+}
+
+TEST(XnnpackPlugin, OptionsAreChecked) {
+  auto x = build(small_net(), reg().get(), {"xnnpack"}, {{"xnnpack", "threads", "-1"}}, FallbackPolicy::kAllow);
+  EXPECT_FALSE(x.ok());
+  if (!x.ok()) {
+    EXPECT_NE(x.status().message().find("threads"), std::string::npos) << x.status().message();
+  }
+  auto two = build(small_net(), reg().get(), {"xnnpack"}, {{"xnnpack", "threads", "2"}}, FallbackPolicy::kRequire);
+  ASSERT_TRUE(two.ok()) << two.status().to_string();
+}
+
+}  // namespace
+}  // namespace kiln::abi_test

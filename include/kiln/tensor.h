@@ -68,6 +68,14 @@ class Tensor {
 
   /// True if this tensor keeps its memory alive (not a borrowed view).
   bool owns_memory() const { return holder_ != nullptr; }
+  /// True when this tensor owns its memory and nothing else shares it (no
+  /// other tensor, constant or foreign array): the memory may then be handed
+  /// to a foreign array (numpy) without a copy.
+  bool owns_memory_exclusively() const { return holder_ != nullptr && holder_.use_count() == 1; }
+  /// The object that keeps this tensor's memory alive (null for a borrowed
+  /// view). Bindings keep a copy of it in the foreign array that shares the
+  /// memory, so the memory outlives the Tensor.
+  std::shared_ptr<void> memory_owner() const { return holder_; }
 
   /// A deep copy that owns its memory.
   Tensor clone() const;

@@ -247,8 +247,8 @@ pyb::object tensor_to_numpy(Tensor&& t) {
   // Zero copy when this tensor alone owns its buffer; a buffer shared with
   // the session (a constant) or with another output is copied, so writing
   // into the array never changes anything else.
-  if (t.numel() > 0 && t.owns_memory() && t.holder().use_count() == 1) {
-    auto* keep = new std::shared_ptr<void>(t.holder());
+  if (t.numel() > 0 && t.owns_memory_exclusively()) {
+    auto* keep = new std::shared_ptr<void>(t.memory_owner());
     pyb::capsule base(keep, [](void* p) { delete static_cast<std::shared_ptr<void>*>(p); });
     return pyb::array(d, numpy_shape(t), {}, t.raw_data(), base);
   }

@@ -9,6 +9,7 @@
 #include "backend_report.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "kiln/program.h"
 #include "kiln/session.h"
 
 namespace kiln::cli {
@@ -41,6 +42,11 @@ int inspect_command(std::span<const std::string> argv) {
   if (Status s = apply_backend_flags(args, &options); !s.is_ok()) return fail(s.message(), kExitUsage);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(model, ec)) return fail("model file '" + model + "' does not exist");
+  if (is_program_file(model) && !args.has("--json")) {
+    Result<ProgramSummary> summary = inspect_program(model);
+    if (!summary.is_ok()) return fail("cannot read program '" + model + "': " + summary.status().message());
+    print_program_summary(*summary, std::cout);
+  }
   Result<std::unique_ptr<Session>> session = Session::load(model, options);
   if (!session.is_ok()) return fail("cannot load model '" + model + "': " + session.status().message());
   if (args.has("--json")) print_placement_json(model, (*session)->placement(), std::cout);

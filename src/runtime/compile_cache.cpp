@@ -19,7 +19,8 @@ namespace {
 
 constexpr char kEntryMagic[8] = {'K', 'I', 'L', 'N', 'C', 'C', 'H', '1'};
 constexpr const char* kEntrySuffix = ".kcc";
-// magic, u32 name length, u32 reserved, u64 blob size, 32-char checksum
+// magic, u32 name length, u32 reserved, u64 blob size, 32-char checksum of
+// the rest (backend name, blob)
 constexpr size_t kEntryHeader = 8 + 4 + 4 + 8 + 32;
 
 std::string sanitize(const std::string& name) {
@@ -89,7 +90,7 @@ Result<std::vector<uint8_t>> read_cache_entry(const std::string& path) {
     return invalid_argument("truncated entry (", all.size(), " bytes, header says ", size, " + ", name_len, ")");
   const uint8_t* blob = all.data() + kEntryHeader + name_len;
   const std::string want(reinterpret_cast<const char*>(all.data() + 24), 32);
-  if (hash_hex(blob, size) != want) return invalid_argument("checksum mismatch");
+  if (hash_hex(all.data() + kEntryHeader, rest) != want) return invalid_argument("checksum mismatch");
   return std::vector<uint8_t>(blob, blob + size);
 }
 
@@ -107,7 +108,9 @@ Status write_cache_entry(const std::string& path, const std::string& backend, co
     const uint64_t size = blob.size();
     std::memcpy(header + 8, &name_len, 4);
     std::memcpy(header + 16, &size, 8);
-    std::memcpy(header + 24, hash_hex(blob.data(), blob.size()).data(), 32);
+    std::string body = backend;
+    body.append(reinterpret_cast<const char*>(blob.data()), blob.size());
+    std::memcpy(header + 24, hash_hex(body.data(), body.size()).data(), 32);
     f.write(header, kEntryHeader);
     f.write(backend.data(), static_cast<std::streamsize>(backend.size()));
     f.write(reinterpret_cast<const char*>(blob.data()), static_cast<std::streamsize>(blob.size()));

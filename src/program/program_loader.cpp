@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "program/program_file.h"
-#include "program_generated.h"
+#include "program/program_generated.h"
 
 namespace kiln::program {
 namespace {

@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "program/program_file.h"
-#include "program_generated.h"
+#include "program/program_generated.h"
 
 namespace kiln::program {
 namespace {

@@ -19,6 +19,13 @@ std::string str(const flatbuffers::String* s) { return s ? s->str() : std::strin
 
 Status bad(const std::string& what) { return invalid_argument("corrupt program: ", what); }
 
+// The FlatBuffers 2.0 verifier checks a vector's alignment for its length
+// field (4 bytes) only; vectors of 8-byte elements are checked here.
+template <class V>
+bool aligned8(const V* v) {
+  return !v || reinterpret_cast<uintptr_t>(v->data()) % 8 == 0;
+}
+
 // Reads a checked FlatBuffer into ir structures.
 class Reader {
  public:
@@ -48,6 +55,7 @@ class Reader {
 
 Status Reader::check_segments(size_t fb_end) {
   if (!prog_.segments()) return Status::ok();
+  if (!aligned8(prog_.segments())) return bad("misaligned segment table");
   for (const fb::Segment* s : *prog_.segments()) {
     const uint64_t off = s->offset(), size = s->size();
     if (off % kSegmentAlign != 0 || off < fb_end || off > file_.size() || size > file_.size() - off)
@@ -80,6 +88,7 @@ Result<Tensor> Reader::tensor(const fb::TensorRef* in) {
   if (!in) return Tensor();
   if (in->dtype() >= kNumDTypes) return bad("tensor dtype " + std::to_string(in->dtype()));
   const auto dtype = static_cast<DType>(in->dtype());
+  if (!aligned8(in->dims())) return bad("misaligned tensor dims");
   Shape shape;
   if (in->dims()) for (int64_t d : *in->dims()) shape.push_back(d);
   KILN_ASSIGN_OR_RETURN(const size_t nbytes, checked_tensor_bytes(dtype, shape));
@@ -118,6 +127,7 @@ Status Reader::attribute(const fb::Attribute* in, ir::Attribute& a, int depth) {
   }
   KILN_ASSIGN_OR_RETURN(a.tp, type(in->tp(), 0));
   if (in->floats()) a.floats.assign(in->floats()->begin(), in->floats()->end());
+  if (!aligned8(in->ints())) return bad("misaligned ints of attribute '" + a.name + "'");
   if (in->ints()) a.ints.assign(in->ints()->begin(), in->ints()->end());
   if (in->strings()) for (const auto* s : *in->strings()) a.strings.push_back(str(s));
   if (in->tensors()) {

@@ -20,10 +20,11 @@ std::string str(const flatbuffers::String* s) { return s ? s->str() : std::strin
 Status bad(const std::string& what) { return invalid_argument("corrupt program: ", what); }
 
 // The FlatBuffers 2.0 verifier checks a vector's alignment for its length
-// field (4 bytes) only; vectors of 8-byte elements are checked here.
+// field (4 bytes) only; vectors of 8-byte elements are checked here (an
+// empty one may sit anywhere: nothing is read from it).
 template <class V>
 bool aligned8(const V* v) {
-  return !v || reinterpret_cast<uintptr_t>(v->data()) % 8 == 0;
+  return !v || v->size() == 0 || reinterpret_cast<uintptr_t>(v->data()) % 8 == 0;
 }
 
 // Reads a checked FlatBuffer into ir structures.

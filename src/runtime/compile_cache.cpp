@@ -81,9 +81,11 @@ Result<std::vector<uint8_t>> read_cache_entry(const std::string& path) {
   std::vector<uint8_t> all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   if (all.size() < kEntryHeader || std::memcmp(all.data(), kEntryMagic, 8) != 0)
     return invalid_argument("not a compile cache entry (bad header)");
-  uint32_t name_len;
+  uint32_t name_len, reserved;
   uint64_t size;
   std::memcpy(&name_len, all.data() + 8, 4);
+  std::memcpy(&reserved, all.data() + 12, 4);
+  if (reserved != 0) return invalid_argument("not a compile cache entry (reserved field set)");
   std::memcpy(&size, all.data() + 16, 8);
   const size_t rest = all.size() - kEntryHeader;
   if (name_len > rest || size != rest - name_len)

@@ -25,8 +25,9 @@ BELOW = {
     "ir": {"core", "ir"},
     "kernels": {"core", "ir", "kernels"},
     "onnx": {"core", "ir", "onnx"},
+    "program": {"core", "ir", "program"},
     "runtime": {"core", "ir", "kernels", "runtime"},
-    "api": {"core", "ir", "kernels", "runtime", "onnx", "api"},
+    "api": {"core", "ir", "kernels", "runtime", "onnx", "program", "api"},
 }
 LAYERS = set(BELOW) | {"kiln"}
 # (folder prefix, header) pairs allowed beyond the rules, each with its reason above.

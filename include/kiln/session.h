@@ -45,6 +45,10 @@ struct SessionOptions {
   /// Plugins to use; null: discovered for this session. Shared because one
   /// discovery (and its loaded libraries) may serve many sessions.
   std::shared_ptr<BackendRegistry> backend_registry;
+  /// Compile cache folder (runtime/compile_cache.h): compiled partitions
+  /// are stored there and imported on later loads. Empty: KILN_CACHE_DIR if
+  /// set, else no cache.
+  std::string cache_dir;
 };
 
 /// The declared type of a model input or output.
@@ -64,7 +68,8 @@ using NamedValue = std::pair<std::string, Value>;
 
 class Session {
  public:
-  /// Loads an ONNX model file (external data is read relative to its folder).
+  /// Loads an ONNX model file (external data is read relative to its
+  /// folder), or a .kiln program (kiln/program.h), told apart by magic bytes.
   static Result<std::unique_ptr<Session>> load(const std::string& path, const SessionOptions& options = {});
   /// Loads an ONNX model from bytes; `base_dir` resolves external data.
   static Result<std::unique_ptr<Session>> load_from_bytes(std::span<const uint8_t> bytes,

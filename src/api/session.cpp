@@ -4,7 +4,9 @@
 
 #include "core/thread_pool.h"
 #include "kernels/registry.h"
+#include "api/program_session.h"
 #include "onnx/importer.h"
+#include "program/program_file.h"
 #include "runtime/backends/selection.h"
 #include "runtime/program.h"
 
@@ -85,10 +87,16 @@ importer::ImportOptions import_options(const SessionOptions& options, std::strin
 
 // Builds a session's inside from an imported model (a friend of Session).
 struct SessionFactory {
-  static Result<std::unique_ptr<Session::Impl>> make_impl(Result<ir::Model> model, const SessionOptions& options);
+  // `hook`: null for the compile cache of `options` (if any).
+  static Result<std::unique_ptr<Session::Impl>> make_impl(Result<ir::Model> model, const SessionOptions& options,
+                                                          runtime::CompileHook* hook = nullptr);
+  static std::unique_ptr<Session> wrap(std::unique_ptr<Session::Impl> impl) {
+    return std::unique_ptr<Session>(new Session(std::move(impl)));
+  }
 };
 
-Result<std::unique_ptr<Session::Impl>> SessionFactory::make_impl(Result<ir::Model> model, const SessionOptions& options) {
+Result<std::unique_ptr<Session::Impl>> SessionFactory::make_impl(Result<ir::Model> model, const SessionOptions& options,
+                                                                 runtime::CompileHook* hook) {
   if (!model.is_ok()) return std::move(model).status();
   auto impl = std::make_unique<Session::Impl>();
   auto graph = std::make_shared<ir::Graph>(std::move(model->graph));
@@ -110,6 +118,8 @@ Result<std::unique_ptr<Session::Impl>> SessionFactory::make_impl(Result<ir::Mode
   }
   KILN_ASSIGN_OR_RETURN(runtime::PartitionRequest request,
                         runtime::select_backends(*registry, options.backends, options.backend_options, options.fallback));
+  std::unique_ptr<runtime::CompileHook> cache = hook ? nullptr : api::make_cache_hook(options);
+  request.compile_hook = hook ? hook : cache.get();
   popts.partition = &request;
   KILN_ASSIGN_OR_RETURN(impl->program, runtime::Program::build(std::move(graph), popts));
   if (options.threads != 1) impl->pool = std::make_unique<ThreadPool>(options.threads);
@@ -119,7 +129,18 @@ Result<std::unique_ptr<Session::Impl>> SessionFactory::make_impl(Result<ir::Mode
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
+Result<ir::Model> api::import_for_session(const std::string& path, const SessionOptions& options) {
+  return importer::import_model_file(path, import_options(options, std::filesystem::path(path).parent_path().string()));
+}
+
+Result<std::unique_ptr<Session>> api::session_with_hook(Result<ir::Model> model, const SessionOptions& options,
+                                                        runtime::CompileHook* hook) {
+  KILN_ASSIGN_OR_RETURN(auto impl, SessionFactory::make_impl(std::move(model), options, hook));
+  return SessionFactory::wrap(std::move(impl));
+}
+
 Result<std::unique_ptr<Session>> Session::load(const std::string& path, const SessionOptions& options) {
+  if (program::is_program_file(path)) return api::load_program_session(path, options);
   importer::ImportOptions io = import_options(options, std::filesystem::path(path).parent_path().string());
   KILN_ASSIGN_OR_RETURN(auto impl, SessionFactory::make_impl(importer::import_model_file(path, io), options));
   return std::unique_ptr<Session>(new Session(std::move(impl)));

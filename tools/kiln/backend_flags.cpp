@@ -29,6 +29,7 @@ Status apply_backend_flags(const Args& args, SessionOptions* options) {
     KILN_ASSIGN_OR_RETURN(BackendOption opt, parse_backend_option(o));
     options->backend_options.push_back(std::move(opt));
   }
+  if (auto d = args.value("--cache-dir")) options->cache_dir = *d;
   if (auto f = args.value("--fallback")) {
     Result<FallbackPolicy> p = parse_fallback_policy(*f);
     if (!p.is_ok()) return std::move(p).status().with_context("--fallback");

@@ -15,6 +15,7 @@ inline constexpr FlagSpec kBackendFlagSpecs[] = {
     {"--backend-path", true, true},
     {"--backend-option", true, true},
     {"--fallback", true, false},
+    {"--cache-dir", true, false},
 };
 
 inline constexpr const char* kBackendFlagsUsage =
@@ -28,6 +29,8 @@ inline constexpr const char* kBackendFlagsUsage =
                       plugin's options); NAME.device=N picks a device; repeatable
   --fallback MODE     allow (default): nodes no plugin claims run on portable
                       kernels; require: fail, naming those nodes and why
+  --cache-dir DIR     compile cache: reuse compiled partitions stored in DIR
+                      (default: KILN_CACHE_DIR; `kiln cache ls|clear DIR`)
 )";
 
 /// Appends `extra` flag specs to `base` (for Args::parse).

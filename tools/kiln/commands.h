@@ -2,8 +2,11 @@
 // the process exit code; errors are printed as one "kiln: error: ..." line.
 #pragma once
 
+#include <ostream>
 #include <span>
 #include <string>
+
+#include "kiln/program.h"
 
 namespace kiln::cli {
 
@@ -20,6 +23,12 @@ int demo_model_command(std::span<const std::string> args);
 int backends_command(std::span<const std::string> args);
 /// kiln inspect MODEL [--backends LIST] [--json] ...: where each node goes and why.
 int inspect_command(std::span<const std::string> args);
+/// kiln compile MODEL.onnx -o MODEL.kiln [--keep-fallback] [backend flags]: an ahead-of-time program.
+int compile_command(std::span<const std::string> args);
+/// kiln cache ls|clear [DIR]: the compile cache's entries.
+int cache_command(std::span<const std::string> args);
+/// The summary lines of a program file (compile.cpp; used by inspect too).
+void print_program_summary(const ProgramSummary& summary, std::ostream& out);
 /// kiln check-backend LIB.so [--suite DIR]: the plugin conformance kit.
 int check_backend_command(std::span<const std::string> args);
 

@@ -10,6 +10,7 @@
 #include "backend_report.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "kiln/program.h"
 #include "kiln/session.h"
 
 namespace kiln::cli {
@@ -47,6 +48,11 @@ int inspect_command(std::span<const std::string> argv) {
   if (!std::filesystem::is_regular_file(model, ec)) return fail("model file '" + model + "' does not exist");
   // Plugins report compile diagnostics through the host log at info level.
   if (args.has("--verbose")) setenv("KILN_LOG_LEVEL", "info", /*overwrite=*/0);
+  if (is_program_file(model) && !args.has("--json")) {
+    Result<ProgramSummary> summary = inspect_program(model);
+    if (!summary.is_ok()) return fail("cannot read program '" + model + "': " + summary.status().message());
+    print_program_summary(*summary, std::cout);
+  }
   Result<std::unique_ptr<Session>> session = Session::load(model, options);
   if (!session.is_ok()) return fail("cannot load model '" + model + "': " + session.status().message());
   if (args.has("--json")) print_placement_json(model, (*session)->placement(), std::cout);

@@ -5,6 +5,7 @@
 #include <map>
 #include <queue>
 
+#include "runtime/backends/content_key.h"
 #include "runtime/backends/graph_view.h"
 #include "runtime/backends/partition_kernel.h"
 #include "runtime/node_inputs.h"
@@ -347,7 +348,14 @@ Status Partitioner::compile_group(const SelectedBackend& sb, const kiln_graph& v
   desc.inputs = in_ptrs.data();
   desc.num_outputs = out_ptrs.size();
   desc.outputs = out_ptrs.data();
-  KILN_ASSIGN_OR_RETURN(std::shared_ptr<CompiledPartition> compiled, sb.instance->compile(&view, desc));
+  const CompileHook::CompileFn do_compile = [&] { return sb.instance->compile(&view, desc); };
+  std::shared_ptr<CompiledPartition> compiled;
+  if (p_.request.compile_hook) {
+    const std::string key = partition_content_key(g_, p_.constants, nodes, b.inputs, b.outputs);
+    KILN_ASSIGN_OR_RETURN(compiled, p_.request.compile_hook->compile(sb, id, key, do_compile));
+  } else {
+    KILN_ASSIGN_OR_RETURN(compiled, do_compile());
+  }
 
   auto node = std::make_unique<ir::Node>();
   node->name = id;

@@ -12,6 +12,7 @@
 // policy `require` that is an error naming every such node.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -33,8 +34,19 @@ struct SelectedBackend {
   std::shared_ptr<BackendInstance> instance;
 };
 
+/// Stands between the partitioner and a backend's compile: a program file
+/// supplies exported blobs, the compile cache imports or stores them
+/// (runtime/compile_cache.h). `key` is partition_content_key() of the group.
+struct CompileHook {
+  using CompileFn = std::function<Result<std::shared_ptr<CompiledPartition>>()>;
+  virtual ~CompileHook() = default;
+  virtual Result<std::shared_ptr<CompiledPartition>> compile(const SelectedBackend& sb, const std::string& id,
+                                                             const std::string& key, const CompileFn& compile) = 0;
+};
+
 /// What a session asks the partitioner for.
 struct PartitionRequest {
+  CompileHook* compile_hook = nullptr;  // null: compile every partition
   std::vector<SelectedBackend> backends;  // the order to try; portable is implied last
   FallbackPolicy fallback = FallbackPolicy::kAllow;
   std::vector<std::string> notes;         // from selection: skipped backends

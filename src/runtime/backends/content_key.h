@@ -1,0 +1,24 @@
+// Content hashes for compiled partitions (the compile cache's and the
+// program file's keys).
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <unordered_map>
+
+#include "ir/graph.h"
+
+namespace kiln::runtime {
+
+/// A hash (32 hex digits) of a group's content: each node's op, domain,
+/// opset, attributes and wiring, the boundary values' types, and the bytes of
+/// every constant the group reads. Equal content gives equal keys across runs.
+std::string partition_content_key(const ir::Graph& g, const std::unordered_map<ir::ValueId, Tensor>& constants,
+                                  std::span<const int32_t> nodes, std::span<const ir::ValueId> inputs,
+                                  std::span<const ir::ValueId> outputs);
+
+/// The same 128-bit hash over raw bytes (32 hex digits); not cryptographic.
+std::string hash_hex(const void* data, size_t size);
+
+}  // namespace kiln::runtime

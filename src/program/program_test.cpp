@@ -76,9 +76,9 @@ TEST(Program, RoundTripKeepsEveryField) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(w.raw_data()) % kSegmentAlign, 0u);  // in place, aligned
   EXPECT_EQ(g.initializers.at(2).data<std::string>()[1], std::string("d\0g", 3));
   ASSERT_EQ(g.nodes.size(), 1u);
-  EXPECT_EQ(g.nodes[0].attr_floats("alpha"), (std::vector<float>{0.5f, -1.f}));
-  ASSERT_NE(g.nodes[0].attr_graph("body"), nullptr);
-  EXPECT_EQ(g.nodes[0].attr_graph("body")->outer_refs.size(), 1u);
+  EXPECT_EQ(*g.nodes[0].attr_floats("alpha"), (std::vector<float>{0.5f, -1.f}));
+  ASSERT_NE(*g.nodes[0].attr_graph("body"), nullptr);
+  EXPECT_EQ((*g.nodes[0].attr_graph("body"))->outer_refs.size(), 1u);
   ASSERT_EQ(p->contents.partitions.size(), 1u);
   EXPECT_EQ(p->contents.partitions[0].blob.size(), 5u);
   EXPECT_EQ(p->contents.partitions[0].blob[4], 5);

@@ -168,6 +168,10 @@ class RecurrentKernel final : public Kernel {
   void run_direction(const DirectionParams& p, bool reverse, int64_t seq, int64_t batch, int64_t input_size,
                      int64_t hidden, const float* x, const int64_t* lens, float* h, float* c, float* y, int64_t dir,
                      ThreadPool* pool) const;
+  std::vector<float> input_projection(const DirectionParams& p, int64_t rows, int64_t in_size, int64_t hs,
+                                      const float* x, ThreadPool* pool) const;
+  void gru_finish_step(const DirectionParams& p, const Activation& gfn, int64_t t, int64_t batch, int64_t hs,
+                       const float* xwt, const float* hr, const int64_t* lens, const float* h, float* h_new) const;
 
   float clip(float v) const { return clip_ > 0 ? std::min(std::max(v, -clip_), clip_) : v; }
 
@@ -397,24 +401,59 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
   return Status::ok();
 }
 
-void RecurrentKernel::run_direction(const DirectionParams& p, bool reverse, int64_t seq, int64_t batch,
-                                    int64_t in_size, int64_t hs, const float* x, const int64_t* lens, float* h,
-                                    float* c, float* y, int64_t dir, ThreadPool* pool) const {
-  const int64_t g = num_gates(kind_), gh = g * hs;
-  const int64_t nd = num_dir_;
-  // xw[t][b][gate*H] = X_t W^T + Wb (+ Rb, except GRU's h gate with
-  // linear_before_reset, where Rb_h sits inside the reset product).
-  std::vector<float> xw(static_cast<size_t>(seq * batch * gh));
-  gemm_bt(seq * batch, gh, in_size, x, in_size, p.w, p.w_packed, xw.data(), gh, pool);
+// xw[t][b][gate*H] = X_t W^T + Wb (+ Rb, except GRU's h gate with
+// linear_before_reset, where Rb_h sits inside the reset product), for the
+// `rows` = seq * batch rows of x.
+std::vector<float> RecurrentKernel::input_projection(const DirectionParams& p, int64_t rows, int64_t in_size,
+                                                     int64_t hs, const float* x, ThreadPool* pool) const {
+  const int64_t gh = num_gates(kind_) * hs;
+  std::vector<float> xw(static_cast<size_t>(rows * gh));
+  gemm_bt(rows, gh, in_size, x, in_size, p.w, p.w_packed, xw.data(), gh, pool);
   if (p.wb) {
     std::vector<float> bias(static_cast<size_t>(gh));
     for (int64_t k = 0; k < gh; ++k) {
       const bool rb_inside = kind_ == CellKind::kGru && k >= 2 * hs;
       bias[static_cast<size_t>(k)] = p.wb[k] + (rb_inside ? 0.f : p.rb[k]);
     }
-    for (int64_t row = 0; row < seq * batch; ++row)
+    for (int64_t row = 0; row < rows; ++row)
       for (int64_t k = 0; k < gh; ++k) xw[static_cast<size_t>(row * gh + k)] += bias[static_cast<size_t>(k)];
   }
+  return xw;
+}
+
+// GRU's last part of step t: the h gate (from hr, with linear_before_reset
+// already activated there) and H_t = (1 - z) (.) h + z (.) H_{t-1} into
+// h_new, for the batch entries still running.
+void RecurrentKernel::gru_finish_step(const DirectionParams& p, const Activation& gfn, int64_t t, int64_t batch,
+                                      int64_t hs, const float* xwt, const float* hr, const int64_t* lens,
+                                      const float* h, float* h_new) const {
+  const int64_t gh = 3 * hs;
+  for (int64_t bb = 0; bb < batch; ++bb) {
+    if (t >= lens[bb]) continue;
+    const float* xr = xwt + bb * gh;
+    const float* a = hr + bb * gh;
+    const float* hp = h + bb * hs;
+    float* hn = h_new + bb * hs;
+    for (int64_t k = 0; k < hs; ++k) {
+      float ht;
+      if (linear_before_reset_) {
+        ht = a[2 * hs + k];
+      } else {
+        const float rb = p.rb ? p.rb[2 * hs + k] : 0.f;
+        ht = gfn(clip(xr[2 * hs + k] + a[2 * hs + k] + rb));
+      }
+      const float z = a[k];
+      hn[k] = (1.f - z) * ht + z * hp[k];
+    }
+  }
+}
+
+void RecurrentKernel::run_direction(const DirectionParams& p, bool reverse, int64_t seq, int64_t batch,
+                                    int64_t in_size, int64_t hs, const float* x, const int64_t* lens, float* h,
+                                    float* c, float* y, int64_t dir, ThreadPool* pool) const {
+  const int64_t g = num_gates(kind_), gh = g * hs;
+  const int64_t nd = num_dir_;
+  const std::vector<float> xw = input_projection(p, seq * batch, in_size, hs, x, pool);
   std::vector<float> hr(static_cast<size_t>(batch * gh));  // H_{t-1} R^T
   std::vector<float> rh(kind_ == CellKind::kGru ? static_cast<size_t>(batch * hs) : 0);  // r (.) H_{t-1}
   std::vector<float> h_new(static_cast<size_t>(batch * hs)), c_new(c ? static_cast<size_t>(batch * hs) : 0);
@@ -476,24 +515,7 @@ void RecurrentKernel::run_direction(const DirectionParams& p, bool reverse, int6
         gemm_bt(batch, hs, hs, rh.data(), hs, p.r ? p.r + 2 * hs * hs : nullptr, p.rh_packed, hr.data() + 2 * hs, gh,
                 pool);
       }
-      for (int64_t bb = 0; bb < batch; ++bb) {
-        if (t >= lens[bb]) continue;
-        const float* xr = xwt + bb * gh;
-        const float* a = hr.data() + bb * gh;
-        const float* hp = h + bb * hs;
-        float* hn = h_new.data() + bb * hs;
-        for (int64_t k = 0; k < hs; ++k) {
-          float ht;
-          if (linear_before_reset_) {
-            ht = a[2 * hs + k];
-          } else {
-            const float rb = p.rb ? p.rb[2 * hs + k] : 0.f;
-            ht = gfn(clip(xr[2 * hs + k] + a[2 * hs + k] + rb));
-          }
-          const float z = a[k];
-          hn[k] = (1.f - z) * ht + z * hp[k];
-        }
-      }
+      gru_finish_step(p, gfn, t, batch, hs, xwt, hr.data(), lens, h, h_new.data());
     }
     for (int64_t bb = 0; bb < batch; ++bb) {
       if (t >= lens[bb]) continue;  // Y stays zero, the state is kept

@@ -124,109 +124,18 @@ class ResizeKernel final : public Kernel {
     const auto rank = static_cast<int64_t>(x.rank());
 
     // The axes the scales/sizes/roi inputs refer to (all, unless opset-18 axes).
-    std::vector<int64_t> axes;
-    if (axes_.empty()) {
-      for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
-    } else {
-      for (int64_t a : axes_) {
-        KILN_ASSIGN_OR_RETURN(int64_t ax, normalize_axis(a, rank));
-        if (std::find(axes.begin(), axes.end(), ax) != axes.end())
-          return invalid_argument("attribute axes repeats axis ", a);
-        axes.push_back(ax);
-      }
-    }
+    KILN_ASSIGN_OR_RETURN(const std::vector<int64_t> axes, resolve_axes(rank));
     const size_t na = axes.size();
 
     std::vector<double> scales_in, roi_in;
     std::vector<int64_t> sizes_in;
-    if (upsample_ && opset_ < 9) {
-      scales_in = attr_scales_;
-    } else if (upsample_ || opset_ < 11) {
-      if (!ctx.has_input(1)) return invalid_argument("input 1 (scales) is missing");
-      KILN_ASSIGN_OR_RETURN(scales_in, to_double_vector(ctx.input(1)));
-    } else {
-      if (ctx.has_input(1) && ctx.input(1).numel() > 0) {
-        KILN_ASSIGN_OR_RETURN(roi_in, to_double_vector(ctx.input(1)));
-      }
-      if (ctx.has_input(2) && ctx.input(2).numel() > 0) {
-        KILN_ASSIGN_OR_RETURN(scales_in, to_double_vector(ctx.input(2)));
-      }
-      if (ctx.has_input(3) && ctx.input(3).numel() > 0) {
-        if (!dtype_is_integer(ctx.input(3).dtype()))
-          return invalid_argument("input 3 (sizes) must be int64, got ", dtype_name(ctx.input(3).dtype()));
-        KILN_ASSIGN_OR_RETURN(sizes_in, to_int64_vector(ctx.input(3)));
-      }
-      if (scales_in.empty() == sizes_in.empty()) {
-        return invalid_argument("exactly one of input 2 (scales) and input 3 (sizes) must be given",
-                                " and non-empty");
-      }
-    }
-
+    KILN_RETURN_IF_ERROR(read_scales_and_sizes(ctx, na, &scales_in, &sizes_in, &roi_in));
     // Per-axis scale and output size over all `rank` axes.
     std::vector<double> scale(static_cast<size_t>(rank), 1.0);
     Shape out_shape = x.shape();
-    if (!scales_in.empty()) {
-      if (scales_in.size() != na)
-        return invalid_argument("scales has ", scales_in.size(), " values, expected ", na);
-      for (size_t i = 0; i < na; ++i) {
-        if (!(scales_in[i] > 0))
-          return invalid_argument("scales[", i, "] = ", scales_in[i], " must be positive");
-      }
-    } else if (!sizes_in.empty()) {
-      if (sizes_in.size() != na)
-        return invalid_argument("sizes has ", sizes_in.size(), " values, expected ", na);
-      for (size_t i = 0; i < na; ++i) {
-        if (sizes_in[i] < 0)
-          return invalid_argument("sizes[", i, "] = ", sizes_in[i], " must not be negative");
-      }
-    }
     std::vector<double> roi(2 * static_cast<size_t>(rank));
-    for (int64_t i = 0; i < rank; ++i) {
-      roi[static_cast<size_t>(i)] = 0;
-      roi[static_cast<size_t>(rank + i)] = 1;
-    }
-    if (coord_ == CoordMode::kTfCropAndResize) {
-      if (roi_in.size() != 2 * na)
-        return invalid_argument("tf_crop_and_resize needs input 1 (roi) with ", 2 * na,
-                                " values, got ", roi_in.size());
-      for (size_t i = 0; i < na; ++i) {
-        roi[static_cast<size_t>(axes[i])] = roi_in[i];
-        roi[static_cast<size_t>(rank + axes[i])] = roi_in[na + i];
-      }
-    }
-    if (!scales_in.empty()) {
-      for (size_t i = 0; i < na; ++i) {
-        const auto a = static_cast<size_t>(axes[i]);
-        scale[a] = scales_in[i];
-        double len = static_cast<double>(x.dim(a)) * scale[a];
-        if (coord_ == CoordMode::kTfCropAndResize) len *= roi[rank + a] - roi[a];
-        out_shape[a] = static_cast<int64_t>(std::floor(len));
-      }
-    } else {
-      if (aspect_ == AspectPolicy::kStretch) {
-        for (size_t i = 0; i < na; ++i) {
-          const auto a = static_cast<size_t>(axes[i]);
-          out_shape[a] = sizes_in[i];
-          scale[a] = x.dim(a) > 0 ? static_cast<double>(sizes_in[i]) / static_cast<double>(x.dim(a)) : 1.0;
-        }
-      } else {
-        // One scale for all axes: the smallest (not_larger) or largest
-        // (not_smaller) of sizes / input, then rounded sizes (ONNX-18).
-        double s = aspect_ == AspectPolicy::kNotLarger ? std::numeric_limits<double>::infinity() : 0.0;
-        for (size_t i = 0; i < na; ++i) {
-          const auto a = static_cast<size_t>(axes[i]);
-          if (x.dim(a) == 0) continue;
-          const double r = static_cast<double>(sizes_in[i]) / static_cast<double>(x.dim(a));
-          s = aspect_ == AspectPolicy::kNotLarger ? std::min(s, r) : std::max(s, r);
-        }
-        if (!std::isfinite(s) || s <= 0) s = 1.0;
-        for (size_t i = 0; i < na; ++i) {
-          const auto a = static_cast<size_t>(axes[i]);
-          scale[a] = s;
-          out_shape[a] = static_cast<int64_t>(std::nearbyint(s * static_cast<double>(x.dim(a))));
-        }
-      }
-    }
+    KILN_RETURN_IF_ERROR(resolve_roi(roi_in, axes, rank, &roi));
+    output_geometry(x.shape(), axes, scales_in, sizes_in, roi, &scale, &out_shape);
     for (int64_t i = 0; i < rank; ++i) {
       if (x.dim(static_cast<size_t>(i)) == 0 && out_shape[static_cast<size_t>(i)] > 0) {
         return invalid_argument("cannot resize an empty axis ", i, " of input 0 (X) ",
@@ -256,6 +165,129 @@ class ResizeKernel final : public Kernel {
   }
 
  private:
+  // The axes the scales/sizes/roi inputs refer to (all, unless opset-18 axes).
+  Result<std::vector<int64_t>> resolve_axes(int64_t rank) const {
+    std::vector<int64_t> axes;
+    if (axes_.empty()) {
+      for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+    } else {
+      for (int64_t a : axes_) {
+        KILN_ASSIGN_OR_RETURN(int64_t ax, normalize_axis(a, rank));
+        if (std::find(axes.begin(), axes.end(), ax) != axes.end())
+          return invalid_argument("attribute axes repeats axis ", a);
+        axes.push_back(ax);
+      }
+    }
+    return axes;
+  }
+
+  // Reads scales (attribute or input), sizes and roi by the op's version,
+  // and checks that the given one of scales/sizes has `na` valid values.
+  Status read_scales_and_sizes(KernelContext& ctx, size_t na, std::vector<double>* scales_in,
+                               std::vector<int64_t>* sizes_in, std::vector<double>* roi_in) const {
+    if (upsample_ && opset_ < 9) {
+      *scales_in = attr_scales_;
+    } else if (upsample_ || opset_ < 11) {
+      if (!ctx.has_input(1)) return invalid_argument("input 1 (scales) is missing");
+      KILN_ASSIGN_OR_RETURN(*scales_in, to_double_vector(ctx.input(1)));
+    } else {
+      if (ctx.has_input(1) && ctx.input(1).numel() > 0) {
+        KILN_ASSIGN_OR_RETURN(*roi_in, to_double_vector(ctx.input(1)));
+      }
+      if (ctx.has_input(2) && ctx.input(2).numel() > 0) {
+        KILN_ASSIGN_OR_RETURN(*scales_in, to_double_vector(ctx.input(2)));
+      }
+      if (ctx.has_input(3) && ctx.input(3).numel() > 0) {
+        if (!dtype_is_integer(ctx.input(3).dtype()))
+          return invalid_argument("input 3 (sizes) must be int64, got ", dtype_name(ctx.input(3).dtype()));
+        KILN_ASSIGN_OR_RETURN(*sizes_in, to_int64_vector(ctx.input(3)));
+      }
+      if (scales_in->empty() == sizes_in->empty()) {
+        return invalid_argument("exactly one of input 2 (scales) and input 3 (sizes) must be given",
+                                " and non-empty");
+      }
+    }
+    if (!scales_in->empty()) {
+      if (scales_in->size() != na)
+        return invalid_argument("scales has ", scales_in->size(), " values, expected ", na);
+      for (size_t i = 0; i < na; ++i) {
+        if (!((*scales_in)[i] > 0))
+          return invalid_argument("scales[", i, "] = ", (*scales_in)[i], " must be positive");
+      }
+    } else if (!sizes_in->empty()) {
+      if (sizes_in->size() != na)
+        return invalid_argument("sizes has ", sizes_in->size(), " values, expected ", na);
+      for (size_t i = 0; i < na; ++i) {
+        if ((*sizes_in)[i] < 0)
+          return invalid_argument("sizes[", i, "] = ", (*sizes_in)[i], " must not be negative");
+      }
+    }
+    return Status::ok();
+  }
+
+  // roi as [starts over all axes, ends over all axes]: 0 and 1, or input 1's
+  // values on `axes` for tf_crop_and_resize.
+  Status resolve_roi(const std::vector<double>& roi_in, const std::vector<int64_t>& axes, int64_t rank,
+                     std::vector<double>* roi) const {
+    const size_t na = axes.size();
+    for (int64_t i = 0; i < rank; ++i) {
+      (*roi)[static_cast<size_t>(i)] = 0;
+      (*roi)[static_cast<size_t>(rank + i)] = 1;
+    }
+    if (coord_ == CoordMode::kTfCropAndResize) {
+      if (roi_in.size() != 2 * na)
+        return invalid_argument("tf_crop_and_resize needs input 1 (roi) with ", 2 * na,
+                                " values, got ", roi_in.size());
+      for (size_t i = 0; i < na; ++i) {
+        (*roi)[static_cast<size_t>(axes[i])] = roi_in[i];
+        (*roi)[static_cast<size_t>(rank + axes[i])] = roi_in[na + i];
+      }
+    }
+    return Status::ok();
+  }
+
+  // The per-axis scale and output size (over all axes; those outside `axes`
+  // keep 1 and the input size) from scales or sizes.
+  void output_geometry(const Shape& in_shape, const std::vector<int64_t>& axes, const std::vector<double>& scales_in,
+                       const std::vector<int64_t>& sizes_in, const std::vector<double>& roi, std::vector<double>* scale,
+                       Shape* out_shape) const {
+    const size_t na = axes.size();
+    const size_t rank = in_shape.size();
+    if (!scales_in.empty()) {
+      for (size_t i = 0; i < na; ++i) {
+        const auto a = static_cast<size_t>(axes[i]);
+        (*scale)[a] = scales_in[i];
+        double len = static_cast<double>(in_shape[a]) * (*scale)[a];
+        if (coord_ == CoordMode::kTfCropAndResize) len *= roi[rank + a] - roi[a];
+        (*out_shape)[a] = static_cast<int64_t>(std::floor(len));
+      }
+    } else {
+      if (aspect_ == AspectPolicy::kStretch) {
+        for (size_t i = 0; i < na; ++i) {
+          const auto a = static_cast<size_t>(axes[i]);
+          (*out_shape)[a] = sizes_in[i];
+          (*scale)[a] = in_shape[a] > 0 ? static_cast<double>(sizes_in[i]) / static_cast<double>(in_shape[a]) : 1.0;
+        }
+      } else {
+        // One scale for all axes: the smallest (not_larger) or largest
+        // (not_smaller) of sizes / input, then rounded sizes (ONNX-18).
+        double s = aspect_ == AspectPolicy::kNotLarger ? std::numeric_limits<double>::infinity() : 0.0;
+        for (size_t i = 0; i < na; ++i) {
+          const auto a = static_cast<size_t>(axes[i]);
+          if (in_shape[a] == 0) continue;
+          const double r = static_cast<double>(sizes_in[i]) / static_cast<double>(in_shape[a]);
+          s = aspect_ == AspectPolicy::kNotLarger ? std::min(s, r) : std::max(s, r);
+        }
+        if (!std::isfinite(s) || s <= 0) s = 1.0;
+        for (size_t i = 0; i < na; ++i) {
+          const auto a = static_cast<size_t>(axes[i]);
+          (*scale)[a] = s;
+          (*out_shape)[a] = static_cast<int64_t>(std::nearbyint(s * static_cast<double>(in_shape[a])));
+        }
+      }
+    }
+  }
+
   // The input coordinate of output coordinate `o` along an axis.
   double source_coord(int64_t o, int64_t in_len, int64_t out_len, double scale, double roi_start,
                       double roi_end) const {

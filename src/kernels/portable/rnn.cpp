@@ -168,6 +168,10 @@ class RecurrentKernel final : public Kernel {
   void run_direction(const DirectionParams& p, bool reverse, int64_t seq, int64_t batch, int64_t input_size,
                      int64_t hidden, const float* x, const int64_t* lens, float* h, float* c, float* y, int64_t dir,
                      ThreadPool* pool) const;
+  std::vector<float> input_projection(const DirectionParams& p, int64_t rows, int64_t in_size, int64_t hs,
+                                      const float* x, ThreadPool* pool) const;
+  void gru_finish_step(const DirectionParams& p, const Activation& gfn, int64_t t, int64_t batch, int64_t hs,
+                       const float* xwt, const float* hr, const int64_t* lens, const float* h, float* h_new) const;
 
   float clip(float v) const { return clip_ > 0 ? std::min(std::max(v, -clip_), clip_) : v; }
 
@@ -215,6 +219,103 @@ Status check_shape(const Tensor& t, size_t index, const char* name,
   return Status::ok();
 }
 
+// Reads sequence_lens (input 4) into `lens`, which holds `seq` per batch
+// entry when the input is absent.
+Status read_sequence_lens(KernelContext& ctx, int64_t batch, int64_t seq, std::vector<int64_t>* lens) {
+  if (!ctx.has_input(4)) return Status::ok();
+  const Tensor& sl = ctx.input(4);
+  if (sl.shape() != Shape{batch} || !dtype_is_integer(sl.dtype())) {
+    return invalid_argument("input 4 (sequence_lens) must be int32[", batch, "], got ",
+                            dtype_name(sl.dtype()), sl.shape().to_string());
+  }
+  KILN_ASSIGN_OR_RETURN(*lens, to_int64_vector(sl));
+  for (int64_t l : *lens) {
+    if (l < 0 || l > seq)
+      return invalid_argument("input 4 (sequence_lens) has ", l, ", outside [0, ", seq, "]");
+  }
+  return Status::ok();
+}
+
+// Index of state element (d, bb, k) in the given layout (0: [nd][batch][hs],
+// 1: [batch][nd][hs]).
+int64_t state_index(int64_t layout, int64_t nd, int64_t batch, int64_t hs, int64_t d, int64_t bb, int64_t k) {
+  return layout == 0 ? (d * batch + bb) * hs + k : (bb * nd + d) * hs + k;
+}
+
+// Loads initial_h/initial_c (input `index`, in `layout`) into `dst`, kept as
+// [num_directions][batch][hidden]; leaves `dst` as is when absent.
+Status load_state(KernelContext& ctx, size_t index, const char* name, int64_t layout, int64_t nd, int64_t batch,
+                  int64_t hs, std::vector<float>* dst) {
+  if (!ctx.has_input(index)) return Status::ok();
+  const Tensor& t = ctx.input(index);
+  if (layout == 0) {
+    KILN_RETURN_IF_ERROR(check_shape(t, index, name, {nd, batch, hs}));
+  } else {
+    KILN_RETURN_IF_ERROR(check_shape(t, index, name, {batch, nd, hs}));
+  }
+  const std::vector<float> v = to_float_vector(t);
+  for (int64_t d = 0; d < nd; ++d)
+    for (int64_t bb = 0; bb < batch; ++bb)
+      for (int64_t k = 0; k < hs; ++k) {
+        const int64_t src = state_index(layout, nd, batch, hs, d, bb, k);
+        (*dst)[static_cast<size_t>((d * batch + bb) * hs + k)] = v[static_cast<size_t>(src)];
+      }
+  return Status::ok();
+}
+
+// Writes the state `s` ([num_directions][batch][hidden]) to output `index`
+// in `layout`, when that output is wanted.
+Status store_state(KernelContext& ctx, size_t index, DType dt, int64_t layout, int64_t nd, int64_t batch, int64_t hs,
+                   const std::vector<float>& s) {
+  if (!ctx.wants_output(index)) return Status::ok();
+  const Shape shape = layout == 0 ? Shape{nd, batch, hs} : Shape{batch, nd, hs};
+  KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(index, dt, shape));
+  std::vector<float> tmp(s.size());
+  for (int64_t d = 0; d < nd; ++d)
+    for (int64_t bb = 0; bb < batch; ++bb)
+      for (int64_t k = 0; k < hs; ++k) {
+        const int64_t dst = state_index(layout, nd, batch, hs, d, bb, k);
+        tmp[static_cast<size_t>(dst)] = s[static_cast<size_t>((d * batch + bb) * hs + k)];
+      }
+  from_float_vector(tmp.data(), out);
+  return Status::ok();
+}
+
+// X ([batch][seq][input] when layout is 1) as seq-major [seq][batch][input]
+// in `xs`; returns the seq-major data (x itself for layout 0).
+const float* x_seq_major(const std::vector<float>& x, int64_t layout, int64_t seq, int64_t batch, int64_t in_size,
+                         std::vector<float>* xs) {
+  if (layout != 1) return x.data();
+  xs->resize(x.size());
+  for (int64_t bb = 0; bb < batch; ++bb)
+    for (int64_t t = 0; t < seq; ++t)
+      std::memcpy(&(*xs)[static_cast<size_t>((t * batch + bb) * in_size)],
+                  &x[static_cast<size_t>((bb * seq + t) * in_size)], static_cast<size_t>(in_size) * sizeof(float));
+  return xs->data();
+}
+
+// Writes Y ([seq][num_directions][batch][hidden]) to output 0 in `layout`
+// ([batch][seq][num_directions][hidden] when 1), when it is wanted.
+Status write_y(KernelContext& ctx, DType dt, int64_t layout, int64_t seq, int64_t nd, int64_t batch, int64_t hs,
+               const std::vector<float>& y) {
+  if (!ctx.wants_output(0)) return Status::ok();
+  const Shape ys = layout == 0 ? Shape{seq, nd, batch, hs} : Shape{batch, seq, nd, hs};
+  KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, dt, ys));
+  std::vector<float> tmp;
+  const float* src = y.data();
+  if (layout == 1) {
+    tmp.resize(y.size());
+    for (int64_t t = 0; t < seq; ++t)
+      for (int64_t d = 0; d < nd; ++d)
+        for (int64_t bb = 0; bb < batch; ++bb)
+          std::memcpy(&tmp[static_cast<size_t>(((bb * seq + t) * nd + d) * hs)],
+                      &y[static_cast<size_t>(((t * nd + d) * batch + bb) * hs)], static_cast<size_t>(hs) * sizeof(float));
+    src = tmp.data();
+  }
+  from_float_vector(src, out);
+  return Status::ok();
+}
+
 Status RecurrentKernel::compute(KernelContext& ctx) const {
   const ir::Node& node = ctx.node();
   if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.has_input(2))
@@ -250,41 +351,13 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
     b = to_float_vector(ctx.input(3));
   }
   std::vector<int64_t> lens(static_cast<size_t>(batch), seq);
-  if (ctx.has_input(4)) {
-    const Tensor& sl = ctx.input(4);
-    if (sl.shape() != Shape{batch} || !dtype_is_integer(sl.dtype())) {
-      return invalid_argument("input 4 (sequence_lens) must be int32[", batch, "], got ",
-                              dtype_name(sl.dtype()), sl.shape().to_string());
-    }
-    KILN_ASSIGN_OR_RETURN(lens, to_int64_vector(sl));
-    for (int64_t l : lens) {
-      if (l < 0 || l > seq)
-        return invalid_argument("input 4 (sequence_lens) has ", l, ", outside [0, ", seq, "]");
-    }
-  }
+  KILN_RETURN_IF_ERROR(read_sequence_lens(ctx, batch, seq, &lens));
   // States are kept as [num_directions][batch][hidden] whatever the layout.
   std::vector<float> h(static_cast<size_t>(nd * batch * hs), 0.f), c;
-  auto load_state = [&](size_t index, const char* name, std::vector<float>* dst) -> Status {
-    if (!ctx.has_input(index)) return Status::ok();
-    const Tensor& t = ctx.input(index);
-    if (layout_ == 0) {
-      KILN_RETURN_IF_ERROR(check_shape(t, index, name, {nd, batch, hs}));
-    } else {
-      KILN_RETURN_IF_ERROR(check_shape(t, index, name, {batch, nd, hs}));
-    }
-    const std::vector<float> v = to_float_vector(t);
-    for (int64_t d = 0; d < nd; ++d)
-      for (int64_t bb = 0; bb < batch; ++bb)
-        for (int64_t k = 0; k < hs; ++k) {
-          const int64_t src = layout_ == 0 ? (d * batch + bb) * hs + k : (bb * nd + d) * hs + k;
-          (*dst)[static_cast<size_t>((d * batch + bb) * hs + k)] = v[static_cast<size_t>(src)];
-        }
-    return Status::ok();
-  };
-  KILN_RETURN_IF_ERROR(load_state(5, "initial_h", &h));
+  KILN_RETURN_IF_ERROR(load_state(ctx, 5, "initial_h", layout_, nd, batch, hs, &h));
   if (kind_ == CellKind::kLstm) {
     c.assign(h.size(), 0.f);
-    KILN_RETURN_IF_ERROR(load_state(6, "initial_c", &c));
+    KILN_RETURN_IF_ERROR(load_state(ctx, 6, "initial_c", layout_, nd, batch, hs, &c));
     if (ctx.has_input(7)) {
       KILN_RETURN_IF_ERROR(check_shape(ctx.input(7), 7, "P", {nd, 3 * hs}));
       p = to_float_vector(ctx.input(7));
@@ -293,15 +366,7 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
 
   // X as seq-major [seq][batch][input] for the step loop.
   std::vector<float> xs;
-  const float* xseq = x.data();
-  if (layout_ == 1) {
-    xs.resize(x.size());
-    for (int64_t bb = 0; bb < batch; ++bb)
-      for (int64_t t = 0; t < seq; ++t)
-        std::memcpy(&xs[static_cast<size_t>((t * batch + bb) * in_size)], &x[static_cast<size_t>((bb * seq + t) * in_size)],
-                    static_cast<size_t>(in_size) * sizeof(float));
-    xseq = xs.data();
-  }
+  const float* xseq = x_seq_major(x, layout_, seq, batch, in_size, &xs);
   // Y as [seq][num_directions][batch][hidden].
   std::vector<float> y(static_cast<size_t>(seq * nd * batch * hs), 0.f);
   for (int64_t d = 0; d < nd; ++d) {
@@ -326,43 +391,61 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
   }
 
   // Outputs in the requested layout.
-  if (ctx.wants_output(0)) {
-    const Shape ys = layout_ == 0 ? Shape{seq, nd, batch, hs} : Shape{batch, seq, nd, hs};
-    KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, dt, ys));
-    std::vector<float> tmp;
-    const float* src = y.data();
-    if (layout_ == 1) {
-      tmp.resize(y.size());
-      for (int64_t t = 0; t < seq; ++t)
-        for (int64_t d = 0; d < nd; ++d)
-          for (int64_t bb = 0; bb < batch; ++bb)
-            std::memcpy(&tmp[static_cast<size_t>(((bb * seq + t) * nd + d) * hs)],
-                        &y[static_cast<size_t>(((t * nd + d) * batch + bb) * hs)], static_cast<size_t>(hs) * sizeof(float));
-      src = tmp.data();
-    }
-    from_float_vector(src, out);
-  }
-  auto store_state = [&](size_t index, const std::vector<float>& s) -> Status {
-    if (!ctx.wants_output(index)) return Status::ok();
-    const Shape shape = layout_ == 0 ? Shape{nd, batch, hs} : Shape{batch, nd, hs};
-    KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(index, dt, shape));
-    std::vector<float> tmp(s.size());
-    for (int64_t d = 0; d < nd; ++d)
-      for (int64_t bb = 0; bb < batch; ++bb)
-        for (int64_t k = 0; k < hs; ++k) {
-          const int64_t dst = layout_ == 0 ? (d * batch + bb) * hs + k : (bb * nd + d) * hs + k;
-          tmp[static_cast<size_t>(dst)] = s[static_cast<size_t>((d * batch + bb) * hs + k)];
-        }
-    from_float_vector(tmp.data(), out);
-    return Status::ok();
-  };
-  KILN_RETURN_IF_ERROR(store_state(1, h));
+  KILN_RETURN_IF_ERROR(write_y(ctx, dt, layout_, seq, nd, batch, hs, y));
+  KILN_RETURN_IF_ERROR(store_state(ctx, 1, dt, layout_, nd, batch, hs, h));
   if (kind_ == CellKind::kLstm) {
-    KILN_RETURN_IF_ERROR(store_state(2, c));
+    KILN_RETURN_IF_ERROR(store_state(ctx, 2, dt, layout_, nd, batch, hs, c));
   } else if (ctx.num_outputs() > 2 && ctx.wants_output(2)) {
     return invalid_argument(node.op_type, " has only 2 outputs (Y, Y_h)");
   }
   return Status::ok();
+}
+
+// xw[t][b][gate*H] = X_t W^T + Wb (+ Rb, except GRU's h gate with
+// linear_before_reset, where Rb_h sits inside the reset product), for the
+// `rows` = seq * batch rows of x.
+std::vector<float> RecurrentKernel::input_projection(const DirectionParams& p, int64_t rows, int64_t in_size,
+                                                     int64_t hs, const float* x, ThreadPool* pool) const {
+  const int64_t gh = num_gates(kind_) * hs;
+  std::vector<float> xw(static_cast<size_t>(rows * gh));
+  gemm_bt(rows, gh, in_size, x, in_size, p.w, p.w_packed, xw.data(), gh, pool);
+  if (p.wb) {
+    std::vector<float> bias(static_cast<size_t>(gh));
+    for (int64_t k = 0; k < gh; ++k) {
+      const bool rb_inside = kind_ == CellKind::kGru && k >= 2 * hs;
+      bias[static_cast<size_t>(k)] = p.wb[k] + (rb_inside ? 0.f : p.rb[k]);
+    }
+    for (int64_t row = 0; row < rows; ++row)
+      for (int64_t k = 0; k < gh; ++k) xw[static_cast<size_t>(row * gh + k)] += bias[static_cast<size_t>(k)];
+  }
+  return xw;
+}
+
+// GRU's last part of step t: the h gate (from hr, with linear_before_reset
+// already activated there) and H_t = (1 - z) (.) h + z (.) H_{t-1} into
+// h_new, for the batch entries still running.
+void RecurrentKernel::gru_finish_step(const DirectionParams& p, const Activation& gfn, int64_t t, int64_t batch,
+                                      int64_t hs, const float* xwt, const float* hr, const int64_t* lens,
+                                      const float* h, float* h_new) const {
+  const int64_t gh = 3 * hs;
+  for (int64_t bb = 0; bb < batch; ++bb) {
+    if (t >= lens[bb]) continue;
+    const float* xr = xwt + bb * gh;
+    const float* a = hr + bb * gh;
+    const float* hp = h + bb * hs;
+    float* hn = h_new + bb * hs;
+    for (int64_t k = 0; k < hs; ++k) {
+      float ht;
+      if (linear_before_reset_) {
+        ht = a[2 * hs + k];
+      } else {
+        const float rb = p.rb ? p.rb[2 * hs + k] : 0.f;
+        ht = gfn(clip(xr[2 * hs + k] + a[2 * hs + k] + rb));
+      }
+      const float z = a[k];
+      hn[k] = (1.f - z) * ht + z * hp[k];
+    }
+  }
 }
 
 void RecurrentKernel::run_direction(const DirectionParams& p, bool reverse, int64_t seq, int64_t batch,
@@ -370,19 +453,7 @@ void RecurrentKernel::run_direction(const DirectionParams& p, bool reverse, int6
                                     float* c, float* y, int64_t dir, ThreadPool* pool) const {
   const int64_t g = num_gates(kind_), gh = g * hs;
   const int64_t nd = num_dir_;
-  // xw[t][b][gate*H] = X_t W^T + Wb (+ Rb, except GRU's h gate with
-  // linear_before_reset, where Rb_h sits inside the reset product).
-  std::vector<float> xw(static_cast<size_t>(seq * batch * gh));
-  gemm_bt(seq * batch, gh, in_size, x, in_size, p.w, p.w_packed, xw.data(), gh, pool);
-  if (p.wb) {
-    std::vector<float> bias(static_cast<size_t>(gh));
-    for (int64_t k = 0; k < gh; ++k) {
-      const bool rb_inside = kind_ == CellKind::kGru && k >= 2 * hs;
-      bias[static_cast<size_t>(k)] = p.wb[k] + (rb_inside ? 0.f : p.rb[k]);
-    }
-    for (int64_t row = 0; row < seq * batch; ++row)
-      for (int64_t k = 0; k < gh; ++k) xw[static_cast<size_t>(row * gh + k)] += bias[static_cast<size_t>(k)];
-  }
+  const std::vector<float> xw = input_projection(p, seq * batch, in_size, hs, x, pool);
   std::vector<float> hr(static_cast<size_t>(batch * gh));  // H_{t-1} R^T
   std::vector<float> rh(kind_ == CellKind::kGru ? static_cast<size_t>(batch * hs) : 0);  // r (.) H_{t-1}
   std::vector<float> h_new(static_cast<size_t>(batch * hs)), c_new(c ? static_cast<size_t>(batch * hs) : 0);
@@ -444,24 +515,7 @@ void RecurrentKernel::run_direction(const DirectionParams& p, bool reverse, int6
         gemm_bt(batch, hs, hs, rh.data(), hs, p.r ? p.r + 2 * hs * hs : nullptr, p.rh_packed, hr.data() + 2 * hs, gh,
                 pool);
       }
-      for (int64_t bb = 0; bb < batch; ++bb) {
-        if (t >= lens[bb]) continue;
-        const float* xr = xwt + bb * gh;
-        const float* a = hr.data() + bb * gh;
-        const float* hp = h + bb * hs;
-        float* hn = h_new.data() + bb * hs;
-        for (int64_t k = 0; k < hs; ++k) {
-          float ht;
-          if (linear_before_reset_) {
-            ht = a[2 * hs + k];
-          } else {
-            const float rb = p.rb ? p.rb[2 * hs + k] : 0.f;
-            ht = gfn(clip(xr[2 * hs + k] + a[2 * hs + k] + rb));
-          }
-          const float z = a[k];
-          hn[k] = (1.f - z) * ht + z * hp[k];
-        }
-      }
+      gru_finish_step(p, gfn, t, batch, hs, xwt, hr.data(), lens, h, h_new.data());
     }
     for (int64_t bb = 0; bb < batch; ++bb) {
       if (t >= lens[bb]) continue;  // Y stays zero, the state is kept

@@ -312,34 +312,8 @@ class PadKernel final : public Kernel {
     const Tensor& in = ctx.input(0);
     const size_t rank = in.rank();
     const DType dt = in.dtype();
-    std::vector<int64_t> pads_in = attr_pads_;
-    if (opset_ >= 11) {
-      if (!ctx.has_input(1)) return invalid_argument("input 1 (pads) is missing");
-      KILN_ASSIGN_OR_RETURN(pads_in, read_ints_input(ctx, 1, "pads"));
-    }
-    // Opset 18 'axes' input: pads cover only those axes.
-    std::vector<int64_t> axes;
-    bool has_axes = false;
-    KILN_ASSIGN_OR_RETURN(axes, read_ints_input(ctx, 3, "axes", &has_axes));
-    if (!has_axes) {
-      axes.resize(rank);
-      std::iota(axes.begin(), axes.end(), 0);
-    } else {
-      KILN_ASSIGN_OR_RETURN(axes, normalize_axes(axes, static_cast<int64_t>(rank)));
-    }
-    if (pads_in.size() != 2 * axes.size()) {
-      return invalid_argument("pads has ", pads_in.size(), " entries, expected ",
-                              2 * axes.size(), " for input of shape ", in.shape().to_string());
-    }
     std::vector<int64_t> begin(rank, 0), end(rank, 0);
-    for (size_t i = 0; i < axes.size(); ++i) {
-      const int64_t b = pads_in[i], e = pads_in[i + axes.size()];
-      if (std::max(std::abs(b), std::abs(e)) > kMaxElements) {
-        return invalid_argument("pads ", b, ", ", e, " are out of range");
-      }
-      begin[static_cast<size_t>(axes[i])] = b;
-      end[static_cast<size_t>(axes[i])] = e;
-    }
+    KILN_RETURN_IF_ERROR(read_pads(ctx, in, &begin, &end));
     Shape out_shape;
     out_shape.resize(rank);
     for (size_t i = 0; i < rank; ++i) {
@@ -356,25 +330,7 @@ class PadKernel final : public Kernel {
     alignas(16) unsigned char value_buf[16] = {};
     std::string value_str;
     const void* value = value_buf;
-    if (dt == DType::kString) {
-      if (ctx.has_input(2) && ctx.input(2).dtype() == DType::kString && ctx.input(2).numel() >= 1)
-        value_str = *ctx.input(2).data<std::string>();
-      value = &value_str;
-    } else if (ctx.has_input(2) && ctx.input(2).numel() >= 1) {
-      if (ctx.input(2).dtype() != dt) {
-        return invalid_argument("input 2 (constant_value) has dtype ",
-                                dtype_name(ctx.input(2).dtype()), ", expected ", dtype_name(dt));
-      }
-      std::memcpy(value_buf, ctx.input(2).raw_data(), dtype_size(dt));
-    } else if (opset_ < 11) {
-      visit_dtype(dt, [&](auto tag) {
-        using T = decltype(tag);
-        if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
-          T v = static_cast<T>(attr_value_);
-          std::memcpy(value_buf, &v, sizeof(T));
-        }
-      });
-    }
+    KILN_RETURN_IF_ERROR(read_pad_value(ctx, dt, value_buf, &value_str, &value));
 
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, dt, out_shape));
     if (out->numel() == 0) return Status::ok();
@@ -384,31 +340,7 @@ class PadKernel final : public Kernel {
     }
 
     // maps[d][o]: the input index read for output index o along d, -1 for the pad value.
-    std::vector<std::vector<int64_t>> maps(rank);
-    for (size_t d = 0; d < rank; ++d) {
-      const int64_t n = in.dim(d);
-      maps[d].resize(static_cast<size_t>(out_shape[d]));
-      for (int64_t o = 0; o < out_shape[d]; ++o) {
-        int64_t i = o - begin[d];
-        if (i < 0 || i >= n) {
-          switch (mode_) {
-            case PadMode::kConstant: i = -1; break;
-            case PadMode::kEdge: i = std::clamp<int64_t>(i, 0, n - 1); break;
-            case PadMode::kWrap: i = ((i % n) + n) % n; break;
-            case PadMode::kReflect:
-              if (n == 1) {
-                i = 0;
-              } else {
-                const int64_t period = 2 * (n - 1);
-                i = ((i % period) + period) % period;
-                if (i >= n) i = period - i;
-              }
-              break;
-          }
-        }
-        maps[d][static_cast<size_t>(o)] = i;
-      }
-    }
+    const std::vector<std::vector<int64_t>> maps = source_maps(in.shape(), begin, out_shape);
     const std::vector<int64_t> in_strides = contiguous_strides(in.shape());
     const int64_t last_out = out_shape[rank - 1];
     const int64_t rows = out->numel() / last_out;
@@ -457,6 +389,101 @@ class PadKernel final : public Kernel {
   }
 
  private:
+  // The begin and end pads per axis from the pads attribute (opset < 11) or
+  // input 1, over the axes of input 3 (opset 18) or all of them.
+  Status read_pads(KernelContext& ctx, const Tensor& in, std::vector<int64_t>* begin,
+                   std::vector<int64_t>* end) const {
+    const size_t rank = in.rank();
+    std::vector<int64_t> pads_in = attr_pads_;
+    if (opset_ >= 11) {
+      if (!ctx.has_input(1)) return invalid_argument("input 1 (pads) is missing");
+      KILN_ASSIGN_OR_RETURN(pads_in, read_ints_input(ctx, 1, "pads"));
+    }
+    // Opset 18 'axes' input: pads cover only those axes.
+    std::vector<int64_t> axes;
+    bool has_axes = false;
+    KILN_ASSIGN_OR_RETURN(axes, read_ints_input(ctx, 3, "axes", &has_axes));
+    if (!has_axes) {
+      axes.resize(rank);
+      std::iota(axes.begin(), axes.end(), 0);
+    } else {
+      KILN_ASSIGN_OR_RETURN(axes, normalize_axes(axes, static_cast<int64_t>(rank)));
+    }
+    if (pads_in.size() != 2 * axes.size()) {
+      return invalid_argument("pads has ", pads_in.size(), " entries, expected ",
+                              2 * axes.size(), " for input of shape ", in.shape().to_string());
+    }
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const int64_t b = pads_in[i], e = pads_in[i + axes.size()];
+      if (std::max(std::abs(b), std::abs(e)) > kMaxElements) {
+        return invalid_argument("pads ", b, ", ", e, " are out of range");
+      }
+      (*begin)[static_cast<size_t>(axes[i])] = b;
+      (*end)[static_cast<size_t>(axes[i])] = e;
+    }
+    return Status::ok();
+  }
+
+  // The padding value (input 2, or the value attribute before opset 11) as
+  // one element of `dt` in value_buf (16 bytes), or in *value_str for
+  // strings; *value points at whichever holds it.
+  Status read_pad_value(KernelContext& ctx, DType dt, unsigned char* value_buf, std::string* value_str,
+                        const void** value) const {
+    if (dt == DType::kString) {
+      if (ctx.has_input(2) && ctx.input(2).dtype() == DType::kString && ctx.input(2).numel() >= 1)
+        *value_str = *ctx.input(2).data<std::string>();
+      *value = value_str;
+    } else if (ctx.has_input(2) && ctx.input(2).numel() >= 1) {
+      if (ctx.input(2).dtype() != dt) {
+        return invalid_argument("input 2 (constant_value) has dtype ",
+                                dtype_name(ctx.input(2).dtype()), ", expected ", dtype_name(dt));
+      }
+      std::memcpy(value_buf, ctx.input(2).raw_data(), dtype_size(dt));
+    } else if (opset_ < 11) {
+      visit_dtype(dt, [&](auto tag) {
+        using T = decltype(tag);
+        if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+          T v = static_cast<T>(attr_value_);
+          std::memcpy(value_buf, &v, sizeof(T));
+        }
+      });
+    }
+    return Status::ok();
+  }
+
+  // maps[d][o]: the input index read for output index o along axis d (by
+  // mode_), -1 for the pad value.
+  std::vector<std::vector<int64_t>> source_maps(const Shape& in_shape, const std::vector<int64_t>& begin,
+                                                const Shape& out_shape) const {
+    const size_t rank = in_shape.size();
+    std::vector<std::vector<int64_t>> maps(rank);
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t n = in_shape[d];
+      maps[d].resize(static_cast<size_t>(out_shape[d]));
+      for (int64_t o = 0; o < out_shape[d]; ++o) {
+        int64_t i = o - begin[d];
+        if (i < 0 || i >= n) {
+          switch (mode_) {
+            case PadMode::kConstant: i = -1; break;
+            case PadMode::kEdge: i = std::clamp<int64_t>(i, 0, n - 1); break;
+            case PadMode::kWrap: i = ((i % n) + n) % n; break;
+            case PadMode::kReflect:
+              if (n == 1) {
+                i = 0;
+              } else {
+                const int64_t period = 2 * (n - 1);
+                i = ((i % period) + period) % period;
+                if (i >= n) i = period - i;
+              }
+              break;
+          }
+        }
+        maps[d][static_cast<size_t>(o)] = i;
+      }
+    }
+    return maps;
+  }
+
   int opset_ = 13;
   PadMode mode_ = PadMode::kConstant;
   std::vector<int64_t> attr_pads_;

@@ -52,6 +52,60 @@ struct WindowGeometry {
 Result<WindowGeometry> resolve_window(const WindowAttrs& attrs, std::span<const int64_t> in_spatial,
                                       std::span<const int64_t> kernel);
 
+namespace detail {
+/// The write cursor of im2col_panels over one row p of the panels: `panel`
+/// points at lane 0 of the current panel's row, panels are kc * nr apart.
+template <class T>
+struct PanelWriter {
+  T* panel;
+  int64_t lane;
+  int64_t nr, kc;
+  T pad;
+  const T* pad8;  // 8 copies of pad
+
+  /// Appends `len` values src[t * step] (or `pad` when src is null).
+  inline void emit(const T* src, int64_t step, int64_t len) {
+    while (len > 0) {
+      const int64_t chunk = std::min(len, nr - lane);
+      T* dst = panel + lane;
+      if (!src) {
+        int64_t t = 0;
+        for (; t + 8 <= chunk; t += 8) __builtin_memcpy(dst + t, pad8, 8 * sizeof(T));
+        for (; t < chunk; ++t) dst[t] = pad;
+      } else if (step == 1) {
+        copy_short(dst, src, chunk);
+        src += chunk;
+      } else {
+        for (int64_t t = 0; t < chunk; ++t) dst[t] = src[t * step];
+        src += chunk * step;
+      }
+      lane += chunk;
+      len -= chunk;
+      if (lane == nr) {
+        lane = 0;
+        panel += kc * nr;
+      }
+    }
+  }
+
+  // Fixed-size copies inline as vector moves; a plain loop would become a
+  // libc memcpy call, costly for these short runs.
+  static inline void copy_short(T* dst, const T* src, int64_t n) {
+    int64_t t = 0;
+    for (; t + 8 <= n; t += 8) __builtin_memcpy(dst + t, src + t, 8 * sizeof(T));
+    if (n - t >= 4) {
+      __builtin_memcpy(dst + t, src + t, 4 * sizeof(T));
+      t += 4;
+    }
+    if (n - t >= 2) {
+      __builtin_memcpy(dst + t, src + t, 2 * sizeof(T));
+      t += 2;
+    }
+    if (n - t >= 1) dst[t] = src[t];
+  }
+};
+}  // namespace detail
+
 /// Writes rows [p0, p0 + kc) and columns [j0, j0 + nc) of the im2col matrix
 /// of one image (or one group of it) in the panel layout of BPanelSource
 /// (gemm.h): row p is (channel p / kernel_size, kernel offset p %
@@ -85,44 +139,7 @@ void im2col_panels(const WindowGeometry& g, const T* x, int64_t p0, int64_t kc, 
     const int64_t first0 = kd[last] * g.dilation[last] - g.pad_begin[last];
     const int64_t row_lo = first0 < 0 ? (-first0 + s_last - 1) / s_last : 0;
     const int64_t row_hi = first0 < in_last ? (in_last - 1 - first0) / s_last + 1 : 0;
-    T* panel = out + pp * nr;
-    int64_t lane = 0;
-    // Appends `len` values x[src + t * step] (or `pad` when src is null).
-    auto emit = [&](const T* src, int64_t step, int64_t len) {
-      while (len > 0) {
-        const int64_t chunk = std::min(len, nr - lane);
-        T* dst = panel + lane;
-        if (!src) {
-          int64_t t = 0;
-          for (; t + 8 <= chunk; t += 8) __builtin_memcpy(dst + t, pad8, 8 * sizeof(T));
-          for (; t < chunk; ++t) dst[t] = pad;
-        } else if (step == 1) {
-          // Fixed-size copies inline as vector moves; a plain loop would
-          // become a libc memcpy call, costly for these short runs.
-          int64_t t = 0;
-          for (; t + 8 <= chunk; t += 8) __builtin_memcpy(dst + t, src + t, 8 * sizeof(T));
-          if (chunk - t >= 4) {
-            __builtin_memcpy(dst + t, src + t, 4 * sizeof(T));
-            t += 4;
-          }
-          if (chunk - t >= 2) {
-            __builtin_memcpy(dst + t, src + t, 2 * sizeof(T));
-            t += 2;
-          }
-          if (chunk - t >= 1) dst[t] = src[t];
-          src += chunk;
-        } else {
-          for (int64_t t = 0; t < chunk; ++t) dst[t] = src[t * step];
-          src += chunk * step;
-        }
-        lane += chunk;
-        len -= chunk;
-        if (lane == nr) {
-          lane = 0;
-          panel += kc * nr;
-        }
-      }
-    };
+    detail::PanelWriter<T> w{out + pp * nr, 0, nr, kc, pad, pad8};
     for (int64_t remaining = nc; remaining > 0;) {
       const int64_t run = std::min(out_last - od[last], remaining);
       bool inside = true;
@@ -133,7 +150,7 @@ void im2col_panels(const WindowGeometry& g, const T* x, int64_t p0, int64_t kc, 
         base = base * g.in[d] + i;
       }
       if (!inside) {
-        emit(nullptr, 0, run);
+        w.emit(nullptr, 0, run);
       } else {
         // Input column of output column o: o * s - pad + k * dilation; split
         // the run into [before the input | inside | after the input]. Runs
@@ -150,9 +167,9 @@ void im2col_panels(const WindowGeometry& g, const T* x, int64_t p0, int64_t kc, 
           lo = std::min(lo, run);
           hi = std::max(lo, std::min(hi, run));
         }
-        emit(nullptr, 0, lo);
-        emit(xc + base * in_last + first + lo * s_last, s_last, hi - lo);
-        emit(nullptr, 0, run - hi);
+        w.emit(nullptr, 0, lo);
+        w.emit(xc + base * in_last + first + lo * s_last, s_last, hi - lo);
+        w.emit(nullptr, 0, run - hi);
       }
       remaining -= run;
       od[last] = 0;
@@ -161,7 +178,7 @@ void im2col_panels(const WindowGeometry& g, const T* x, int64_t p0, int64_t kc, 
         od[d] = 0;
       }
     }
-    if (lane != 0) emit(nullptr, 0, nr - lane);
+    if (w.lane != 0) w.emit(nullptr, 0, nr - w.lane);
   }
 }
 

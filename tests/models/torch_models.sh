@@ -8,10 +8,9 @@
 # 7/32768; worst absolute error ~3e-6); all pass at 1e-6. The test uses 1e-5
 # for margin across CPUs (AVX2 vs AVX-512 kernels); rtol stays 1e-3.
 #
-# Two passes: with the installed plugins (the xnnpack plugin, when built and
-# available, runs most of each CNN: checked with `kiln inspect`), then on
-# portable kernels alone (KILN_XNNPACK_LIB at a missing file makes the
-# xnnpack plugin unavailable).
+# Three passes: each available plugin alone ahead of portable kernels (the
+# other hidden with its library-path variable; each must run most of each CNN,
+# checked with `kiln inspect`), then portable kernels alone.
 kiln=$1
 dir=$2
 if [ ! -d "$dir" ] || [ -z "$(ls -A "$dir" 2>/dev/null)" ]; then
@@ -19,18 +18,22 @@ if [ ! -d "$dir" ] || [ -z "$(ls -A "$dir" 2>/dev/null)" ]; then
        "(or /usr/bin/python3 bench/models/export.py)"
   exit 77
 fi
+no_xnnpack=KILN_XNNPACK_LIB=/nonexistent/libXNNPACK.so.0
+no_onednn=KILN_ONEDNN_LIBRARY=/nonexistent/libdnnl.so.2
 status=0
-if "$kiln" backends | grep -A2 '^xnnpack ' | grep -q 'available:   yes'; then
+for plugin in xnnpack onednn; do
+  if [ "$plugin" = xnnpack ]; then hide=$no_onednn; else hide=$no_xnnpack; fi
+  "$kiln" backends | grep -A2 "^$plugin " | grep -q 'available:   yes' || continue
   for m in resnet18 mobilenet_v2 squeezenet1_1; do
     [ -f "$dir/$m/model.onnx" ] || continue
-    if ! "$kiln" inspect "$dir/$m/model.onnx" | grep -q '  xnnpack:'; then
-      echo "FAIL $m: no xnnpack partition"
+    if ! env $hide "$kiln" inspect "$dir/$m/model.onnx" | grep -q "  $plugin:"; then
+      echo "FAIL $m: no $plugin partition"
       status=1
     fi
   done
-  echo "== with plugins (xnnpack)"
-  "$kiln" conformance "$dir" --atol 1e-5 --rtol 1e-3 || status=1
-fi
+  echo "== with the $plugin plugin"
+  env $hide "$kiln" conformance "$dir" --atol 1e-5 --rtol 1e-3 || status=1
+done
 echo "== portable kernels only"
-KILN_XNNPACK_LIB=/nonexistent/libXNNPACK.so.0 "$kiln" conformance "$dir" --atol 1e-5 --rtol 1e-3 || status=1
+env $no_xnnpack $no_onednn "$kiln" conformance "$dir" --atol 1e-5 --rtol 1e-3 || status=1
 exit $status

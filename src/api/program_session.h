@@ -10,7 +10,7 @@
 
 namespace kiln::api {
 
-// In session.cpp (they need Session's factory and import options):
+// In session.cpp, and import_for_session in session_onnx.cpp (libkiln only):
 /// Imports an ONNX file as Session::load would.
 Result<ir::Model> import_for_session(const std::string& path, const SessionOptions& options);
 /// Builds a session whose partitions are compiled through `hook`.

@@ -1,11 +1,8 @@
 #include "kiln/session.h"
 
-#include <filesystem>
-
 #include "core/thread_pool.h"
-#include "kernels/registry.h"
 #include "api/program_session.h"
-#include "onnx/importer.h"
+#include "api/session_flavor.h"
 #include "program/program_file.h"
 #include "runtime/backends/selection.h"
 #include "runtime/program.h"
@@ -70,19 +67,6 @@ Status check_input(const IoInfo& info, const Value& v) {
   return Status::ok();
 }
 
-// Import options from session options. Ops with no portable kernel whose
-// ONNX schema defines a function body are expanded into that body.
-importer::ImportOptions import_options(const SessionOptions& options, std::string base_dir) {
-  importer::ImportOptions io;
-  io.base_dir = std::move(base_dir);
-  io.infer_shapes = options.infer_shapes;
-  io.has_kernel = [](const std::string& domain, const std::string& op, int opset) {
-    const kernels::KernelRegistry& r = kernels::portable_registry();
-    return r.find(domain, op, opset, {}) != nullptr;
-  };
-  return io;
-}
-
 }  // namespace
 
 // Builds a session's inside from an imported model (a friend of Session).
@@ -103,6 +87,7 @@ Result<std::unique_ptr<Session::Impl>> SessionFactory::make_impl(Result<ir::Mode
   for (ir::ValueId id : graph->inputs) impl->inputs.push_back(io_info(graph->value(id)));
   for (ir::ValueId id : graph->outputs) impl->outputs.push_back(io_info(graph->value(id)));
   runtime::ProgramOptions popts;
+  popts.registry = &api::session_kernels();
   popts.fold_constants = options.fold_constants;
   // Backends: a registry (given, or discovered for this session; none is
   // needed for portable only), then the partitioner inside Program::build.
@@ -129,10 +114,6 @@ Result<std::unique_ptr<Session::Impl>> SessionFactory::make_impl(Result<ir::Mode
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
-Result<ir::Model> api::import_for_session(const std::string& path, const SessionOptions& options) {
-  return importer::import_model_file(path, import_options(options, std::filesystem::path(path).parent_path().string()));
-}
-
 Result<std::unique_ptr<Session>> api::session_with_hook(Result<ir::Model> model, const SessionOptions& options,
                                                         runtime::CompileHook* hook) {
   KILN_ASSIGN_OR_RETURN(auto impl, SessionFactory::make_impl(std::move(model), options, hook));
@@ -141,17 +122,16 @@ Result<std::unique_ptr<Session>> api::session_with_hook(Result<ir::Model> model,
 
 Result<std::unique_ptr<Session>> Session::load(const std::string& path, const SessionOptions& options) {
   if (program::is_program_file(path)) return api::load_program_session(path, options);
-  importer::ImportOptions io = import_options(options, std::filesystem::path(path).parent_path().string());
-  KILN_ASSIGN_OR_RETURN(auto impl, SessionFactory::make_impl(importer::import_model_file(path, io), options));
-  return std::unique_ptr<Session>(new Session(std::move(impl)));
+  KILN_ASSIGN_OR_RETURN(auto impl, SessionFactory::make_impl(api::import_onnx_file(path, options), options));
+  return SessionFactory::wrap(std::move(impl));
 }
 
 Result<std::unique_ptr<Session>> Session::load_from_bytes(std::span<const uint8_t> bytes,
                                                           const SessionOptions& options,
                                                           const std::string& base_dir) {
-  importer::ImportOptions io = import_options(options, base_dir);
-  KILN_ASSIGN_OR_RETURN(auto impl, SessionFactory::make_impl(importer::import_model_bytes(bytes, io), options));
-  return std::unique_ptr<Session>(new Session(std::move(impl)));
+  KILN_ASSIGN_OR_RETURN(auto impl,
+                        SessionFactory::make_impl(api::import_onnx_bytes(bytes, options, base_dir), options));
+  return SessionFactory::wrap(std::move(impl));
 }
 
 const std::vector<IoInfo>& Session::inputs() const { return impl_->inputs; }

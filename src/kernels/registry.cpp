@@ -1,5 +1,9 @@
 #include "kernels/registry.h"
 
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+
 namespace kiln::kernels {
 
 std::string KernelRegistry::key(std::string_view domain, std::string_view op) {
@@ -48,13 +52,40 @@ std::vector<const KernelDef*> KernelRegistry::all() const {
   return out;
 }
 
-const KernelRegistry& portable_registry() {
-  static const KernelRegistry* registry = [] {
-    auto* r = new KernelRegistry();
-    register_portable_kernels(*r);
-    return r;
-  }();
-  return *registry;
+namespace {
+
+// The libraries added so far and the registry built from them. A registry
+// is rebuilt (never changed in place) when a library is added, and the old
+// one is leaked on purpose: programs built from it keep pointers into it.
+struct DefaultRegistry {
+  std::mutex mu;
+  std::vector<KernelLibrary> libraries;
+  std::atomic<const KernelRegistry*> current{nullptr};
+};
+
+DefaultRegistry& default_state() {
+  static DefaultRegistry* state = new DefaultRegistry();
+  return *state;
+}
+
+}  // namespace
+
+void add_kernel_library(KernelLibrary library) {
+  DefaultRegistry& s = default_state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (std::find(s.libraries.begin(), s.libraries.end(), library) != s.libraries.end()) return;
+  s.libraries.push_back(library);
+  auto* r = new KernelRegistry();
+  for (KernelLibrary lib : s.libraries) lib(*r);
+  s.current.store(r, std::memory_order_release);
+}
+
+const KernelRegistry& default_registry() {
+  DefaultRegistry& s = default_state();
+  if (const KernelRegistry* r = s.current.load(std::memory_order_acquire)) return *r;
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.current.load(std::memory_order_relaxed)) s.current.store(new KernelRegistry(), std::memory_order_release);
+  return *s.current.load(std::memory_order_relaxed);
 }
 
 }  // namespace kiln::kernels

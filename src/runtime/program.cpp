@@ -264,7 +264,7 @@ Result<std::vector<Step>> order_steps(BuildWork& w, PartitionOutcome& parts) {
 }  // namespace
 
 Status Program::build_steps(const ProgramOptions& options) {
-  const kernels::KernelRegistry& registry = options.registry ? *options.registry : kernels::portable_registry();
+  const kernels::KernelRegistry& registry = options.registry ? *options.registry : kernels::default_registry();
   ir::Graph& g = *graph_;
   BuildWork w{g, constants_, registry, options, std::vector<NodeState>(g.nodes.size(), NodeState::kOpen),
               std::vector<Step>(g.nodes.size())};

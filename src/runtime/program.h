@@ -23,7 +23,7 @@ namespace kiln::runtime {
 struct PartitionRequest;
 
 struct ProgramOptions {
-  const kernels::KernelRegistry* registry = nullptr;  // null: the portable registry
+  const kernels::KernelRegistry* registry = nullptr;  // null: kernels::default_registry()
   bool fold_constants = true;
   /// Largest output (bytes) a folded node may produce; bigger stays a node.
   size_t max_folded_bytes = size_t{64} << 20;

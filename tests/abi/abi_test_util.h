@@ -90,6 +90,7 @@ inline Result<std::unique_ptr<runtime::Program>> build(std::shared_ptr<ir::Graph
                                                        std::vector<BackendOption> options = {},
                                                        FallbackPolicy fallback = FallbackPolicy::kAllow) {
   runtime::ProgramOptions po;
+  po.registry = &kernels::portable_registry();
   if (!registry) return runtime::Program::build(std::move(g), po);
   KILN_ASSIGN_OR_RETURN(runtime::PartitionRequest req,
                         runtime::select_backends(*registry, backends, options, fallback));

@@ -2,7 +2,13 @@
 // per file, flat in portable/) defines `void register_<family>_ops(KernelRegistry&)`;
 // adding a family is adding one line to KILN_PORTABLE_FAMILIES, which both
 // declares those functions and calls them, in this order.
-#include "kernels/registry.h"
+//
+// A selective build (cmake/KilnSelectKernels.cmake) does not link this file:
+// kiln_select_kernels (portable/tools/select_kernels.cpp) reads the families
+// from portable_families() and writes a registration file of its own that
+// calls only the families a model needs, so the linker leaves the others out.
+#include "kernels/portable/families.h"
+#include "kiln/kernels.h"
 
 #define KILN_PORTABLE_FAMILIES(X) \
   X(resize)                       \
@@ -63,6 +69,21 @@ void register_portable_kernels(KernelRegistry& r) {
 #undef KILN_REGISTER_FAMILY
 }
 
+std::span<const PortableFamily> portable_families() {
+#define KILN_FAMILY_ENTRY(family) PortableFamily{#family, &register_##family##_ops},
+  static const PortableFamily kFamilies[] = {KILN_PORTABLE_FAMILIES(KILN_FAMILY_ENTRY)};
+#undef KILN_FAMILY_ENTRY
+  return kFamilies;
+}
+
+const KernelRegistry& portable_registry() {
+  static const bool added = (add_kernel_library(&register_portable_kernels), true);
+  (void)added;
+  return default_registry();
+}
+
 }  // namespace kiln::kernels
+
+void kiln::register_portable_kernels() { kernels::add_kernel_library(&kernels::register_portable_kernels); }
 
 #undef KILN_PORTABLE_FAMILIES

@@ -167,7 +167,7 @@ class Gradient final : public Kernel {
         opset = it == graph.opsets.end() ? 0 : it->second;
       }
       std::string why;
-      const KernelDef* def = portable_registry().find(n.domain, n.op_type, opset, dtypes, &why);
+      const KernelDef* def = default_registry().find(n.domain, n.op_type, opset, dtypes, &why);
       if (!def) return unimplemented("no kernel for ", n.label(), ": ", why);
       KernelInit sub{step.node, graph, infos, opset};
       KILN_ASSIGN_OR_RETURN(step.kernel, def->factory(sub));

@@ -399,7 +399,9 @@ void check_execute(const Options& o, Report& r) {
   runtime::ProgramOptions with_plugin;
   with_plugin.partition = &*request;
   auto program = runtime::Program::build(probe_graph(false), with_plugin);
-  auto reference = runtime::Program::build(probe_graph(false), runtime::ProgramOptions{});
+  runtime::ProgramOptions portable;
+  portable.registry = &kernels::portable_registry();
+  auto reference = runtime::Program::build(probe_graph(false), portable);
   if (!program.is_ok() || !reference.is_ok()) {
     return r.fail("execute vs portable", "building the probe graph failed: " +
                                              (program.is_ok() ? reference.status().message() : program.status().message()));

@@ -8,6 +8,11 @@ public headers include only each other. tools/ and backends/ use the public
 headers only; the one exception is tools/kiln's reading and writing of .pb
 value files, which needs onnx/tensor_proto_io.h (it sees protobuf).
 
+Inside the kernels layer, the runtime sees only the kernel interface and the
+registry (kernels/kernel.h, kernels/registry.h): the portable kernels
+(kernels/portable/, kernels/util/) are a kernel library that registers into
+it, and only src/kernels includes their headers.
+
 Only quoted includes ("layer/file.h") are checked; a quoted include of a file
 beside the includer ("cli_util.h") is that folder's own. bench/ and tests/
 are cross-layer by design and not checked.
@@ -32,6 +37,8 @@ BELOW = {
 LAYERS = set(BELOW) | {"kiln"}
 # (folder prefix, header) pairs allowed beyond the rules, each with its reason above.
 EXCEPTIONS = {("tools/kiln/", "onnx/tensor_proto_io.h")}
+# Headers of the portable kernel library: included from src/kernels only.
+KERNEL_LIBRARY = ("kernels/portable/", "kernels/util/")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 SUFFIXES = (".h", ".hpp", ".c", ".cc", ".cpp")
 
@@ -70,6 +77,10 @@ def check(root):
                         if os.path.exists(os.path.join(dirpath, header)):
                             continue  # a file beside the includer: its own folder
                         layer = header.split("/")[0]
+                        if header.startswith(KERNEL_LIBRARY) and not rel.startswith("src/kernels/"):
+                            problems.append(f"{rel}:{lineno}: includes \"{header}\" (the portable kernel library), "
+                                            "but outside src/kernels only kernels/kernel.h and kernels/registry.h")
+                            continue
                         if layer in allowed:
                             continue
                         if any(rel.startswith(p) and header == h for p, h in EXCEPTIONS):
@@ -97,9 +108,10 @@ def self_test():
             return 1
         write("src/core/status.cpp", '#include "kiln/status.h"\n#include "runtime/program.h"\n')
         write("tools/kiln/run.cpp", '#include "runtime/program.h"\n')
+        write("src/runtime/executor.cpp", '#include "kernels/registry.h"\n#include "kernels/portable/families.h"\n')
         found = check(root)
-        if len(found) != 2:
-            print("self-test: expected 2 violations for the planted includes, got:", found)
+        if len(found) != 3:
+            print("self-test: expected 3 violations for the planted includes, got:", found)
             return 1
         print("self-test: planted upward includes are reported:")
         for p in found:

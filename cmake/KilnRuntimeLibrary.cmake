@@ -7,7 +7,7 @@
 # (every portable kernel) or a selective build's registration file
 # (KilnSelectKernels.cmake), registered with kiln::register_portable_kernels().
 #
-# Session code and the core, IR and kernel interface layers are linked whole
+# The session objects and the core, IR and kernel interface layers are linked whole
 # (a kernel library needs all of the latter); the runtime and program layers
 # contribute only what those reach (so no .kiln writer, no conformance kit).
 # kiln_runtime.map exports namespace kiln (the public API plus the kernel
@@ -20,9 +20,10 @@ if(KILN_SANITIZE OR KILN_FUZZ)
   return()
 endif()
 
-add_library(kiln_runtime_shared SHARED ${PROJECT_SOURCE_DIR}/src/api/session_runtime_only.cpp)
-target_link_libraries(kiln_runtime_shared PRIVATE kiln_session kiln_program)
-set(_whole kiln_session kiln_kernel_api kiln_ir kiln_core)
+add_library(kiln_runtime_shared SHARED ${PROJECT_SOURCE_DIR}/src/api/session_runtime_only.cpp
+                                       $<TARGET_OBJECTS:kiln_session_objs>)
+target_link_libraries(kiln_runtime_shared PRIVATE kiln_runtime kiln_program)
+set(_whole kiln_kernel_api kiln_ir kiln_core)
 set(_whole_files "")
 foreach(_layer IN LISTS _whole)
   list(APPEND _whole_files "$<TARGET_FILE:${_layer}>")

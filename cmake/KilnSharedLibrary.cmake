@@ -1,6 +1,6 @@
 # libkiln.so: the public C++ API of include/kiln/ as one shared, versioned
 # library for applications (find_package(Kiln), pkg-config kiln) and the
-# Python module. It is the static layers the rest of the tree links (kiln, kiln_session,
+# Python module. It is the static layers the rest of the tree links (kiln,
 # kiln_backend_check, kiln_runtime, kiln_kernels, kiln_kernel_api, kiln_ir, kiln_core,
 # kiln_onnx, kiln_program) linked whole,
 # so nothing is compiled twice; kiln.map exports the public API only (the
@@ -17,7 +17,7 @@ set(_kiln_anchor ${CMAKE_CURRENT_BINARY_DIR}/kiln_shared_anchor.cpp)
 file(CONFIGURE OUTPUT ${_kiln_anchor} CONTENT
      "// libkiln.so is the static Kiln layers linked whole (cmake/KilnSharedLibrary.cmake).\nnamespace kiln {}\n")
 add_library(kiln_shared SHARED ${_kiln_anchor})
-set(_kiln_layers kiln kiln_session kiln_backend_check kiln_runtime kiln_kernels kiln_kernel_api kiln_ir kiln_core
+set(_kiln_layers kiln kiln_backend_check kiln_runtime kiln_kernels kiln_kernel_api kiln_ir kiln_core
                  kiln_onnx kiln_program)
 set(_kiln_whole "")
 foreach(_layer IN LISTS _kiln_layers)

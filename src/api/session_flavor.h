@@ -13,7 +13,7 @@
 #include <string>
 
 #include "ir/graph.h"
-#include "kernels/registry.h"
+#include "kernels/default_registry.h"
 #include "kiln/session.h"
 
 namespace kiln::api {

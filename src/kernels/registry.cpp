@@ -1,5 +1,7 @@
 #include "kernels/registry.h"
 
+#include "kernels/default_registry.h"
+
 #include <algorithm>
 #include <atomic>
 #include <mutex>

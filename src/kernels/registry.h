@@ -1,10 +1,7 @@
-// KernelRegistry: the explicit table of kernels, keyed by domain, op type,
-// opset range and the dtype of one input. Part of the runtime (it links into
-// libkiln_runtime); the kernels themselves come from kernel libraries that
-// register into it: the portable kernels (portable/all.cpp, or a selective
-// build's generated list) are one. There are no static initializers: a
-// library is added with add_kernel_library(), and a runtime may own several
-// registries.
+// KernelRegistry: the explicit table of portable kernels, keyed by domain,
+// op type, opset range and the dtype of one input. Filled by
+// register_portable_kernels() from one list (portable/all.cpp); there are no
+// static initializers, and a runtime may own several registries.
 #pragma once
 
 #include <span>
@@ -51,24 +48,10 @@ class KernelRegistry {
   std::unordered_map<std::string, std::vector<KernelDef>> defs_;
 };
 
-/// A kernel library: a function that adds its kernels to a registry.
-using KernelLibrary = void (*)(KernelRegistry&);
-
-/// Adds `library` to the process-wide registry (default_registry()); adding
-/// one twice is a no-op. Thread-safe. A registry handed out before stays
-/// valid (registries are never freed), so sessions built earlier keep theirs;
-/// later ones see the new kernels.
-void add_kernel_library(KernelLibrary library);
-
-/// The process-wide registry: every library added so far (empty if none).
-/// Program::build picks kernels from it unless given another.
-const KernelRegistry& default_registry();
-
-// Defined by the portable kernel library (portable/all.cpp), not by the
-// runtime: code that calls them links kiln_kernels.
-/// Fills `registry` with every portable kernel.
+/// Fills `registry` with every portable kernel (portable/all.cpp).
 void register_portable_kernels(KernelRegistry& registry);
-/// Adds the portable kernels to the process-wide registry and returns it.
+
+/// The process-wide registry of portable kernels, built on first use.
 const KernelRegistry& portable_registry();
 
 /// Normalizes a domain name: "ai.onnx" -> "".

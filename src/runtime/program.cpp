@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/default_registry.h"
 #include "runtime/backends/partitioner.h"
 #include "runtime/node_inputs.h"
 #include "runtime/run_state.h"

@@ -130,9 +130,9 @@ def test_runner_matches_kiln_run_on_the_demo_program(demo, runner_var):
 
 
 def test_runner_matches_kiln_run_on_resnet18(tmp_path):
-    onnx_path = os.path.join(MODELS_OUT, "resnet18.onnx")
+    onnx_path = os.path.join(MODELS_OUT, "resnet18", "model.onnx")
     if not MODELS_OUT or not os.path.exists(onnx_path):
-        pytest.skip("resnet18.onnx is not exported (make models)")
+        pytest.skip("resnet18/model.onnx is not exported (make models)")
     kiln_path = str(tmp_path / "resnet18.kiln")
     r = run(KILN, "compile", onnx_path, "-o", kiln_path, "--backends", "portable")
     assert r.returncode == 0, r.stderr

@@ -4,7 +4,7 @@
 
 #include <span>
 
-#include "kernels/registry.h"
+#include "kernels/default_registry.h"
 
 namespace kiln::kernels {
 

@@ -22,6 +22,7 @@
 #include <type_traits>
 #include <unordered_map>
 
+#include "kernels/default_registry.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"

@@ -1,5 +1,6 @@
 // Kernel libraries. The full library (libkiln) always has every portable
-// kernel of its build. libkiln_runtime has the kernel interface and registry
+// kernel of its build (calling register_portable_kernels() there is
+// harmless). libkiln_runtime has the kernel interface and registry
 // but no kernels: an application linked against it also links a kernel
 // library (kiln_portable_kernels, or a selective build of it that holds only
 // the kernels some models use; docs/architecture.md) and calls

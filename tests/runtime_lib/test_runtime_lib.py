@@ -4,7 +4,8 @@ Environment (set by ctest runtime_lib.*): KILN_BIN (the kiln CLI),
 KILN_RUNTIME_LIB (libkiln_runtime.so), KILN_KERNELS_LIB (libkiln_kernels.a,
 the portable kernels), KILN_RUN_PROGRAM (kiln-run-program, all kernels),
 KILN_RUN_PROGRAM_DEMO (kiln-run-program selected for the demo model),
-KILN_OP_LIST (scripts/kiln_op_list.py), KILN_MODELS_OUT (optional: exported
+KILN_OP_LIST (scripts/kiln_op_list.py), KILN_SELECT_KERNELS (the
+registration file generator), KILN_MODELS_OUT (optional: exported
 models; resnet18 is used when present).
 """
 import os
@@ -20,6 +21,7 @@ KERNELS_LIB = os.environ.get("KILN_KERNELS_LIB", "")
 RUNNER = os.environ.get("KILN_RUN_PROGRAM", "")
 RUNNER_DEMO = os.environ.get("KILN_RUN_PROGRAM_DEMO", "")
 OP_LIST = os.environ.get("KILN_OP_LIST", "")
+SELECT_KERNELS = os.environ.get("KILN_SELECT_KERNELS", "")
 MODELS_OUT = os.environ.get("KILN_MODELS_OUT", "")
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "backends", "onednn"))
@@ -209,6 +211,24 @@ def test_op_list_refuses_a_corrupt_program(demo, tmp_path):
     bad.write_bytes((demo / "demo.kiln").read_bytes()[:40])
     r = run(sys.executable, OP_LIST, str(bad))
     assert r.returncode == 1 and "bad.kiln" in r.stderr
+
+
+def test_generator_calls_only_the_families_of_the_listed_ops(tmp_path):
+    table = run(SELECT_KERNELS, "--table")
+    assert table.returncode == 0
+    rows = {tuple(line.split()) for line in table.stdout.splitlines()}
+    assert ("conv", "ai.onnx", "Conv") in rows and ("rnn", "ai.onnx", "LSTM") in rows
+    (tmp_path / "ops.txt").write_text("# demo\nConv\nai.onnx Relu\nNoSuchOp\n")
+    out = tmp_path / "selected.cpp"
+    r = run(SELECT_KERNELS, str(out), str(tmp_path / "ops.txt"))
+    assert r.returncode == 0, r.stderr
+    assert "no portable kernel for NoSuchOp" in r.stderr
+    text = out.read_text()
+    assert "register_conv_ops(families);" in text and "register_rnn_ops" not in text
+    assert '{"", "Conv"}' in text and '{"", "Relu"}' in text and "NoSuchOp" not in text
+    (tmp_path / "bad.txt").write_text("a b c\n")
+    r = run(SELECT_KERNELS, str(out), str(tmp_path / "bad.txt"))
+    assert r.returncode == 1 and "bad.txt:1" in r.stderr
 
 
 def test_selective_runner_has_only_the_demo_families():

@@ -6,8 +6,9 @@ cmake/KilnSelectKernels.cmake; kiln_select_kernels reads the list).
 Inputs: .kiln programs (read with a small FlatBuffers reader over
 src/program/program.fbs, no dependency), .onnx models (needs the onnx Python
 package), and op lists (.txt, passed through). Subgraphs (If/Loop bodies) and
-an ONNX model's local functions count. Nodes of delegated partitions are not
-listed: their ops run in the backend.
+an ONNX model's local functions count. A .kiln stores the whole graph,
+delegated nodes included, so the list also covers a --keep-fallback
+program's portable fallback.
 
 A .kiln holds the graph as imported: the exact ops its session needs. An
 .onnx lists the ops as written; an op with no portable kernel that the
@@ -19,8 +20,6 @@ usage: kiln_op_list.py [-o OUT] FILE...
 import argparse
 import struct
 import sys
-
-PARTITION_DOMAIN = "kiln.backend"
 
 
 class FlatTable:
@@ -77,9 +76,7 @@ ATTR_G, ATTR_GRAPHS = 7, 13
 
 def kiln_graph_ops(graph, ops):
     for node in graph.tables(GRAPH_NODES):
-        domain = node.string(NODE_DOMAIN)
-        if domain != PARTITION_DOMAIN:
-            ops.add((domain, node.string(NODE_OP_TYPE)))
+        ops.add((node.string(NODE_DOMAIN), node.string(NODE_OP_TYPE)))
         for attr in node.tables(NODE_ATTRIBUTES):
             sub = attr.table(ATTR_G)
             if sub is not None:

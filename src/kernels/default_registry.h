@@ -16,7 +16,7 @@ using KernelLibrary = void (*)(KernelRegistry&);
 
 /// Adds `library` to the process-wide registry (default_registry()); adding
 /// one twice is a no-op. Thread-safe. A registry handed out before stays
-/// valid (registries are never freed), so programs built earlier keep theirs;
+/// valid (registries are kept until exit), so programs built earlier keep theirs;
 /// later ones see the new kernels.
 void add_kernel_library(KernelLibrary library);
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <mutex>
 
 namespace kiln::kernels {
@@ -56,13 +57,22 @@ std::vector<const KernelDef*> KernelRegistry::all() const {
 
 namespace {
 
-// The libraries added so far and the registry built from them. A registry
-// is rebuilt (never changed in place) when a library is added, and the old
-// one is leaked on purpose: programs built from it keep pointers into it.
+// The libraries added so far and the registries built from them. A registry
+// is rebuilt (never changed in place) when a library is added; the old ones
+// are kept, since programs built from them keep pointers into them (few:
+// one per library added).
 struct DefaultRegistry {
   std::mutex mu;
   std::vector<KernelLibrary> libraries;
+  std::vector<std::unique_ptr<KernelRegistry>> built;  // the last is current
   std::atomic<const KernelRegistry*> current{nullptr};
+
+  // Makes a registry of every library added (call with `mu` held).
+  void rebuild() {
+    built.push_back(std::make_unique<KernelRegistry>());
+    for (KernelLibrary lib : libraries) lib(*built.back());
+    current.store(built.back().get(), std::memory_order_release);
+  }
 };
 
 DefaultRegistry& default_state() {
@@ -77,16 +87,14 @@ void add_kernel_library(KernelLibrary library) {
   std::lock_guard<std::mutex> lock(s.mu);
   if (std::find(s.libraries.begin(), s.libraries.end(), library) != s.libraries.end()) return;
   s.libraries.push_back(library);
-  auto* r = new KernelRegistry();
-  for (KernelLibrary lib : s.libraries) lib(*r);
-  s.current.store(r, std::memory_order_release);
+  s.rebuild();
 }
 
 const KernelRegistry& default_registry() {
   DefaultRegistry& s = default_state();
   if (const KernelRegistry* r = s.current.load(std::memory_order_acquire)) return *r;
   std::lock_guard<std::mutex> lock(s.mu);
-  if (!s.current.load(std::memory_order_relaxed)) s.current.store(new KernelRegistry(), std::memory_order_release);
+  if (!s.current.load(std::memory_order_relaxed)) s.rebuild();
   return *s.current.load(std::memory_order_relaxed);
 }
 

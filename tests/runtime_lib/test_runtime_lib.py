@@ -5,7 +5,8 @@ KILN_RUNTIME_LIB (libkiln_runtime.so), KILN_KERNELS_LIB (libkiln_kernels.a,
 the portable kernels), KILN_RUN_PROGRAM (kiln-run-program, all kernels),
 KILN_RUN_PROGRAM_DEMO (kiln-run-program selected for the demo model),
 KILN_OP_LIST (scripts/kiln_op_list.py), KILN_SELECT_KERNELS (the
-registration file generator), KILN_MODELS_OUT (optional: exported
+registration file generator), KILN_TEMPLATE_PLUGIN (the template backend),
+KILN_MODELS_OUT (optional: exported
 models; resnet18 is used when present).
 """
 import os
@@ -22,6 +23,7 @@ RUNNER = os.environ.get("KILN_RUN_PROGRAM", "")
 RUNNER_DEMO = os.environ.get("KILN_RUN_PROGRAM_DEMO", "")
 OP_LIST = os.environ.get("KILN_OP_LIST", "")
 SELECT_KERNELS = os.environ.get("KILN_SELECT_KERNELS", "")
+TEMPLATE = os.environ.get("KILN_TEMPLATE_PLUGIN", "")
 MODELS_OUT = os.environ.get("KILN_MODELS_OUT", "")
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "backends", "onednn"))
@@ -147,6 +149,23 @@ def test_runner_matches_kiln_run_on_resnet18(tmp_path):
     expected = outputs_of_kiln_run(kiln_path, inputs, tmp_path / "a")
     got = outputs_of_runner(RUNNER, kiln_path, inputs, tmp_path / "b")
     assert len(got) == len(expected) and all(np.array_equal(g, e) for g, e in zip(got, expected))
+
+
+def test_runner_runs_partitions_compiled_for_a_plugin(demo):
+    # The program's partitions run in the template plugin, which the runner
+    # loads through libkiln_runtime's plugin loader (a program compiled for a
+    # backend fails to load without it, having no --keep-fallback).
+    program = str(demo / "demo_template.kiln")
+    r = run(KILN, "compile", str(demo / "demo.onnx"), "-o", program, "--backends", "template,portable",
+            "--backend-path", TEMPLATE)
+    assert r.returncode == 0, r.stderr
+    assert "partition template:" in r.stdout
+    inputs = {"image": demo / "image.npy"}
+    expected = outputs_of_kiln_run(str(demo / "demo.kiln"), inputs, demo / "portable_out")
+    got = outputs_of_runner(RUNNER, program, inputs, demo / "template_out")
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        assert g.shape == e.shape and np.allclose(g, e, rtol=1e-5, atol=1e-6)
 
 
 def test_runner_with_random_inputs_prints_each_output(demo):

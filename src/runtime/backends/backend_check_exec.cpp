@@ -396,11 +396,11 @@ void check_execute(const Options& o, Report& r) {
   if (!load_usable(o, capture, r, "execute vs portable", &l)) return;
   auto request = runtime::select_backends(*l.registry, {l.plugin->name()}, {}, FallbackPolicy::kAllow);
   if (!request.is_ok()) return r.fail("execute vs portable", request.status().message());
-  runtime::ProgramOptions with_plugin;
-  with_plugin.partition = &*request;
-  auto program = runtime::Program::build(probe_graph(false), with_plugin);
   runtime::ProgramOptions portable;
   portable.registry = &kernels::portable_registry();
+  runtime::ProgramOptions with_plugin = portable;
+  with_plugin.partition = &*request;
+  auto program = runtime::Program::build(probe_graph(false), with_plugin);
   auto reference = runtime::Program::build(probe_graph(false), portable);
   if (!program.is_ok() || !reference.is_ok()) {
     return r.fail("execute vs portable", "building the probe graph failed: " +

@@ -7,12 +7,14 @@
 # (every portable kernel) or a selective build's registration file
 # (KilnSelectKernels.cmake), registered with kiln::register_portable_kernels().
 #
-# The session objects and the core, IR and kernel interface layers are linked whole
-# (a kernel library needs all of the latter); the runtime and program layers
-# contribute only what those reach (so no .kiln writer, no conformance kit).
-# kiln_runtime.map exports namespace kiln (the public API plus the kernel
-# interface that kernel libraries call); libstdc++ and FlatBuffers template
-# code stays local.
+# Built for size from its own objects (kiln_runtime_lib_objs: the sources of
+# the core, IR, kernel interface, runtime, program and session layers
+# compiled again with -Os -ffunction-sections -fdata-sections; libkiln and
+# the static layers keep the build type's flags), linked with --gc-sections.
+# kiln_runtime.map exports only the public API and the kernel interface that
+# kernel libraries call; everything those roots do not reach (the .kiln
+# writer, the conformance kit, unused helpers) is dropped by the linker.
+# scripts/runtime_lib_size.sh reports the stripped size and largest symbols.
 #
 # The static runtime layer keeps the target name kiln_runtime (libkiln_runtime.a);
 # this one is kiln_runtime_shared with the file name libkiln_runtime.so.
@@ -20,18 +22,33 @@ if(KILN_SANITIZE OR KILN_FUZZ)
   return()
 endif()
 
-add_library(kiln_runtime_shared SHARED ${PROJECT_SOURCE_DIR}/src/api/session_runtime_only.cpp
-                                       $<TARGET_OBJECTS:kiln_session_objs>)
-target_link_libraries(kiln_runtime_shared PRIVATE kiln_runtime kiln_program)
-set(_whole kiln_kernel_api kiln_ir kiln_core)
-set(_whole_files "")
-foreach(_layer IN LISTS _whole)
-  list(APPEND _whole_files "$<TARGET_FILE:${_layer}>")
+set(_srcs ${PROJECT_SOURCE_DIR}/src/api/session_runtime_only.cpp)
+foreach(_layer kiln_core kiln_ir kiln_kernel_api kiln_runtime kiln_program kiln_session_objs)
+  get_target_property(_layer_srcs ${_layer} SOURCES)
+  list(APPEND _srcs ${_layer_srcs})
 endforeach()
+add_library(kiln_runtime_lib_objs OBJECT ${_srcs})
+add_dependencies(kiln_runtime_lib_objs kiln_program_schema)
+target_compile_options(kiln_runtime_lib_objs PRIVATE -Os -ffunction-sections -fdata-sections)
+target_include_directories(kiln_runtime_lib_objs PRIVATE ${PROJECT_BINARY_DIR}/src/program/gen)
+# Headers only: the layers' include directories and FlatBuffers' (its
+# imported target is local to src/program, so found again here).
+find_package(FlatBuffers CONFIG REQUIRED)
+target_link_libraries(kiln_runtime_lib_objs PRIVATE kiln_kernel_api flatbuffers::flatbuffers_shared)
+# Per-source definitions set in src/runtime (the plugin search path) hold
+# for that directory's targets only; copy them here.
+set(_registry ${PROJECT_SOURCE_DIR}/src/runtime/backends/registry.cpp)
+get_source_file_property(_defs ${_registry} DIRECTORY ${PROJECT_SOURCE_DIR}/src/runtime COMPILE_DEFINITIONS)
+if(_defs)
+  set_source_files_properties(${_registry} TARGET_DIRECTORY kiln_runtime_lib_objs PROPERTIES COMPILE_DEFINITIONS "${_defs}")
+endif()
+
+add_library(kiln_runtime_shared SHARED $<TARGET_OBJECTS:kiln_runtime_lib_objs>)
+target_link_libraries(kiln_runtime_shared PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
 set(_map ${PROJECT_SOURCE_DIR}/cmake/kiln_runtime.map)
 target_link_options(kiln_runtime_shared PRIVATE
-  "LINKER:--whole-archive" ${_whole_files} "LINKER:--no-whole-archive"
-  "LINKER:--version-script=${_map}" "LINKER:--no-undefined" "LINKER:--as-needed")
+  "LINKER:--version-script=${_map}" "LINKER:--gc-sections" "LINKER:-O1"
+  "LINKER:--no-undefined" "LINKER:--as-needed")
 target_include_directories(kiln_runtime_shared INTERFACE
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>)
 target_compile_features(kiln_runtime_shared INTERFACE cxx_std_20)
@@ -47,6 +64,8 @@ set_target_properties(kiln_runtime_shared PROPERTIES
 # selective build's registration file pulls only the families it names.
 add_library(kiln_portable_kernels STATIC $<TARGET_OBJECTS:kiln_portable_objs>)
 target_link_libraries(kiln_portable_kernels PUBLIC kiln_runtime_shared PRIVATE ${KILN_PORTABLE_LIBS})
-unset(_whole)
-unset(_whole_files)
+unset(_srcs)
+unset(_layer_srcs)
+unset(_registry)
+unset(_defs)
 unset(_map)

@@ -29,7 +29,8 @@ foreach(_layer kiln_core kiln_ir kiln_kernel_api kiln_runtime kiln_program kiln_
 endforeach()
 add_library(kiln_runtime_lib_objs OBJECT ${_srcs})
 add_dependencies(kiln_runtime_lib_objs kiln_program_schema)
-target_compile_options(kiln_runtime_lib_objs PRIVATE -Os -ffunction-sections -fdata-sections)
+target_compile_options(kiln_runtime_lib_objs PRIVATE -Os -ffunction-sections -fdata-sections
+  -fvisibility-inlines-hidden -fno-semantic-interposition)
 target_include_directories(kiln_runtime_lib_objs PRIVATE ${PROJECT_BINARY_DIR}/src/program/gen)
 # Headers only: the layers' include directories and FlatBuffers' (its
 # imported target is local to src/program, so found again here).
@@ -48,7 +49,18 @@ target_link_libraries(kiln_runtime_shared PRIVATE Threads::Threads ${CMAKE_DL_LI
 set(_map ${PROJECT_SOURCE_DIR}/cmake/kiln_runtime.map)
 target_link_options(kiln_runtime_shared PRIVATE
   "LINKER:--version-script=${_map}" "LINKER:--gc-sections" "LINKER:-O1"
-  "LINKER:--no-undefined" "LINKER:--as-needed")
+  "LINKER:--no-undefined" "LINKER:--as-needed"
+  # The link map, for scripts/runtime_lib_size.sh's parts (runtime_lib_parts.py).
+  "LINKER:-Map=${CMAKE_BINARY_DIR}/lib/libkiln_runtime.so.map")
+# gold's identical code folding merges the many identical template bodies
+# (about 30 KB); kept where gold is there, the default linker otherwise.
+include(CheckCXXSourceCompiles)
+set(CMAKE_REQUIRED_LINK_OPTIONS -fuse-ld=gold -Wl,--icf=safe)
+check_cxx_source_compiles("int main() { return 0; }" KILN_HAVE_GOLD_ICF)
+unset(CMAKE_REQUIRED_LINK_OPTIONS)
+if(KILN_HAVE_GOLD_ICF)
+  target_link_options(kiln_runtime_shared PRIVATE -fuse-ld=gold "LINKER:--icf=safe")
+endif()
 target_include_directories(kiln_runtime_shared INTERFACE
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>)
 target_compile_features(kiln_runtime_shared INTERFACE cxx_std_20)

@@ -87,16 +87,18 @@ importer::ImportOptions import_options(const SessionOptions& options, std::strin
 
 // Builds a session's inside from an imported model (a friend of Session).
 struct SessionFactory {
-  // `hook`: null for the compile cache of `options` (if any).
+  // `hooks.compile`: null for the compile cache of `options` (if any).
   static Result<std::unique_ptr<Session::Impl>> make_impl(Result<ir::Model> model, const SessionOptions& options,
-                                                          runtime::CompileHook* hook = nullptr);
+                                                          const api::LoadHooks& hooks = {});
+  static const runtime::Program& program(const Session& s) { return *s.impl_->program; }
   static std::unique_ptr<Session> wrap(std::unique_ptr<Session::Impl> impl) {
     return std::unique_ptr<Session>(new Session(std::move(impl)));
   }
 };
 
 Result<std::unique_ptr<Session::Impl>> SessionFactory::make_impl(Result<ir::Model> model, const SessionOptions& options,
-                                                                 runtime::CompileHook* hook) {
+                                                                 const api::LoadHooks& hooks) {
+  runtime::CompileHook* hook = hooks.compile;
   if (!model.is_ok()) return std::move(model).status();
   auto impl = std::make_unique<Session::Impl>();
   auto graph = std::make_shared<ir::Graph>(std::move(model->graph));
@@ -121,6 +123,8 @@ Result<std::unique_ptr<Session::Impl>> SessionFactory::make_impl(Result<ir::Mode
   std::unique_ptr<runtime::CompileHook> cache = hook ? nullptr : api::make_cache_hook(options);
   request.compile_hook = hook ? hook : cache.get();
   popts.partition = &request;
+  popts.prepack = hooks.prepack;
+  popts.stored_plan = hooks.plan;
   KILN_ASSIGN_OR_RETURN(impl->program, runtime::Program::build(std::move(graph), popts));
   if (options.threads != 1) impl->pool = std::make_unique<ThreadPool>(options.threads);
   return impl;
@@ -133,14 +137,17 @@ Result<ir::Model> api::import_for_session(const std::string& path, const Session
   return importer::import_model_file(path, import_options(options, std::filesystem::path(path).parent_path().string()));
 }
 
-Result<std::unique_ptr<Session>> api::session_with_hook(Result<ir::Model> model, const SessionOptions& options,
-                                                        runtime::CompileHook* hook) {
-  KILN_ASSIGN_OR_RETURN(auto impl, SessionFactory::make_impl(std::move(model), options, hook));
+Result<std::unique_ptr<Session>> api::session_with_hooks(Result<ir::Model> model, const SessionOptions& options,
+                                                         const LoadHooks& hooks) {
+  KILN_ASSIGN_OR_RETURN(auto impl, SessionFactory::make_impl(std::move(model), options, hooks));
   return SessionFactory::wrap(std::move(impl));
 }
 
+const runtime::Program& api::session_program(const Session& session) { return SessionFactory::program(session); }
+
 Result<std::unique_ptr<Session>> Session::load(const std::string& path, const SessionOptions& options) {
   if (program::is_program_file(path)) return api::load_program_session(path, options);
+  if (const std::string dir = api::cache_dir_of(options); !dir.empty()) return api::load_onnx_cached(path, options, dir);
   importer::ImportOptions io = import_options(options, std::filesystem::path(path).parent_path().string());
   KILN_ASSIGN_OR_RETURN(auto impl, SessionFactory::make_impl(importer::import_model_file(path, io), options));
   return std::unique_ptr<Session>(new Session(std::move(impl)));

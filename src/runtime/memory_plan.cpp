@@ -1,6 +1,7 @@
 #include "runtime/memory_plan.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <string>

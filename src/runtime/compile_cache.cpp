@@ -53,13 +53,14 @@ Result<std::string> hash_file(const std::string& path) {
   const auto size = static_cast<size_t>(st.st_size);
   if (size == 0) {
     ::close(fd);
-    return hash_hex(nullptr, 0) + ":0";
+    static const char kEmpty = 0;
+    return wide_hash_hex(&kEmpty, 0) + ":0";
   }
   void* base = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
   if (base == MAP_FAILED) return invalid_argument("cannot map '", path, "': ", std::strerror(errno));
   ::madvise(base, size, MADV_SEQUENTIAL);
-  std::string h = hash_hex(base, size) + ":" + std::to_string(size);
+  std::string h = wide_hash_hex(base, size) + ":" + std::to_string(size);
   ::munmap(base, size);
   return h;
 }

@@ -31,11 +31,16 @@ class ProgramHook : public runtime::CompileHook {
  public:
   ProgramHook(const program::LoadedProgram& prog, std::string path, bool strict)
       : prog_(prog), path_(std::move(path)), strict_(strict) {
-    for (const program::PartitionRecord& r : prog.contents.partitions) by_key_[r.key] = &r;
+    for (const program::PartitionRecord& r : prog.contents.partitions) by_key_[strict ? r.id : r.key] = &r;
   }
+  // A strict load reads a checksummed program-cache entry that this runtime
+  // wrote for exactly this graph: the partition id (a hash of the nodes)
+  // identifies each blob, and re-hashing every weight for the content key
+  // would only repeat the checksum.
+  bool wants_content_key() const override { return !strict_; }
   Result<std::shared_ptr<runtime::CompiledPartition>> compile(const runtime::SelectedBackend& sb, const std::string& id,
                                                               const std::string& key, const CompileFn&) override {
-    auto it = by_key_.find(key);
+    auto it = by_key_.find(strict_ ? id : key);
     if (it == by_key_.end()) return reject(id, "the program holds no compiled partition " + id + " for " + sb.name);
     const program::PartitionRecord& rec = *it->second;
     const BackendInfo& info = sb.instance->plugin().info();

@@ -1,5 +1,6 @@
 // compile_program / inspect_program (kiln/program.h), and the recorder that
 // turns a load into a program file (also used by the program cache).
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <vector>
@@ -131,6 +132,15 @@ Result<ProgramSummary> inspect_program(const std::string& path) {
   s.keep_fallback = p.contents.keep_fallback;
   for (const program::PartitionRecord& r : p.contents.partitions)
     s.partitions.push_back({r.id, r.backend, r.backend_version, r.compat_key, r.blob.size()});
+  s.has_memory_plan = p.contents.plan.present;
+  s.arena_bytes = p.contents.plan.arena_bytes;
+  for (const program::PackedRecord& r : p.contents.packed) {
+    ++s.num_packed;
+    s.packed_bytes += r.bytes.size();
+    const std::string layout = r.key.substr(r.key.find('/') + 1);
+    if (std::find(s.packed_layouts.begin(), s.packed_layouts.end(), layout) == s.packed_layouts.end())
+      s.packed_layouts.push_back(layout);
+  }
   return s;
 }
 

@@ -48,9 +48,18 @@ def test_compiled_program_matches_onnx(kiln, mlp, tmp_path, backends):
     assert r.returncode == 0, r.stderr
     assert "program format 1" in r.stdout
     assert ("partition template:" in r.stdout) == backends.startswith("template")
+    assert "memory plan: arena of" in r.stdout
+    # Portable MatMul packs its constant W once, at compile time.
+    assert ("packed weights: 1 (" in r.stdout) == (backends == "portable"), r.stdout
     want, _ = run_outputs(kiln, model, inputs, tmp_path / "onnx", "--backends", backends)
     got, _ = run_outputs(kiln, prog, inputs, tmp_path / "kiln")
     np.testing.assert_array_equal(got, want)
+    if backends == "portable":
+        # Packings for another layout (another CPU) are ignored: the kernel packs again.
+        other = tmp_path / "other.kiln"
+        patched(prog, other, b"/sgemm-b/", b"/sgemm-q/")
+        got, _ = run_outputs(kiln, other, inputs, tmp_path / "other")
+        np.testing.assert_array_equal(got, want)
     r = kiln("inspect", prog)
     assert r.returncode == 0 and "program format 1" in r.stdout, r.stderr
 

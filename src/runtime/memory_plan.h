@@ -25,8 +25,8 @@ struct MemoryPlan {
 /// Checks a plan made elsewhere (a program file's) against `sizes` and
 /// `lifetimes` as plan_memory would take them: every value plan_memory would
 /// place has an `alignment`-aligned offset and a reserved size of at least
-/// its bytes, inside the arena (no overflow), and no two values whose
-/// lifetimes overlap share bytes. Empty string when it fits, else why not.
+/// its bytes, inside the arena (no overflow), no other value has a place,
+/// and no two values whose lifetimes overlap share bytes. Empty string when it fits, else why not.
 std::string verify_plan(const MemoryPlan& plan, const std::vector<size_t>& sizes,
                         const std::vector<Lifetime>& lifetimes, size_t alignment = 64);
 

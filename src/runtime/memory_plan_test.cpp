@@ -76,6 +76,13 @@ TEST(MemoryPlanTest, VerifyRejectsBadPlans) {
   EXPECT_NE(broken([](MemoryPlan& p) { p.sizes[0] = 512; }).find("needs 1000"), std::string::npos);
   EXPECT_NE(broken([](MemoryPlan& p) { p.offsets[0] = -1; }).find("no place"), std::string::npos);
   EXPECT_NE(broken([](MemoryPlan& p) { p.offsets.pop_back(); }).find("offsets for"), std::string::npos);
+  // A place for a value the runtime does not plan (size unknown at load).
+  const std::vector<size_t> unknown = {1000, 0, 1000};
+  MemoryPlan extra = plan_memory(unknown, life);
+  ASSERT_EQ(verify_plan(extra, unknown, life), "");
+  extra.offsets[1] = 0;
+  extra.sizes[1] = 64;
+  EXPECT_NE(verify_plan(extra, unknown, life).find("not planned here"), std::string::npos);
   EXPECT_NE(broken([](MemoryPlan& p) { p.arena_bytes = size_t{1} << 40; }).find("need at most"), std::string::npos);
 }
 

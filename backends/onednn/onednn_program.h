@@ -4,7 +4,7 @@
 // LayerNorm and GELU patterns). onednn_plan.h turns it into oneDNN
 // primitives for given input shapes and a thread count.
 //
-// Byte format (little-endian), version 1:
+// Byte format (little-endian), version 2:
 //   "KDNL" u32 version, str onednn_version, str isa, u8 winograd
 //   u32 num_values { u32 rank, i64 dims[rank] }
 //   u32 n_inputs  { i32 value }
@@ -12,7 +12,7 @@
 //   u32 n_consts  { i32 value, u32 rank, i64 dims[rank], f32 data[numel] }
 //   u32 n_ops     { u8 kind, i32 alg, u32 n, i32 in[n], i32 out, u32 n, i64 ints[n],
 //                   u32 n, f32 floats[n], u32 n, { u8 kind, i32 alg, f32 alpha, f32 beta, i32 value }[n] }
-//   u32 fnv1a32 of every byte before it
+//   u32 checksum32 of every byte before it (onednn_program.cpp)
 // (str: u32 length, bytes.) Import refuses a blob whose oneDNN version or
 // ISA differs from the library loaded here.
 #pragma once

@@ -23,7 +23,7 @@
 namespace kiln_xnnpack {
 
 constexpr uint32_t kNoValue = UINT32_MAX;
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;  // 2: checksum32 instead of byte-wise FNV-1a
 
 enum class OpKind : uint8_t {
   kConv = 0,       // in {x, filter, bias|none}; ints {pt, pr, pb, pl, kh, kw, sh, sw, dh, dw, groups, gic, goc}; floats {min, max}

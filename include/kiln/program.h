@@ -40,6 +40,11 @@ struct ProgramSummary {
   std::vector<std::pair<std::string, std::string>> options;
   bool keep_fallback = false;
   std::vector<ProgramPartitionInfo> partitions;
+  bool has_memory_plan = false;
+  uint64_t arena_bytes = 0;   // the stored memory plan's arena
+  size_t num_packed = 0;      // packed weights stored for portable kernels
+  uint64_t packed_bytes = 0;
+  std::vector<std::string> packed_layouts;  // distinct packing layouts (key without the slot)
 };
 
 /// Imports `model_path`, partitions it over the backends of `options`,

@@ -71,16 +71,18 @@ Status check_input(const IoInfo& info, const Value& v) {
 
 // Builds a session's inside from an imported model (a friend of Session).
 struct SessionFactory {
-  // `hook`: null for the compile cache of `options` (if any).
+  // `hooks.compile`: null for the compile cache of `options` (if any).
   static Result<std::unique_ptr<Session::Impl>> make_impl(Result<ir::Model> model, const SessionOptions& options,
-                                                          runtime::CompileHook* hook = nullptr);
+                                                          const api::LoadHooks& hooks = {});
+  static const runtime::Program& program(const Session& s) { return *s.impl_->program; }
   static std::unique_ptr<Session> wrap(std::unique_ptr<Session::Impl> impl) {
     return std::unique_ptr<Session>(new Session(std::move(impl)));
   }
 };
 
 Result<std::unique_ptr<Session::Impl>> SessionFactory::make_impl(Result<ir::Model> model, const SessionOptions& options,
-                                                                 runtime::CompileHook* hook) {
+                                                                 const api::LoadHooks& hooks) {
+  runtime::CompileHook* hook = hooks.compile;
   if (!model.is_ok()) return std::move(model).status();
   auto impl = std::make_unique<Session::Impl>();
   auto graph = std::make_shared<ir::Graph>(std::move(model->graph));
@@ -106,6 +108,8 @@ Result<std::unique_ptr<Session::Impl>> SessionFactory::make_impl(Result<ir::Mode
   std::unique_ptr<runtime::CompileHook> cache = hook ? nullptr : api::make_cache_hook(options);
   request.compile_hook = hook ? hook : cache.get();
   popts.partition = &request;
+  popts.prepack = hooks.prepack;
+  popts.stored_plan = hooks.plan;
   KILN_ASSIGN_OR_RETURN(impl->program, runtime::Program::build(std::move(graph), popts));
   if (options.threads != 1) impl->pool = std::make_unique<ThreadPool>(options.threads);
   return impl;
@@ -114,16 +118,17 @@ Result<std::unique_ptr<Session::Impl>> SessionFactory::make_impl(Result<ir::Mode
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
-Result<std::unique_ptr<Session>> api::session_with_hook(Result<ir::Model> model, const SessionOptions& options,
-                                                        runtime::CompileHook* hook) {
-  KILN_ASSIGN_OR_RETURN(auto impl, SessionFactory::make_impl(std::move(model), options, hook));
+Result<std::unique_ptr<Session>> api::session_with_hooks(Result<ir::Model> model, const SessionOptions& options,
+                                                         const LoadHooks& hooks) {
+  KILN_ASSIGN_OR_RETURN(auto impl, SessionFactory::make_impl(std::move(model), options, hooks));
   return SessionFactory::wrap(std::move(impl));
 }
 
+const runtime::Program& api::session_program(const Session& session) { return SessionFactory::program(session); }
+
 Result<std::unique_ptr<Session>> Session::load(const std::string& path, const SessionOptions& options) {
   if (program::is_program_file(path)) return api::load_program_session(path, options);
-  KILN_ASSIGN_OR_RETURN(auto impl, SessionFactory::make_impl(api::import_onnx_file(path, options), options));
-  return SessionFactory::wrap(std::move(impl));
+  return api::load_onnx_session(path, options);
 }
 
 Result<std::unique_ptr<Session>> Session::load_from_bytes(std::span<const uint8_t> bytes,

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -24,6 +25,9 @@ const kernels::KernelRegistry& session_kernels();
 /// Imports an ONNX model file for Session::load (external data relative to
 /// its folder).
 Result<ir::Model> import_onnx_file(const std::string& path, const SessionOptions& options);
+/// Session::load of an ONNX file: through the whole-program cache when the
+/// options name a cache folder (program_cache.cpp), else imported and built.
+Result<std::unique_ptr<Session>> load_onnx_session(const std::string& path, const SessionOptions& options);
 /// Imports an ONNX model held in memory; `base_dir` resolves external data.
 Result<ir::Model> import_onnx_bytes(std::span<const uint8_t> bytes, const SessionOptions& options,
                                     const std::string& base_dir);

@@ -38,4 +38,9 @@ Result<ir::Model> import_for_session(const std::string& path, const SessionOptio
   return import_onnx_file(path, options);
 }
 
+Result<std::unique_ptr<Session>> load_onnx_session(const std::string& path, const SessionOptions& options) {
+  if (const std::string dir = cache_dir_of(options); !dir.empty()) return load_onnx_cached(path, options, dir);
+  return session_with_hooks(import_onnx_file(path, options), options, {});
+}
+
 }  // namespace kiln::api

@@ -18,6 +18,10 @@ const kernels::KernelRegistry& session_kernels() { return kernels::default_regis
 
 Result<ir::Model> import_onnx_file(const std::string& path, const SessionOptions&) { return no_importer(path); }
 
+Result<std::unique_ptr<Session>> load_onnx_session(const std::string& path, const SessionOptions&) {
+  return no_importer(path);
+}
+
 Result<ir::Model> import_onnx_bytes(std::span<const uint8_t>, const SessionOptions&, const std::string&) {
   return no_importer("the model in memory");
 }

@@ -40,6 +40,21 @@ struct PartitionRecord {
   std::span<const uint8_t> blob;  // writer: any memory; loader: inside the mapping
 };
 
+/// The main graph's static memory plan (runtime::MemoryPlan's fields).
+struct StoredPlan {
+  bool present = false;
+  uint64_t arena_bytes = 0;
+  std::vector<int64_t> offsets;  // per main-graph value; -1 = not in the arena
+  std::vector<uint64_t> sizes;
+};
+
+/// One packed constant weight (kernels/prepack.h).
+struct PackedRecord {
+  ir::ValueId value = ir::kNoValue;  // the node's first output
+  std::string key;
+  std::span<const uint8_t> bytes;  // writer: any memory; loader: inside the mapping, 64-byte aligned
+};
+
 struct ProgramContents {
   std::string producer;
   std::vector<std::string> backends;  // backend order at compile time
@@ -47,6 +62,8 @@ struct ProgramContents {
   bool keep_fallback = false;
   uint64_t arena_bytes = 0;
   std::vector<PartitionRecord> partitions;
+  StoredPlan plan;
+  std::vector<PackedRecord> packed;
 };
 
 /// Writes `graph` and `contents` to `path` (through a temporary file and a rename).

@@ -215,7 +215,57 @@ Status Reader::graph(const fb::Graph* in, ir::Graph& g, int depth) {
   return Status::ok();
 }
 
-Status read_contents(Reader& r, const fb::Program& p, ProgramContents& c) {
+// The memory plan: one offset and size per main-graph value, each inside
+// the arena without overflow; the arena within the tensor size limit.
+Status read_plan(const fb::MemoryPlan* in, size_t num_values, StoredPlan& out) {
+  if (!in) return Status::ok();
+  const auto* offs = in->offsets();
+  const auto* sizes = in->sizes();
+  if (!aligned8(offs) || !aligned8(sizes)) return bad("misaligned memory plan");
+  const size_t n_off = offs ? offs->size() : 0, n_size = sizes ? sizes->size() : 0;
+  if (n_off != num_values || n_size != num_values)
+    return bad("memory plan has " + std::to_string(n_off) + " offsets and " + std::to_string(n_size) +
+               " sizes for " + std::to_string(num_values) + " values");
+  const uint64_t arena = in->arena_bytes();
+  if (arena > tensor_byte_limit())
+    return bad("memory plan arena of " + std::to_string(arena) + " bytes is over the tensor size limit");
+  out.arena_bytes = arena;
+  out.offsets.resize(num_values);
+  out.sizes.resize(num_values);
+  for (size_t v = 0; v < num_values; ++v) {
+    const auto i = static_cast<flatbuffers::uoffset_t>(v);
+    const int64_t off = offs->Get(i);
+    const uint64_t size = sizes->Get(i);
+    const bool none = off == -1 && size == 0;
+    if (!none && (off < 0 || static_cast<uint64_t>(off) % kSegmentAlign != 0 || size > arena ||
+                  static_cast<uint64_t>(off) > arena - size))
+      return bad("memory plan puts value " + std::to_string(v) + " at offset " + std::to_string(off) + " (" +
+                 std::to_string(size) + " bytes): misaligned or outside the arena of " + std::to_string(arena) +
+                 " bytes");
+    out.offsets[v] = off;
+    out.sizes[v] = size;
+  }
+  out.present = true;
+  return Status::ok();
+}
+
+// Packed weights: a main-graph value, a key and a segment each.
+Status read_packed(Reader& r, const fb::Program& p, size_t num_values, ProgramContents& c) {
+  if (!p.packed()) return Status::ok();
+  for (const fb::PackedWeight* x : *p.packed()) {
+    if (x->value() < 0 || static_cast<size_t>(x->value()) >= num_values)
+      return bad("packed weight names value " + std::to_string(x->value()) + " of " + std::to_string(num_values));
+    if (!x->key() || x->key()->size() == 0) return bad("packed weight without a key");
+    PackedRecord rec{x->value(), x->key()->str(), {}};
+    KILN_ASSIGN_OR_RETURN(rec.bytes, r.segment(x->segment()));
+    c.packed.push_back(std::move(rec));
+  }
+  return Status::ok();
+}
+
+Status read_contents(Reader& r, const fb::Program& p, size_t num_values, ProgramContents& c) {
+  KILN_RETURN_IF_ERROR(read_plan(p.memory_plan(), num_values, c.plan));
+  KILN_RETURN_IF_ERROR(read_packed(r, p, num_values, c));
   c.producer = str(p.producer());
   if (p.backends()) for (const auto* b : *p.backends()) c.backends.push_back(str(b));
   if (p.options()) for (const fb::Option* o : *p.options()) c.options.emplace_back(str(o->key()), str(o->value()));
@@ -253,7 +303,7 @@ Result<LoadedProgram> load_checked(std::span<const uint8_t> bytes, std::shared_p
   KILN_RETURN_IF_ERROR(r.check_segments(kHeaderSize + fb_size));
   KILN_RETURN_IF_ERROR(r.graph(p->graph(), out.graph, 0));
   if (!out.graph.outer_refs.empty()) return bad("the main graph has outer references");
-  KILN_RETURN_IF_ERROR(read_contents(r, *p, out.contents));
+  KILN_RETURN_IF_ERROR(read_contents(r, *p, out.graph.values.size(), out.contents));
   out.constant_bytes = r.constant_bytes;
   out.mapping = std::move(holder);
   return out;

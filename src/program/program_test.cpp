@@ -49,9 +49,20 @@ ir::Graph sample_graph() {
   return g;
 }
 
+// Packed weights and a memory plan over sample_graph's four values.
+void add_plan_and_packing(ProgramContents& c) {
+  c.plan.present = true;
+  c.plan.arena_bytes = 256;
+  c.plan.offsets = {-1, -1, -1, 128};
+  c.plan.sizes = {0, 0, 0, 128};
+  static const std::vector<uint8_t> packed(64, 7);
+  c.packed.push_back(PackedRecord{3, "W0/sgemm-a/test", packed});
+}
+
 std::vector<uint8_t> sample_bytes() {
   const std::string path = ::testing::TempDir() + "/sample.kiln";
   ProgramContents c;
+  add_plan_and_packing(c);
   c.backends = {"template", "portable"};
   c.options = {{"template.max_group_size", "4"}};
   const uint8_t blob[5] = {1, 2, 3, 4, 5};
@@ -84,6 +95,17 @@ TEST(Program, RoundTripKeepsEveryField) {
   EXPECT_EQ(p->contents.partitions[0].blob[4], 5);
   EXPECT_EQ(p->contents.options[0].second, "4");
   EXPECT_EQ(p->contents.backends[0], "template");
+  const StoredPlan& plan = p->contents.plan;
+  ASSERT_TRUE(plan.present);
+  EXPECT_EQ(plan.arena_bytes, 256u);
+  EXPECT_EQ(plan.offsets, (std::vector<int64_t>{-1, -1, -1, 128}));
+  EXPECT_EQ(plan.sizes, (std::vector<uint64_t>{0, 0, 0, 128}));
+  ASSERT_EQ(p->contents.packed.size(), 1u);
+  EXPECT_EQ(p->contents.packed[0].value, 3);
+  EXPECT_EQ(p->contents.packed[0].key, "W0/sgemm-a/test");
+  ASSERT_EQ(p->contents.packed[0].bytes.size(), 64u);
+  EXPECT_EQ(p->contents.packed[0].bytes[63], 7);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p->contents.packed[0].bytes.data()) % kSegmentAlign, 0u);
   auto again = load_program_bytes(bytes);
   ASSERT_TRUE(again.is_ok()) << again.status().message();
 }
@@ -109,6 +131,35 @@ TEST(Program, BitFlipsNeverCrash) {
   }
   EXPECT_GT(errors, bytes.size() / 4);  // the header and tables are checked
   EXPECT_TRUE(load_program_bytes(bytes).is_ok());
+}
+
+// A plan or packing that points outside its arena, the graph or the file is
+// an error at load, before anything could write through it.
+TEST(Program, HostilePlansAndPackingsAreErrors) {
+  const std::string path = ::testing::TempDir() + "/hostile.kiln";
+  auto load_with = [&](auto edit) {
+    ProgramContents c;
+    add_plan_and_packing(c);
+    edit(c);
+    EXPECT_TRUE(write_program(sample_graph(), c, path).is_ok());
+    auto p = load_program_file(path);
+    return p.is_ok() ? std::string() : p.status().message();
+  };
+  EXPECT_EQ(load_with([](ProgramContents&) {}), "");
+  EXPECT_NE(load_with([](ProgramContents& c) { c.plan.offsets[3] = 192; }).find("outside the arena"),
+            std::string::npos);
+  EXPECT_NE(load_with([](ProgramContents& c) { c.plan.offsets[3] = 96; }).find("misaligned"), std::string::npos);
+  EXPECT_NE(load_with([](ProgramContents& c) { c.plan.offsets[3] = INT64_MAX - 63; }).find("memory plan"),
+            std::string::npos);
+  EXPECT_NE(load_with([](ProgramContents& c) { c.plan.sizes[3] = UINT64_MAX; }).find("memory plan"),
+            std::string::npos);
+  EXPECT_NE(load_with([](ProgramContents& c) { c.plan.offsets[0] = -2; }).find("memory plan"), std::string::npos);
+  EXPECT_NE(load_with([](ProgramContents& c) { c.plan.offsets.pop_back(); }).find("3 offsets"), std::string::npos);
+  EXPECT_NE(load_with([](ProgramContents& c) { c.plan.arena_bytes = UINT64_MAX; }).find("size limit"),
+            std::string::npos);
+  EXPECT_NE(load_with([](ProgramContents& c) { c.packed[0].value = 4; }).find("packed weight names value 4"),
+            std::string::npos);
+  EXPECT_NE(load_with([](ProgramContents& c) { c.packed[0].key.clear(); }).find("without a key"), std::string::npos);
 }
 
 TEST(Program, ErrorsNameTheProblem) {

@@ -137,13 +137,24 @@ Offset<fb::Program> finish_program(Writer& w, const ir::Graph& graph, const Prog
   for (const std::string& b : c.backends) backends.push_back(fbb.CreateString(b));
   std::vector<Offset<fb::Option>> opts;
   for (const auto& [k, v] : c.options) opts.push_back(fb::CreateOption(fbb, fbb.CreateString(k), fbb.CreateString(v)));
+  Offset<fb::MemoryPlan> plan = 0;
+  if (c.plan.present)
+    plan = fb::CreateMemoryPlan(fbb, c.plan.arena_bytes, fbb.CreateVector(c.plan.offsets),
+                                fbb.CreateVector(c.plan.sizes));
+  std::vector<Offset<fb::PackedWeight>> packed;
+  for (const PackedRecord& r : c.packed) {
+    const auto seg = static_cast<int32_t>(w.add_segment(r.bytes));
+    packed.push_back(fb::CreatePackedWeight(fbb, r.value, fbb.CreateString(r.key), seg));
+  }
+  auto packed_vec = fbb.CreateVector(packed);
   // Segment offsets are absolute; they depend on the FlatBuffer's size,
   // which the offsets' own size does not change (a vector of fixed structs),
   // so reserve them first as zeros and patch after Finish.
   segs.assign(w.segments().size(), fb::Segment(0, 0));
   auto seg_vec = fbb.CreateVectorOfStructs(segs);
   return fb::CreateProgram(fbb, kFormatVersion, fbb.CreateString(c.producer), g, fbb.CreateVector(backends),
-                           fbb.CreateVector(opts), c.keep_fallback, fbb.CreateVector(parts), seg_vec, c.arena_bytes);
+                           fbb.CreateVector(opts), c.keep_fallback, fbb.CreateVector(parts), seg_vec, c.arena_bytes, plan,
+                           packed_vec);
 }
 
 }  // namespace

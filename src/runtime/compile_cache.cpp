@@ -1,6 +1,11 @@
 #include "runtime/compile_cache.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <cctype>
@@ -29,6 +34,61 @@ std::string sanitize(const std::string& name) {
   return out.empty() ? "_" : out;
 }
 
+
+constexpr char kSumMagic[] = "KILNPSUM1";
+constexpr const char* kProgramSuffix = ".kiln";
+
+std::string sum_text(const std::string& hash) { return std::string(kSumMagic) + "\n" + hash + "\n"; }
+
+}  // namespace
+
+Result<std::string> hash_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return not_found("cannot open '", path, "': ", std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return invalid_argument("cannot stat '", path, "'");
+  }
+  const auto size = static_cast<size_t>(st.st_size);
+  if (size == 0) {
+    ::close(fd);
+    static const char kEmpty = 0;
+    return wide_hash_hex(&kEmpty, 0) + ":0";
+  }
+  void* base = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (base == MAP_FAILED) return invalid_argument("cannot map '", path, "': ", std::strerror(errno));
+  ::madvise(base, size, MADV_SEQUENTIAL);
+  std::string h = wide_hash_hex(base, size) + ":" + std::to_string(size);
+  ::munmap(base, size);
+  return h;
+}
+
+Status check_program_entry(const std::string& path) {
+  std::ifstream f(path + ".sum", std::ios::binary);
+  if (!f) return invalid_argument("no checksum file");
+  const std::string want((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  KILN_ASSIGN_OR_RETURN(const std::string have, hash_file(path));
+  if (want != sum_text(have)) return invalid_argument("checksum mismatch (corrupt or truncated)");
+  return Status::ok();
+}
+
+Status write_program_entry_sum(const std::string& path) {
+  KILN_ASSIGN_OR_RETURN(const std::string hash, hash_file(path));
+  const std::string tmp = path + ".sum.tmp" + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << sum_text(hash);
+    if (!f.flush()) return invalid_argument("cannot write '", tmp, "'");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path + ".sum", ec);
+  if (ec) return invalid_argument("cannot rename '", tmp, "': ", ec.message());
+  return Status::ok();
+}
+
+namespace {
 }  // namespace
 
 std::string compat_key(const SelectedBackend& sb) {
@@ -134,12 +194,15 @@ std::vector<CacheEntryInfo> CompileCache::list(const std::string& dir) {
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
-    if (!it->is_regular_file(ec) || it->path().extension() != kEntrySuffix) continue;
+    if (!it->is_regular_file(ec)) continue;
+    const std::string ext = it->path().extension().string();
+    const bool program = ext == kProgramSuffix && it->path().parent_path().filename() == "programs";
+    if (ext != kEntrySuffix && !program) continue;
     CacheEntryInfo e;
     e.path = it->path().string();
-    e.backend = it->path().parent_path().filename().string();
+    e.backend = program ? "(program)" : it->path().parent_path().filename().string();
     e.bytes = it->file_size(ec);
-    e.valid = read_cache_entry(e.path).is_ok();
+    e.valid = program ? check_program_entry(e.path).is_ok() : read_cache_entry(e.path).is_ok();
     out.push_back(std::move(e));
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
@@ -152,6 +215,7 @@ Result<size_t> CompileCache::clear(const std::string& dir) {
     std::error_code ec;
     if (fs::remove(e.path, ec)) ++n;
     if (ec) return invalid_argument("cannot remove '", e.path, "': ", ec.message());
+    if (e.backend == "(program)") fs::remove(e.path + ".sum", ec);
   }
   return n;
 }

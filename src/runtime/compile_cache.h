@@ -58,6 +58,16 @@ class CompileCache : public CompileHook {
   std::vector<std::string> warnings_;
 };
 
+// Whole-program entries (DIR/programs/<key>.kiln, written by Session::load
+// of an ONNX file with a cache folder) carry a checksum file beside them,
+// <key>.kiln.sum, that list() and the loader check.
+/// Hash of a file's bytes and its size ("<32 hex>:<size>"), read through a mapping.
+Result<std::string> hash_file(const std::string& path);
+/// OK when `path`'s checksum file matches its bytes.
+Status check_program_entry(const std::string& path);
+/// Writes `path`'s checksum file (atomically).
+Status write_program_entry_sum(const std::string& path);
+
 /// Reads and checks one entry file: magic, version, size, checksum.
 Result<std::vector<uint8_t>> read_cache_entry(const std::string& path);
 /// Writes an entry atomically (temporary file in the same folder, rename).

@@ -78,6 +78,8 @@ Result<std::unique_ptr<Program>> Program::build(std::shared_ptr<ir::Graph> graph
         }
         ProgramOptions sub_options = options;
         sub_options.partition = nullptr;
+        sub_options.prepack = nullptr;
+        sub_options.stored_plan = nullptr;
         KILN_ASSIGN_OR_RETURN(auto sub, build(g, sub_options));
         sub->outer_bindings_ = std::move(bindings);
         p->subprograms_.emplace(g.get(), std::move(sub));
@@ -105,9 +107,17 @@ Result<std::unique_ptr<Program>> Program::build(std::shared_ptr<ir::Graph> graph
         sizes[v] = static_cast<size_t>(t.static_shape().numel()) * dtype_size(t.dtype);
     }
     PlanEntry e;
-    e.plan = std::make_shared<const MemoryPlan>(plan_memory(sizes, p->lifetimes_));
+    const MemoryPlan* stored = options.stored_plan;
+    if (stored && verify_plan(*stored, sizes, p->lifetimes_).empty()) {
+      e.plan = std::make_shared<const MemoryPlan>(*stored);
+      p->used_stored_plan_ = true;
+    } else {
+      e.plan = std::make_shared<const MemoryPlan>(plan_memory(sizes, p->lifetimes_));
+    }
     e.sizes = std::move(sizes);
-    p->plans_.emplace(p->signature(probe), std::move(e));
+    p->static_signature_ = p->signature(probe);
+    p->has_static_plan_ = true;
+    p->plans_.emplace(p->static_signature_, std::move(e));
   }
   return p;
 }
@@ -126,8 +136,10 @@ struct BuildWork {
 };
 
 Result<std::unique_ptr<kernels::Kernel>> make_kernel(const kernels::KernelDef& def, const ir::Node& node,
-                                                     const ir::Graph& g, const NodeInputs& in) {
+                                                     const ir::Graph& g, const NodeInputs& in,
+                                                     kernels::PrepackStore* prepack = nullptr) {
   kernels::KernelInit init{node, g, in.infos, node.opset};
+  const kernels::PrepackScope scope(prepack);
   auto made = make_guarded(def, init);
   if (!made.is_ok()) return std::move(made).status().with_context("node " + node.label());
   return made;
@@ -223,7 +235,8 @@ Status make_kernels(BuildWork& w, const std::vector<int32_t>& claimed_by) {
     std::string why;
     const kernels::KernelDef* def = w.registry.find(node.domain, node.op_type, node.opset, in.dtypes, &why);
     if (!def) return unimplemented("node ", node.label(), ": ", why);
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<kernels::Kernel> kernel, make_kernel(*def, node, g, in));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<kernels::Kernel> kernel,
+                          make_kernel(*def, node, g, in, w.options.prepack));
     w.steps[ni] = Step{&node, std::move(kernel), def->flags, {}};
     w.state[ni] = NodeState::kPortable;
   }
@@ -332,6 +345,13 @@ void Program::compute_lifetimes() {
   for (size_t v = 0; v < nv; ++v) {
     if (!plannable_[v]) lifetimes_[v] = Lifetime{};
   }
+}
+
+std::shared_ptr<const MemoryPlan> Program::static_plan() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!has_static_plan_) return nullptr;
+  auto it = plans_.find(static_signature_);
+  return it == plans_.end() ? nullptr : it->second.plan;
 }
 
 std::string Program::signature(std::span<const Value> inputs) const {

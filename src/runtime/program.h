@@ -13,6 +13,7 @@
 
 #include "core/thread_pool.h"
 #include "ir/graph.h"
+#include "kernels/prepack.h"
 #include "kernels/registry.h"
 #include "kiln/backends.h"
 #include "kiln/profile.h"
@@ -32,6 +33,14 @@ struct ProgramOptions {
   /// first, so backends see folded values as constants. Not applied to
   /// subgraphs (a backend that claims an If/Loop runs its bodies itself).
   const PartitionRequest* partition = nullptr;
+  /// Constant-weight packings kept across loads (a .kiln program's); offered
+  /// to the main graph's portable kernels, not to subgraphs. Null: none.
+  kernels::PrepackStore* prepack = nullptr;
+  /// A static memory plan made earlier (a .kiln program's). Used instead of
+  /// planning when it fits this build: one offset and size per value, every
+  /// planned value placed, inside the arena, and no two values that are live
+  /// at once sharing bytes (verify_plan); otherwise the plan is made again.
+  const MemoryPlan* stored_plan = nullptr;
 };
 
 struct Step {
@@ -77,6 +86,11 @@ class Program {
 
   /// Arena bytes of the static plan (0 if there is none yet).
   size_t static_arena_bytes() const;
+  /// The plan made (or taken from ProgramOptions::stored_plan) at build for
+  /// the static input shapes; null when an input shape is not static.
+  std::shared_ptr<const MemoryPlan> static_plan() const;
+  /// Whether build used ProgramOptions::stored_plan.
+  bool used_stored_plan() const { return used_stored_plan_; }
 
  private:
   friend class RunState;
@@ -97,6 +111,9 @@ class Program {
   std::vector<int8_t> plannable_;  // per value: may live in the arena
   std::unordered_map<const ir::Graph*, std::unique_ptr<Program>> subprograms_;
   std::vector<ir::ValueId> outer_bindings_;  // set by the parent for subprograms
+  std::string static_signature_;             // the static plan's key in plans_
+  bool has_static_plan_ = false;
+  bool used_stored_plan_ = false;
 
   // Plans per input-shape signature; the static one is made at build.
   struct PlanEntry {

@@ -155,6 +155,33 @@ TEST(ProgramTest, RunsChainAndPlansStatically) {
   for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(y.data<float>()[i], static_cast<float>(i + 55));
 }
 
+// A plan made by an earlier build (a program file's) is used when it fits;
+// one whose live values share bytes is replaced by a fresh plan.
+TEST(ProgramTest, UsesAStoredPlanOnlyWhenItFits) {
+  auto first = build(chain(6, {16}));
+  ASSERT_TRUE(first.is_ok());
+  std::shared_ptr<const MemoryPlan> plan = (*first)->static_plan();
+  ASSERT_NE(plan, nullptr);
+  ProgramOptions o;
+  o.registry = &test_registry();
+  o.stored_plan = plan.get();
+  auto again = Program::build(std::make_shared<ir::Graph>(chain(6, {16})), o);
+  ASSERT_TRUE(again.is_ok());
+  EXPECT_TRUE((*again)->used_stored_plan());
+  EXPECT_EQ((*again)->static_arena_bytes(), plan->arena_bytes);
+
+  MemoryPlan clash = *plan;  // v0 and v1 are live together at step 1
+  clash.offsets[2] = clash.offsets[1];
+  o.stored_plan = &clash;
+  auto replanned = Program::build(std::make_shared<ir::Graph>(chain(6, {16})), o);
+  ASSERT_TRUE(replanned.is_ok());
+  EXPECT_FALSE((*replanned)->used_stored_plan());
+  Value x(arange(16));
+  auto out = (*replanned)->run(std::span<const Value>(&x, 1), {}, nullptr);
+  ASSERT_TRUE(out.is_ok());
+  EXPECT_FLOAT_EQ((*out)[0].tensor().data<float>()[3], 3.f + 21.f);
+}
+
 TEST(ProgramTest, FoldsConstantNodes) {
   ir::Graph g;
   ir::ValueId c = g.add_value("c", f32({2}));

@@ -48,9 +48,18 @@ def test_compiled_program_matches_onnx(kiln, mlp, tmp_path, backends):
     assert r.returncode == 0, r.stderr
     assert "program format 1" in r.stdout
     assert ("partition template:" in r.stdout) == backends.startswith("template")
+    assert "memory plan: arena of" in r.stdout
+    # Portable MatMul packs its constant W once, at compile time.
+    assert ("packed weights: 1 (" in r.stdout) == (backends == "portable"), r.stdout
     want, _ = run_outputs(kiln, model, inputs, tmp_path / "onnx", "--backends", backends)
     got, _ = run_outputs(kiln, prog, inputs, tmp_path / "kiln")
     np.testing.assert_array_equal(got, want)
+    if backends == "portable":
+        # Packings for another layout (another CPU) are ignored: the kernel packs again.
+        other = tmp_path / "other.kiln"
+        patched(prog, other, b"/sgemm-b/", b"/sgemm-q/")
+        got, _ = run_outputs(kiln, other, inputs, tmp_path / "other")
+        np.testing.assert_array_equal(got, want)
     r = kiln("inspect", prog)
     assert r.returncode == 0 and "program format 1" in r.stdout, r.stderr
 
@@ -99,27 +108,62 @@ def test_truncated_and_bit_flipped_programs_fail_cleanly(kiln, mlp, tmp_path):
         assert r.returncode in (0, 1), f"flip at {i}: exit {r.returncode}\n{r.stderr}"
 
 
+def cache_files(cache, suffix):
+    return sorted(os.path.join(dp, f) for dp, _, fs in os.walk(cache) for f in fs if f.endswith(suffix))
+
+
 def test_compile_cache(kiln, mlp, tmp_path):
     model, inputs = mlp
     cache = tmp_path / "cache"
-    want, _ = run_outputs(kiln, model, inputs, tmp_path / "a", "--backends", "template,portable",
-                          "--cache-dir", cache)
+    flags = ("--backends", "template,portable", "--cache-dir", cache)
+    want, _ = run_outputs(kiln, model, inputs, tmp_path / "a", *flags)
     r = kiln("cache", "ls", cache)
     assert r.returncode == 0 and " ok " in r.stdout, r.stdout
-    entries = [os.path.join(dp, f) for dp, _, fs in os.walk(cache) for f in fs]
-    assert entries and all(e.endswith(".kcc") for e in entries)
-    got, err = run_outputs(kiln, model, inputs, tmp_path / "b", "--backends", "template,portable",
-                           "--cache-dir", cache)
+    parts, programs = cache_files(cache, ".kcc"), cache_files(cache, ".kiln")
+    assert parts and len(programs) == 1, os.listdir(cache)
+    # The second load takes the whole program from the cache.
+    got, err = run_outputs(kiln, model, inputs, tmp_path / "b", *flags)
     np.testing.assert_array_equal(got, want)
     assert "warning" not in err
-    # A corrupt entry is ignored with a warning, recompiled and replaced.
-    with open(entries[0], "r+b") as f:
+    # Without the program entry the partitions come from their entries; a
+    # corrupt one is ignored with a warning, recompiled and replaced.
+    os.remove(programs[0])
+    with open(parts[0], "r+b") as f:
         f.seek(70)
         f.write(b"\xff\xfe")
     assert "corrupt" in kiln("cache", "ls", cache).stdout
-    env_run = kiln("run", model, "--input-dir", inputs, "--backends", "template,portable", "--cache-dir", cache)
+    env_run = kiln("run", model, "--input-dir", inputs, *flags)
     assert env_run.returncode == 0 and "ignoring entry" in env_run.stderr, env_run.stderr
     assert "corrupt" not in kiln("cache", "ls", cache).stdout
     r = kiln("cache", "clear", cache)
-    assert r.returncode == 0 and f"removed {len(entries)} entries" in r.stdout, r.stdout
+    assert r.returncode == 0 and f"removed {len(parts) + 1} entries" in r.stdout, r.stdout
     assert "0 entries" in kiln("cache", "ls", cache).stdout
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "no-sum"])
+def test_program_cache_entry_damage(kiln, mlp, tmp_path, damage):
+    """A damaged whole-program entry is ignored with a warning and rebuilt."""
+    model, inputs = mlp
+    cache = tmp_path / "cache"
+    flags = ("--backends", "template,portable", "--cache-dir", cache)
+    want, _ = run_outputs(kiln, model, inputs, tmp_path / "a", *flags)
+    [program] = cache_files(cache, ".kiln")
+    size = os.path.getsize(program)
+    if damage == "flip":  # a byte of a constant: only the checksum can tell
+        with open(program, "r+b") as f:
+            f.seek(size - 8)
+            b = f.read(1)
+            f.seek(size - 8)
+            f.write(bytes([b[0] ^ 0x40]))
+    elif damage == "truncate":
+        os.truncate(program, size // 2)
+    else:
+        os.remove(program + ".sum")
+    assert "corrupt" in kiln("cache", "ls", cache).stdout
+    got, err = run_outputs(kiln, model, inputs, tmp_path / "b", *flags)
+    np.testing.assert_array_equal(got, want)
+    assert "program cache" in err and "ignoring" in err, err
+    assert "corrupt" not in kiln("cache", "ls", cache).stdout
+    got, err = run_outputs(kiln, model, inputs, tmp_path / "c", *flags)
+    np.testing.assert_array_equal(got, want)
+    assert "warning" not in err

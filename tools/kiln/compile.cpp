@@ -37,6 +37,12 @@ void print_program_summary(const ProgramSummary& s, std::ostream& out) {
   for (const std::string& b : s.backends) out << " " << b;
   out << (s.keep_fallback ? " (portable fallback kept)\n" : "\n");
   for (const auto& [k, v] : s.options) out << "option " << k << "=" << v << "\n";
+  if (s.has_memory_plan) out << "memory plan: arena of " << s.arena_bytes << " bytes\n";
+  if (s.num_packed > 0) {
+    out << "packed weights: " << s.num_packed << " (" << s.packed_bytes << " bytes;";
+    for (const std::string& l : s.packed_layouts) out << " " << l;
+    out << ")\n";
+  }
   for (const ProgramPartitionInfo& p : s.partitions) {
     out << "partition " << p.id << ": " << p.backend << " " << p.backend_version << ", " << p.blob_bytes
         << " bytes [" << p.compat_key << "]\n";

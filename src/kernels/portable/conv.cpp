@@ -15,9 +15,11 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "kernels/portable/util/cv_common.h"
 #include "kernels/portable/util/gemm.h"
+#include "kernels/portable/util/gemm_prepack.h"
 #include "kernels/registry.h"
 
 namespace kiln::kernels {
@@ -306,7 +308,7 @@ class ConvKernel final : public Kernel {
         !(w->dim(1) == 1 && group_ > 1)) {  // depthwise reads W directly
       const int64_t mg = w->dim(0) / group_, kg = w->numel() / w->dim(0);
       for (int64_t grp = 0; grp < group_; ++grp)
-        packed_.push_back(PackedMatrix::pack_a(false, mg, kg, w->data<float>() + grp * mg * kg, kg));
+        packed_.push_back(pack_a_for(init, "W" + std::to_string(grp), false, mg, kg, w->data<float>() + grp * mg * kg, kg));
       packed_shape_ = w->shape();
     }
     return Status::ok();

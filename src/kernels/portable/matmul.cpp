@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "kernels/portable/util/cv_common.h"
+#include "kernels/portable/util/gemm_prepack.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -115,7 +116,7 @@ class MatMulKernel final : public Kernel {
   Status init(const KernelInit& init) {
     const Tensor* b = init.constant_input(1);
     if (b && b->dtype() == DType::kFloat32 && b->rank() == 2 && b->numel() > 0)
-      packed_b_ = PackedMatrix::pack_b(false, b->dim(0), b->dim(1), b->data<float>(), b->dim(1));
+      packed_b_ = pack_b_for(init, "B", false, b->dim(0), b->dim(1), b->data<float>(), b->dim(1));
     return Status::ok();
   }
 
@@ -186,7 +187,7 @@ class GemmKernel final : public Kernel {
     const Tensor* b = init.constant_input(1);
     if (b && b->dtype() == DType::kFloat32 && b->rank() == 2 && b->numel() > 0) {
       const int64_t k = trans_b_ ? b->dim(1) : b->dim(0), n = trans_b_ ? b->dim(0) : b->dim(1);
-      packed_b_ = PackedMatrix::pack_b(trans_b_, k, n, b->data<float>(), b->dim(1));
+      packed_b_ = pack_b_for(init, "B", trans_b_, k, n, b->data<float>(), b->dim(1));
     }
     return Status::ok();
   }

@@ -127,6 +127,25 @@ std::string hash_hex(const void* data, size_t size) {
   return h.hex();
 }
 
+std::string wide_hash_hex(const void* data, size_t size) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  uint64_t h[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full};
+  size_t i = 0;
+  for (; i + 32 <= size; i += 32) {
+    for (int k = 0; k < 4; ++k) {
+      uint64_t w;
+      std::memcpy(&w, p + i + 8 * k, 8);
+      h[k] = (h[k] ^ w) * 0x100000001b3ull;
+      h[k] ^= h[k] >> 29;
+    }
+  }
+  Hasher tail;  // the lanes, the trailing bytes and the size, mixed
+  for (uint64_t x : h) tail.u64(x);
+  tail.bytes(p + i, size - i);
+  tail.u64(size);
+  return tail.hex();
+}
+
 std::string partition_content_key(const ir::Graph& g, const std::unordered_map<ir::ValueId, Tensor>& constants,
                                   std::span<const int32_t> nodes, std::span<const ir::ValueId> inputs,
                                   std::span<const ir::ValueId> outputs) {

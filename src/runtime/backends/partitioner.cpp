@@ -351,7 +351,9 @@ Status Partitioner::compile_group(const SelectedBackend& sb, const kiln_graph& v
   const CompileHook::CompileFn do_compile = [&] { return sb.instance->compile(&view, desc); };
   std::shared_ptr<CompiledPartition> compiled;
   if (p_.request.compile_hook) {
-    const std::string key = partition_content_key(g_, p_.constants, nodes, b.inputs, b.outputs);
+    const std::string key = p_.request.compile_hook->wants_content_key()
+                                ? partition_content_key(g_, p_.constants, nodes, b.inputs, b.outputs)
+                                : std::string();
     KILN_ASSIGN_OR_RETURN(compiled, p_.request.compile_hook->compile(sb, id, key, do_compile));
   } else {
     KILN_ASSIGN_OR_RETURN(compiled, do_compile());

@@ -42,6 +42,9 @@ struct CompileHook {
   virtual ~CompileHook() = default;
   virtual Result<std::shared_ptr<CompiledPartition>> compile(const SelectedBackend& sb, const std::string& id,
                                                              const std::string& key, const CompileFn& compile) = 0;
+  /// False: the hook finds partitions by id alone and `key` is passed empty
+  /// (hashing every constant a partition reads is then skipped).
+  virtual bool wants_content_key() const { return true; }
 };
 
 /// What a session asks the partitioner for.

@@ -263,7 +263,51 @@ void run_empty_k(const GemmProblem& g) {
 
 }  // namespace
 
-void PackedMatrix::Free::operator()(float* p) const { aligned_free_bytes(p); }
+namespace {
+// Bumped whenever pack_a_block / pack_b_block change what they write.
+constexpr int kPackLayoutVersion = 1;
+
+std::shared_ptr<float> packed_buffer(int64_t elems) {
+  const auto n = static_cast<size_t>(std::max<int64_t>(1, elems));
+  return std::shared_ptr<float>(static_cast<float*>(aligned_alloc_bytes(n * sizeof(float))),
+                                [](float* p) { aligned_free_bytes(p); });
+}
+
+int64_t packed_elems(const MicroKernel& uk, bool is_a, int64_t rows, int64_t cols) {
+  // A: m_pad x k; B: k x n_pad.
+  return is_a ? round_up(rows, uk.mr) * cols : rows * round_up(cols, uk.nr);
+}
+}  // namespace
+
+std::string PackedMatrix::layout_key(bool is_a) {
+  const MicroKernel& uk = kKernels[active_kernel()];
+  return std::string(is_a ? "sgemm-a/" : "sgemm-b/") + uk.name + "/mr" + std::to_string(uk.mr) + "/nr" +
+         std::to_string(uk.nr) + "/kc" + std::to_string(uk.kc) + "/v" + std::to_string(kPackLayoutVersion);
+}
+
+size_t PackedMatrix::packed_bytes(bool is_a, int64_t rows, int64_t cols) {
+  if (rows <= 0 || cols <= 0) return 0;
+  return static_cast<size_t>(packed_elems(kKernels[active_kernel()], is_a, rows, cols)) * sizeof(float);
+}
+
+std::span<const uint8_t> PackedMatrix::bytes() const {
+  if (!data_) return {};
+  const size_t n = static_cast<size_t>(packed_elems(kKernels[kernel_], is_a_, rows_, cols_)) * sizeof(float);
+  return {reinterpret_cast<const uint8_t*>(data_.get()), n};
+}
+
+PackedMatrix PackedMatrix::from_bytes(bool is_a, int64_t rows, int64_t cols, std::span<const uint8_t> bytes,
+                                      std::shared_ptr<const void> holder) {
+  PackedMatrix pm;
+  const size_t want = packed_bytes(is_a, rows, cols);
+  if (want == 0 || bytes.size() != want || reinterpret_cast<uintptr_t>(bytes.data()) % 64 != 0) return pm;
+  pm.is_a_ = is_a;
+  pm.kernel_ = active_kernel();
+  pm.rows_ = rows;
+  pm.cols_ = cols;
+  pm.data_ = std::shared_ptr<const float>(std::move(holder), reinterpret_cast<const float*>(bytes.data()));
+  return pm;
+}
 
 PackedMatrix PackedMatrix::pack_a(bool trans, int64_t m, int64_t k, const float* a, int64_t lda) {
   const int kernel = active_kernel();
@@ -274,13 +318,13 @@ PackedMatrix PackedMatrix::pack_a(bool trans, int64_t m, int64_t k, const float*
   pm.kernel_ = kernel;
   pm.rows_ = m;
   pm.cols_ = k;
-  const int64_t total = std::max<int64_t>(1, m_pad * k);
-  pm.data_.reset(static_cast<float*>(aligned_alloc_bytes(static_cast<size_t>(total) * sizeof(float))));
+  std::shared_ptr<float> buf = packed_buffer(m_pad * k);
   // Block pc holds m_pad x kc values; its panel for rows [ic, ic+mr) starts at ic * kc.
   for (int64_t pc = 0; pc < k; pc += uk.kc) {
     const int64_t kc = std::min(uk.kc, k - pc);
-    pack_a_block(a, lda, trans, 0, m, pc, kc, uk.mr, pm.data_.get() + pc * m_pad);
+    pack_a_block(a, lda, trans, 0, m, pc, kc, uk.mr, buf.get() + pc * m_pad);
   }
+  pm.data_ = std::move(buf);
   return pm;
 }
 
@@ -293,12 +337,12 @@ PackedMatrix PackedMatrix::pack_b(bool trans, int64_t k, int64_t n, const float*
   pm.kernel_ = kernel;
   pm.rows_ = k;
   pm.cols_ = n;
-  const int64_t total = std::max<int64_t>(1, n_pad * k);
-  pm.data_.reset(static_cast<float*>(aligned_alloc_bytes(static_cast<size_t>(total) * sizeof(float))));
+  std::shared_ptr<float> buf = packed_buffer(n_pad * k);
   for (int64_t pc = 0; pc < k; pc += uk.kc) {
     const int64_t kc = std::min(uk.kc, k - pc);
-    pack_b_block(b, ldb, trans, pc, kc, 0, n, uk.nr, pm.data_.get() + pc * n_pad);
+    pack_b_block(b, ldb, trans, pc, kc, 0, n, uk.nr, buf.get() + pc * n_pad);
   }
+  pm.data_ = std::move(buf);
   return pm;
 }
 

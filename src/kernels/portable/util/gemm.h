@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <span>
+#include <string>
 
 #include "core/thread_pool.h"
 
@@ -38,7 +40,8 @@ struct GemmEpilogue {
 };
 
 /// op(A) or op(B) copied into the engine's panel layout for the microkernel
-/// of this process. Move-only; owns its memory.
+/// of this process. Move-only; owns its memory, or (from_bytes) borrows
+/// bytes packed earlier, such as a program file's mapping.
 class PackedMatrix {
  public:
   PackedMatrix() = default;
@@ -52,6 +55,19 @@ class PackedMatrix {
   /// `trans`. The result is the right operand of sgemm_packed.
   static PackedMatrix pack_b(bool trans, int64_t k, int64_t n, const float* b, int64_t ldb);
 
+  /// Names the panel layout pack_a (`is_a`) or pack_b produces in this
+  /// process: microkernel, register tile, KC block and a layout version.
+  /// Bytes packed under another name are not usable here.
+  static std::string layout_key(bool is_a);
+  /// Bytes pack_a / pack_b make for `rows` x `cols` in this process.
+  static size_t packed_bytes(bool is_a, int64_t rows, int64_t cols);
+  /// A view of bytes packed earlier under layout_key(is_a) (by pack_a /
+  /// pack_b, possibly in another process); `holder` keeps them alive. Empty
+  /// (a miss) unless the size is exactly packed_bytes and the data 64-byte
+  /// aligned, so bytes from a file are never read past their end.
+  static PackedMatrix from_bytes(bool is_a, int64_t rows, int64_t cols, std::span<const uint8_t> bytes,
+                                 std::shared_ptr<const void> holder);
+
   bool empty() const { return data_ == nullptr; }
   bool is_a() const { return is_a_; }
   /// The microkernel (index into the engine's table) it was packed for.
@@ -59,12 +75,13 @@ class PackedMatrix {
   int64_t rows() const { return rows_; }  // m for A, k for B
   int64_t cols() const { return cols_; }  // k for A, n for B
   const float* data() const { return data_.get(); }
+  /// The packed bytes (packed_bytes(is_a, rows, cols) of them).
+  std::span<const uint8_t> bytes() const;
+  /// Shares ownership of the packed bytes (they stay valid while it lives).
+  std::shared_ptr<const void> holder() const { return data_; }
 
  private:
-  struct Free {
-    void operator()(float* p) const;
-  };
-  std::unique_ptr<float, Free> data_;
+  std::shared_ptr<const float> data_;
   bool is_a_ = false;
   int kernel_ = 0;
   int64_t rows_ = 0, cols_ = 0;

@@ -2,10 +2,13 @@
 // microkernel this CPU supports, over shapes that hit the register-tile,
 // cache-block and thread-split edges.
 #include "kernels/portable/util/gemm.h"
+#include "kiln/tensor.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -227,6 +230,47 @@ TEST(GemmTest, ForceKernelRejectsUnknownNames) {
   const std::string original = sgemm_kernel_name();
   EXPECT_FALSE(sgemm_force_kernel("no-such-kernel"));
   EXPECT_EQ(original, sgemm_kernel_name());
+}
+
+}  // namespace
+}  // namespace kiln::kernels
+
+namespace kiln::kernels {
+namespace {
+
+// Packed bytes kept elsewhere (a program file) are used as they are, and
+// only when their size matches this process's layout and they are aligned.
+TEST(GemmTest, PackedBytesRoundTripAndAreChecked) {
+  std::mt19937 rng(7);
+  const int64_t m = 37, n = 29, k = 300;
+  const std::vector<float> a = random_vec(static_cast<size_t>(m * k), rng);
+  const std::vector<float> b = random_vec(static_cast<size_t>(k * n), rng);
+  const PackedMatrix pa = PackedMatrix::pack_a(false, m, k, a.data(), k);
+  const PackedMatrix pb = PackedMatrix::pack_b(false, k, n, b.data(), n);
+  ASSERT_EQ(pa.bytes().size(), PackedMatrix::packed_bytes(true, m, k));
+  ASSERT_EQ(pb.bytes().size(), PackedMatrix::packed_bytes(false, k, n));
+  EXPECT_NE(PackedMatrix::layout_key(true), PackedMatrix::layout_key(false));
+  // Copies, as a file's bytes would be.
+  auto copy = [](std::span<const uint8_t> s) {
+    std::shared_ptr<uint8_t> buf(static_cast<uint8_t*>(aligned_alloc_bytes(s.size() + 64)),
+                                 [](uint8_t* p) { aligned_free_bytes(p); });
+    std::memcpy(buf.get(), s.data(), s.size());
+    return buf;
+  };
+  auto abuf = copy(pa.bytes()), bbuf = copy(pb.bytes());
+  const PackedMatrix va = PackedMatrix::from_bytes(true, m, k, {abuf.get(), pa.bytes().size()}, abuf);
+  const PackedMatrix vb = PackedMatrix::from_bytes(false, k, n, {bbuf.get(), pb.bytes().size()}, bbuf);
+  ASSERT_FALSE(va.empty());
+  ASSERT_FALSE(vb.empty());
+  std::vector<float> c1(static_cast<size_t>(m * n)), c2(c1.size());
+  sgemm(false, false, m, n, k, 1.f, a.data(), k, b.data(), n, 0.f, c1.data(), n, nullptr);
+  sgemm_ex(m, n, k, 1.f, GemmOperand::prepacked(va), GemmOperand::prepacked(vb), 0.f, c2.data(), n, nullptr);
+  EXPECT_EQ(c1, c2);
+  // A byte short, a byte long, misaligned, or another shape: a miss.
+  EXPECT_TRUE(PackedMatrix::from_bytes(true, m, k, {abuf.get(), pa.bytes().size() - 1}, abuf).empty());
+  EXPECT_TRUE(PackedMatrix::from_bytes(true, m, k, {abuf.get(), pa.bytes().size() + 1}, abuf).empty());
+  EXPECT_TRUE(PackedMatrix::from_bytes(true, m, k, {abuf.get() + 4, pa.bytes().size()}, abuf).empty());
+  EXPECT_TRUE(PackedMatrix::from_bytes(true, m, k + 1, {abuf.get(), pa.bytes().size()}, abuf).empty());
 }
 
 }  // namespace

@@ -6,12 +6,12 @@
 // Per direction, X * W^T (+ both biases) for every time step is one SGEMM up
 // front; each step then adds H_{t-1} * R^T (a second SGEMM over the batch)
 // and applies the gate equations of the ONNX spec. With batch <= 3 and
-// constant R, the per-step product is a GEMV over R^T stored at load (a GEMM
-// microkernel would compute MR rows for one). Gate math runs over whole gate
-// vectors with the SIMD sigmoid/tanh/relu of elementwise_simd.h. The two
-// directions of a bidirectional op run at the same time when the pool has
-// two threads or more. Everything is computed in float32; float16 and double
-// inputs are converted on the way in and out.
+// constant R, the per-step product is one GEMV per batch row over R packed
+// at load (a GEMM microkernel would compute MR rows for one). Gate math runs
+// over whole gate vectors with the SIMD sigmoid/tanh/relu of
+// elementwise_simd.h. The two directions of a bidirectional op run at the
+// same time when the pool has two threads or more. Everything is computed in
+// float32; float16 and double inputs are converted on the way in and out.
 // Batch entries whose sequence_lens is shorter than the step stop updating:
 // their Y rows are zero and Y_h/Y_c keep their last state.
 #include <algorithm>
@@ -98,29 +98,8 @@ void activate(const Activation& a, float* v, int64_t n) {
   }
 }
 
-// y[j] = sum_p x[p] * bt[p * ldb + j] for j < n: one row times B^T stored as
-// k x n, four rows of it per pass over y.
-KILN_CV_MULTIVERSION
-void gemv_bt(int64_t n, int64_t k, const float* __restrict x, const float* __restrict bt, int64_t ldb,
-             float* __restrict y) {
-  std::fill_n(y, n, 0.f);
-  int64_t p = 0;
-  for (; p + 4 <= k; p += 4) {
-    const float x0 = x[p], x1 = x[p + 1], x2 = x[p + 2], x3 = x[p + 3];
-    const float* b0 = bt + p * ldb;
-    const float* b1 = b0 + ldb;
-    const float* b2 = b1 + ldb;
-    const float* b3 = b2 + ldb;
-    for (int64_t j = 0; j < n; ++j) y[j] += x0 * b0[j] + x1 * b1[j] + x2 * b2[j] + x3 * b3[j];
-  }
-  for (; p < k; ++p) {
-    const float xp = x[p];
-    const float* b = bt + p * ldb;
-    for (int64_t j = 0; j < n; ++j) y[j] += xp * b[j];
-  }
-}
-
-// Batches up to this size take the GEMV path when R^T is stored.
+// Batches up to this size multiply by a packed R one row at a time (the
+// engine's GEMV path; its microkernel would compute MR rows for each).
 constexpr int64_t kGemvMaxBatch = 3;
 
 int num_gates(CellKind k) { return k == CellKind::kRnn ? 1 : k == CellKind::kGru ? 3 : 4; }
@@ -140,8 +119,6 @@ struct DirectionParams {
   const PackedMatrix* w_packed = nullptr;
   const PackedMatrix* r_packed = nullptr;
   const PackedMatrix* rh_packed = nullptr;
-  // R^T as [H][G*H] row-major when R is constant (the GEMV path), or null.
-  const float* rt = nullptr;
 };
 
 // C[m, n] = A[m, k] * B^T where B is [n, k] row-major (`b`) or packed.
@@ -238,21 +215,18 @@ class RecurrentKernel final : public Kernel {
       packed_w_.push_back(PackedMatrix::pack_b(true, in_size, gh, wd, in_size));
       packed_r_.push_back(PackedMatrix::pack_b(true, hs, split ? 2 * hs : gh, rd, hs));
       if (split) packed_rh_.push_back(PackedMatrix::pack_b(true, hs, hs, rd + 2 * hs * hs, hs));
-      std::vector<float> rt(static_cast<size_t>(hs * gh));
-      for (int64_t j = 0; j < gh; ++j)
-        for (int64_t k = 0; k < hs; ++k) rt[static_cast<size_t>(k * gh + j)] = rd[j * hs + k];
-      rt_.push_back(std::move(rt));
     }
   }
 
   // hr[b][col0 + j] = (H_{t-1} R^T)[b][col0 + j] for j < n: the rows of R
-  // from col0 (or of the packed part `packed`), GEMV per batch row when R^T
-  // is stored and the batch is small.
+  // from col0, or the packed part `packed` (one GEMV per batch row when the
+  // batch is small).
   void recurrent_product(const DirectionParams& p, int64_t batch, int64_t hs, int64_t col0, int64_t n, const float* h,
                          int64_t ldh, const PackedMatrix* packed, float* hr, ThreadPool* pool) const {
     const int64_t gh = num_gates(kind_) * hs;
-    if (p.rt && batch <= kGemvMaxBatch) {
-      for (int64_t bb = 0; bb < batch; ++bb) gemv_bt(n, hs, h + bb * ldh, p.rt + col0, gh, hr + bb * gh + col0);
+    if (packed && batch <= kGemvMaxBatch) {
+      for (int64_t bb = 0; bb < batch; ++bb)
+        gemm_bt(1, n, hs, h + bb * ldh, ldh, nullptr, packed, hr + bb * gh + col0, gh, nullptr);
       return;
     }
     gemm_bt(batch, n, hs, h, ldh, p.r ? p.r + col0 * hs : nullptr, packed, hr + col0, gh, pool);
@@ -274,7 +248,6 @@ class RecurrentKernel final : public Kernel {
   bool input_forget_ = false;
   std::vector<Activation> acts_;
   std::vector<PackedMatrix> packed_w_, packed_r_, packed_rh_;  // per direction, or empty
-  std::vector<std::vector<float>> rt_;                         // R^T per direction, or empty
 };
 
 Status check_shape(const Tensor& t, size_t index, const char* name,
@@ -443,7 +416,6 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
       dp.w_packed = &packed_w_[static_cast<size_t>(d)];
       dp.r_packed = &packed_r_[static_cast<size_t>(d)];
       if (!packed_rh_.empty()) dp.rh_packed = &packed_rh_[static_cast<size_t>(d)];
-      dp.rt = rt_[static_cast<size_t>(d)].data();
     } else {
       dp.w = w.data() + d * g * hs * in_size;
       dp.r = r.data() + d * g * hs * hs;

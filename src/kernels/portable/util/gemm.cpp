@@ -271,13 +271,23 @@ void panel_times_vector(const float* __restrict panel, int64_t kc, int64_t width
                         int64_t incx, float* __restrict acc) {
   auto run = [&](auto w_const) {
     constexpr int64_t W = decltype(w_const)::value;
-    float a[W];
-    for (int64_t w = 0; w < W; ++w) a[w] = acc[w];
-    for (int64_t p = 0; p < kc; ++p) {
-      const float xv = x[p * incx];
-      for (int64_t w = 0; w < W; ++w) a[w] += xv * panel[p * W + w];
+    // Two sets of accumulators (even and odd p) halve the FMA latency chain.
+    float a[W], b[W];
+    for (int64_t w = 0; w < W; ++w) {
+      a[w] = acc[w];
+      b[w] = 0.f;
     }
-    for (int64_t w = 0; w < W; ++w) acc[w] = a[w];
+    int64_t p = 0;
+    for (; p + 2 <= kc; p += 2) {
+      const float x0 = x[p * incx], x1 = x[(p + 1) * incx];
+      for (int64_t w = 0; w < W; ++w) {
+        a[w] += x0 * panel[p * W + w];
+        b[w] += x1 * panel[(p + 1) * W + w];
+      }
+    }
+    if (p < kc)
+      for (int64_t w = 0; w < W; ++w) a[w] += x[p * incx] * panel[p * W + w];
+    for (int64_t w = 0; w < W; ++w) acc[w] = a[w] + b[w];
   };
   switch (width) {
     case 32: run(std::integral_constant<int64_t, 32>()); return;

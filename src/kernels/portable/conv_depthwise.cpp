@@ -280,8 +280,17 @@ void depthwise_conv_f32(const DepthwiseConv& p, const float* x, const float* w, 
   const int64_t grain =
       std::max<int64_t>(1, std::min((units + threads - 1) / threads, (int64_t{1} << 15) / per_unit));
   parallel_for(pool, units, grain, [&](int64_t begin, int64_t end) {
+    // Per-thread scratch kept between calls; buffers past kKeepFloats (huge
+    // planes) are released after the chunk instead of held for the process.
+    constexpr size_t kKeepFloats = size_t{1} << 20;
     thread_local std::vector<float> phases, flat;
     thread_local std::vector<const float*> src;
+    struct Release {
+      ~Release() {
+        for (std::vector<float>* v : {&phases, &flat})
+          if (v->capacity() > kKeepFloats) std::vector<float>().swap(*v);
+      }
+    } release;
     if (is_3x3_s2(p)) {
       depthwise3x3_s2(p, x, w, bias, y, begin, end, phases, flat);
       return;

@@ -26,7 +26,8 @@ std::vector<float> naive(const DepthwiseConv& p, const std::vector<float>& x, co
               const int64_t ih = oh * p.s_h - p.p_h + kh * p.d_h, iw = ow * p.s_w - p.p_w + kw * p.d_w;
               if (ih < 0 || ih >= p.in_h || iw < 0 || iw >= p.in_w) continue;
               const int64_t xi = ((img * p.c + oc / p.mult) * p.in_h + ih) * p.in_w + iw;
-              s += static_cast<double>(x[static_cast<size_t>(xi)]) * w[static_cast<size_t>((oc * p.k_h + kh) * p.k_w + kw)];
+              const int64_t wi = (oc * p.k_h + kh) * p.k_w + kw;
+              s += static_cast<double>(x[static_cast<size_t>(xi)]) * w[static_cast<size_t>(wi)];
             }
           y[static_cast<size_t>(((img * m + oc) * p.out_h + oh) * p.out_w + ow)] = static_cast<float>(s);
         }

@@ -71,14 +71,18 @@ std::vector<float> reference(const Case& c, const Inputs& in) {
         std::vector<double> xw(static_cast<size_t>(gh)), hr(static_cast<size_t>(gh));
         for (int64_t j = 0; j < gh; ++j) {
           double sx = c.bias ? at(in.b, d * 2 * gh + j) : 0.0, sh = c.bias ? at(in.b, d * 2 * gh + gh + j) : 0.0;
-          for (int64_t k = 0; k < c.in; ++k) sx += at(in.x, (t * c.batch + bb) * c.in + k) * at(in.w, (d * gh + j) * c.in + k);
+          for (int64_t k = 0; k < c.in; ++k)
+            sx += at(in.x, (t * c.batch + bb) * c.in + k) * at(in.w, (d * gh + j) * c.in + k);
           for (int64_t k = 0; k < hs; ++k) sh += h[static_cast<size_t>(k)] * at(in.r, (d * gh + j) * hs + k);
           xw[static_cast<size_t>(j)] = sx;
           hr[static_cast<size_t>(j)] = sh;
         }
         std::vector<double> hn(static_cast<size_t>(hs)), reset(static_cast<size_t>(hs));
         if (c.op == "GRU")
-          for (int64_t k = 0; k < hs; ++k) reset[static_cast<size_t>(k)] = a[0](clip(xw[static_cast<size_t>(hs + k)] + hr[static_cast<size_t>(hs + k)]));
+          for (int64_t k = 0; k < hs; ++k) {
+            const size_t rk = static_cast<size_t>(hs + k);
+            reset[static_cast<size_t>(k)] = a[0](clip(xw[rk] + hr[rk]));
+          }
         for (int64_t k = 0; k < hs; ++k) {
           auto X = [&](int64_t gate) { return xw[static_cast<size_t>(gate * hs + k)]; };
           auto H = [&](int64_t gate) { return hr[static_cast<size_t>(gate * hs + k)]; };
@@ -93,7 +97,8 @@ std::vector<float> reference(const Case& c, const Inputs& in) {
             } else {  // (r (.) H) Rh^T + Rbh
               double s = c.bias ? at(in.b, d * 2 * gh + gh + 2 * hs + k) : 0.0;
               for (int64_t q = 0; q < hs; ++q)
-                s += at(in.r, (d * gh + 2 * hs + k) * hs + q) * reset[static_cast<size_t>(q)] * h[static_cast<size_t>(q)];
+                s += at(in.r, (d * gh + 2 * hs + k) * hs + q) * reset[static_cast<size_t>(q)] *
+                     h[static_cast<size_t>(q)];
               ht = a[1](clip(X(2) + s));
             }
             hn[static_cast<size_t>(k)] = (1 - z) * ht + z * hp;
@@ -110,7 +115,8 @@ std::vector<float> reference(const Case& c, const Inputs& in) {
         }
         h = hn;
         for (int64_t k = 0; k < hs; ++k)
-          y[static_cast<size_t>(((t * c.nd + d) * c.batch + bb) * hs + k)] = static_cast<float>(h[static_cast<size_t>(k)]);
+          y[static_cast<size_t>(((t * c.nd + d) * c.batch + bb) * hs + k)] =
+              static_cast<float>(h[static_cast<size_t>(k)]);
       }
     }
   }
@@ -180,7 +186,8 @@ void check(const Case& c, std::mt19937& rng, const std::string& what) {
     const Tensor& y = (*out)[0].tensor();
     ASSERT_EQ(y.shape(), (Shape{c.seq, c.nd, c.batch, c.hs})) << what;
     for (int64_t i = 0; i < y.numel(); ++i)
-      ASSERT_NEAR(y.data<float>()[i], want[static_cast<size_t>(i)], 2e-5) << what << " variant " << variant << " at " << i;
+      ASSERT_NEAR(y.data<float>()[i], want[static_cast<size_t>(i)], 2e-5)
+          << what << " variant " << variant << " at " << i;
   }
 }
 

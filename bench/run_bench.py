@@ -48,8 +48,15 @@ MODELS = {
     "squeezenet1_1": 5,
     "bert_encoder": 5,
     "op_chain_500": 200,
+    "efficientnet_b0": 3,
+    "mobilenet_v3_small": 5,
+    "lstm_bidir": 20,
+    "gru_bidir": 20,
+    "seg_unet": 5,
+    "gpt_decoder": 5,
 }
-TORCH_MODELS = {"resnet18", "mobilenet_v2", "squeezenet1_1", "bert_encoder"}
+TORCH_MODELS = {"resnet18", "mobilenet_v2", "squeezenet1_1", "bert_encoder", "efficientnet_b0", "mobilenet_v3_small",
+                "lstm_bidir", "gru_bidir", "seg_unet", "gpt_decoder"}
 # A process that runs longer than this is killed and its model reported failed.
 PROCESS_TIMEOUT_S = 300
 
@@ -431,7 +438,7 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kiln", default=os.path.join(REPO, "build", "bin", "kiln"), help="the kiln binary")
     parser.add_argument("--node", default=shutil.which("node") or "node", help="node (v20)")
-    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated (default: all five)")
+    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated (default: all)")
     parser.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     parser.add_argument("--configs", default=os.environ.get("KILN_BENCH_CONFIGS"),
                         help="semicolon-separated backend configurations, each a --backends list for "

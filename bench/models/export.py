@@ -12,6 +12,19 @@ Models (random weights, fixed seeds, eval mode):
   bert_encoder                            4 layers, hidden 256, 4 heads, ffn 1024, seq 128,
                                           plain Linear/matmul/softmax/LayerNorm/GELU(erf)
   op_chain_500                            250 Add + 250 Mul on a [1, 64] tensor (onnx.helper)
+  efficientnet_b0, mobilenet_v3_small     torchvision, input [1, 3, 224, 224]: 5x5 and stride-2
+                                          depthwise convs, squeeze-excite, SiLU / HardSwish
+  lstm_bidir                              2-layer bidirectional LSTM, input 64, hidden 128,
+                                          batch 1, 32 steps, then a Linear head (ONNX LSTM ops)
+  gru_bidir                               2-layer bidirectional GRU, input 64, hidden 128,
+                                          batch 1, 50 steps, then a Linear head (ONNX GRU ops)
+  seg_unet                                encoder-decoder segmentation net, input [1, 3, 128, 128]:
+                                          ConvTranspose, bilinear Resize, skip Concat,
+                                          BatchNormalization after Concat (not foldable into a
+                                          Conv), HardSwish
+  gpt_decoder                             decoder-only transformer, 4 layers, hidden 256, 4 heads,
+                                          vocab 1000, causal mask, int64 token ids [1, seq] with
+                                          seq dynamic (dynamic_axes; test data has seq 64)
 
 Needs torch and torchvision (Debian: python3-torch, python3-torchvision) except
 for op_chain_500, which needs only onnx and numpy.
@@ -100,7 +113,102 @@ def torch_modules():
                 x = layer(x)
             return x
 
-    return Encoder
+    class CausalSelfAttention(SelfAttention):
+        def __init__(self, hidden, heads, max_seq):
+            super().__init__(hidden, heads)
+            mask = torch.full((max_seq, max_seq), float("-inf")).triu(1)
+            self.register_buffer("mask", mask)
+
+        def forward(self, x):
+            b, s, h = x.shape
+            q, k, v = self.split(self.query(x)), self.split(self.key(x)), self.split(self.value(x))
+            scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_dim)
+            probs = torch.softmax(scores + self.mask[:s, :s], dim=-1)
+            context = torch.matmul(probs, v).transpose(1, 2).reshape(b, s, h)
+            return self.out(context)
+
+    class DecoderLayer(nn.Module):  # pre-norm, as GPT-2
+        def __init__(self, hidden, heads, ffn, max_seq):
+            super().__init__()
+            self.norm1 = nn.LayerNorm(hidden)
+            self.attention = CausalSelfAttention(hidden, heads, max_seq)
+            self.norm2 = nn.LayerNorm(hidden)
+            self.ffn_in = nn.Linear(hidden, ffn)
+            self.ffn_out = nn.Linear(ffn, hidden)
+
+        def forward(self, x):
+            x = x + self.attention(self.norm1(x))
+            return x + self.ffn_out(EncoderLayer.gelu(self.ffn_in(self.norm2(x))))
+
+    class Decoder(nn.Module):
+        def __init__(self, layers=4, hidden=256, heads=4, ffn=1024, vocab=1000, max_seq=256):
+            super().__init__()
+            self.tokens = nn.Embedding(vocab, hidden)
+            self.positions = nn.Embedding(max_seq, hidden)
+            self.layers = nn.ModuleList([DecoderLayer(hidden, heads, ffn, max_seq) for _ in range(layers)])
+            self.norm = nn.LayerNorm(hidden)
+            self.head = nn.Linear(hidden, vocab, bias=False)
+
+        def forward(self, ids):
+            positions = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0)
+            x = self.tokens(ids) + self.positions(positions)
+            for layer in self.layers:
+                x = layer(x)
+            return self.head(self.norm(x))
+
+    class Recurrent(nn.Module):
+        def __init__(self, cell, inputs=64, hidden=128, layers=2, classes=10):
+            super().__init__()
+            self.rnn = cell(inputs, hidden, num_layers=layers, bidirectional=True)
+            self.head = nn.Linear(2 * hidden, classes)
+
+        def forward(self, x):  # x [seq, 1, inputs]
+            y, _ = self.rnn(x)
+            return self.head(y)
+
+    def conv_bn(cin, cout, stride=1):
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.Hardswish())
+
+    class Up(nn.Module):
+        """Upsamples `x` by 2 (ConvTranspose or bilinear Resize), concatenates
+        the skip, then BatchNormalization on the concatenation (no Conv
+        before it to fold into), HardSwish and a 3x3 conv."""
+
+        def __init__(self, cin, cskip, cout, transposed):
+            super().__init__()
+            self.up = nn.ConvTranspose2d(cin, cin // 2, 2, 2) if transposed else None
+            cup = cin // 2 if transposed else cin
+            self.norm = nn.BatchNorm2d(cup + cskip)
+            self.act = nn.Hardswish()
+            self.conv = conv_bn(cup + cskip, cout)
+
+        def forward(self, x, skip):
+            if self.up is not None:
+                x = self.up(x)
+            else:
+                x = nn.functional.interpolate(x, scale_factor=2.0, mode="bilinear", align_corners=False)
+            return self.conv(self.act(self.norm(torch.cat([x, skip], dim=1))))
+
+    class SegNet(nn.Module):
+        def __init__(self, classes=8):
+            super().__init__()
+            self.enc1 = nn.Sequential(conv_bn(3, 16, 2), conv_bn(16, 16))  # 64
+            self.enc2 = nn.Sequential(conv_bn(16, 32, 2), conv_bn(32, 32))  # 32
+            self.enc3 = nn.Sequential(conv_bn(32, 64, 2), conv_bn(64, 64))  # 16
+            self.enc4 = nn.Sequential(conv_bn(64, 128, 2), conv_bn(128, 128))  # 8
+            self.up3 = Up(128, 64, 64, transposed=True)  # 16
+            self.up2 = Up(64, 32, 32, transposed=False)  # 32
+            self.up1 = Up(32, 16, 16, transposed=True)  # 64
+            self.head = nn.ConvTranspose2d(16, classes, 2, 2)  # 128
+
+        def forward(self, x):
+            e1 = self.enc1(x)
+            e2 = self.enc2(e1)
+            e3 = self.enc3(e2)
+            e4 = self.enc4(e3)
+            return self.head(self.up1(self.up2(self.up3(e4, e3), e2), e1))
+
+    return {"encoder": Encoder, "decoder": Decoder, "recurrent": Recurrent, "segnet": SegNet}
 
 
 def calibrate_batch_norm(model, batch):
@@ -130,9 +238,23 @@ def export_torch(name, model_dir, opset):
     import torchvision
 
     torch.manual_seed(SEED)
+    modules = torch_modules()
+    dynamic_axes = None
     if name == "bert_encoder":
-        model = torch_modules()()
+        model = modules["encoder"]()
         example = torch.randn(1, 128, 256)
+    elif name == "gpt_decoder":
+        model = modules["decoder"]()
+        example = torch.randint(0, 1000, (1, 64), dtype=torch.int64)
+        dynamic_axes = {"input": {1: "seq"}, "output": {1: "seq"}}
+    elif name in ("lstm_bidir", "gru_bidir"):
+        cell, steps = (torch.nn.LSTM, 32) if name == "lstm_bidir" else (torch.nn.GRU, 50)
+        model = modules["recurrent"](cell)
+        example = torch.randn(steps, 1, 64)
+    elif name == "seg_unet":
+        model = modules["segnet"]()
+        example = torch.randn(1, 3, 128, 128)
+        calibrate_batch_norm(model, torch.randn(8, 3, 128, 128))
     else:
         model = getattr(torchvision.models, name)(weights=None)
         example = torch.randn(1, 3, 224, 224)
@@ -142,7 +264,7 @@ def export_torch(name, model_dir, opset):
         expected = model(example)
         path = os.path.join(model_dir, "model.onnx")
         torch.onnx.export(model, (example,), path, opset_version=opset, input_names=["input"],
-                          output_names=["output"], do_constant_folding=True)
+                          output_names=["output"], do_constant_folding=True, dynamic_axes=dynamic_axes)
     write_test_data(model_dir, [("input", example.numpy())], [("output", expected.numpy())])
 
 
@@ -176,7 +298,8 @@ def export_op_chain(model_dir, opset, pairs=250, width=64):
     write_test_data(model_dir, [("input", x)], [("output", value.astype(np.float32))])
 
 
-MODELS = ["resnet18", "mobilenet_v2", "squeezenet1_1", "bert_encoder", "op_chain_500"]
+MODELS = ["resnet18", "mobilenet_v2", "squeezenet1_1", "bert_encoder", "op_chain_500", "efficientnet_b0",
+          "mobilenet_v3_small", "lstm_bidir", "gru_bidir", "seg_unet", "gpt_decoder"]
 
 
 def main(argv):

@@ -1,7 +1,7 @@
 // Conv (opset 1 and 11): 1-D/2-D/3-D, groups, strides, dilations, pads,
 // auto_pad. float32 has three paths:
-//   - depthwise (one input channel per group, 1-D/2-D): a direct loop over
-//     output rows, vectorized along the row;
+//   - depthwise (one input channel per group, 1-D/2-D): conv_depthwise.h, a
+//     direct kernel for any kernel size, stride and dilation;
 //   - pointwise (1x1 kernel, stride 1, no padding): Y = W x X, a GEMM straight
 //     on the NCHW input, no copy;
 //   - everything else: GEMM with an implicit im2col that writes the packed B
@@ -17,6 +17,7 @@
 #include <limits>
 #include <string>
 
+#include "kernels/portable/conv_depthwise.h"
 #include "kernels/portable/util/cv_common.h"
 #include "kernels/portable/util/gemm.h"
 #include "kernels/portable/util/gemm_prepack.h"
@@ -40,6 +41,30 @@ struct ConvProblem {
   }
 };
 
+DepthwiseConv depthwise_geometry(const ConvProblem& p) {
+  const WindowGeometry& g = p.g;
+  const size_t w = g.rank() - 1;  // the last spatial dim; 2-D adds the one before
+  DepthwiseConv d;
+  d.n = p.n;
+  d.c = p.c;
+  d.mult = p.mg();
+  d.in_w = g.in[w];
+  d.out_w = g.out[w];
+  d.k_w = g.kernel[w];
+  d.s_w = g.stride[w];
+  d.d_w = g.dilation[w];
+  d.p_w = g.pad_begin[w];
+  if (g.rank() == 2) {
+    d.in_h = g.in[0];
+    d.out_h = g.out[0];
+    d.k_h = g.kernel[0];
+    d.s_h = g.stride[0];
+    d.d_h = g.dilation[0];
+    d.p_h = g.pad_begin[0];
+  }
+  return d;
+}
+
 // The im2col matrix of one image and group, produced panel by panel.
 class Im2colSource final : public BPanelSource {
  public:
@@ -52,165 +77,6 @@ class Im2colSource final : public BPanelSource {
   const WindowGeometry& g_;
   const float* x_;
 };
-
-// One output row of a depthwise 2-D conv: y[ow] += sum_kw w[kw] * x[ow*s + kw*d - pad].
-KILN_CV_MULTIVERSION
-void depthwise_row(float* y, int64_t ow_count, const float* xrow, int64_t in_w, const float* w, int64_t kw_count,
-                   int64_t stride, int64_t dilation, int64_t pad) {
-  for (int64_t kw = 0; kw < kw_count; ++kw) {
-    const float wv = w[kw];
-    const int64_t off = kw * dilation - pad;  // input column of output column 0
-    // Output columns whose input column lies in [0, in_w).
-    const int64_t lo = off < 0 ? (-off + stride - 1) / stride : 0;
-    const int64_t hi = std::min(ow_count, off < in_w ? (in_w - 1 - off) / stride + 1 : 0);
-    if (stride == 1) {
-      const float* xs = xrow + off;
-      for (int64_t ow = lo; ow < hi; ++ow) y[ow] += wv * xs[ow];
-    } else {
-      for (int64_t ow = lo; ow < hi; ++ow) y[ow] += wv * xrow[ow * stride + off];
-    }
-  }
-}
-
-// 3x3 depthwise rows (mobilenet): 16 outputs per step held in one vector
-// (GCC vector extension: one zmm on AVX-512, two ymm on AVX2, four xmm on the
-// baseline), 9 taps from up to three input rows; stride 2 picks the even
-// lanes of two loads. `rows[k]` is input row oh*s - pad + k (in_w floats), or
-// null in the padding. Columns [ow_lo, ow_hi) must have all three taps inside
-// the row; vector steps also stop before reading past it.
-typedef float Vec16 __attribute__((vector_size(64)));
-typedef int Idx16 __attribute__((vector_size(64)));
-
-KILN_CV_MULTIVERSION
-void depthwise3x3_row(float* y, int64_t ow_lo, int64_t ow_hi, const float* const* rows, const float* w, float bias,
-                      int64_t stride, int64_t pad, int64_t in_w) {
-  [[maybe_unused]] const Idx16 evens = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
-  const int64_t span = stride == 1 ? 18 : 34;  // floats one 16-wide step reads
-  int64_t ow = ow_lo;
-  for (; ow + 16 <= ow_hi && ow * stride - pad + span <= in_w; ow += 16) {
-    Vec16 acc = {};
-    acc += bias;
-    for (int k = 0; k < 3; ++k) {
-      if (!rows[k]) continue;
-      const float* x = rows[k] + ow * stride - pad;
-      for (int kw = 0; kw < 3; ++kw) {
-        Vec16 v;
-        std::memcpy(&v, x + kw, sizeof v);
-        if (stride != 1) {
-          Vec16 next;
-          std::memcpy(&next, x + kw + 16, sizeof next);
-#if defined(__clang__)
-          v = __builtin_shufflevector(v, next, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-#else
-          v = __builtin_shuffle(v, next, evens);
-#endif
-        }
-        acc += w[k * 3 + kw] * v;
-      }
-    }
-    std::memcpy(y + ow, &acc, sizeof acc);
-  }
-  for (; ow < ow_hi; ++ow) {
-    float acc = bias;
-    for (int k = 0; k < 3; ++k) {
-      if (!rows[k]) continue;
-      const float* x = rows[k] + ow * stride - pad;
-      acc += w[k * 3] * x[0] + w[k * 3 + 1] * x[1] + w[k * 3 + 2] * x[2];
-    }
-    y[ow] = acc;
-  }
-}
-
-void conv_depthwise_f32(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
-                        ThreadPool* pool) {
-  const WindowGeometry& g = p.g;
-  const bool one_d = g.rank() == 1;
-  const int64_t in_h = one_d ? 1 : g.in[0], in_w = g.in[one_d ? 0 : 1];
-  const int64_t out_h = one_d ? 1 : g.out[0], out_w = g.out[one_d ? 0 : 1];
-  const int64_t k_h = one_d ? 1 : g.kernel[0], k_w = g.kernel[one_d ? 0 : 1];
-  const int64_t s_h = one_d ? 1 : g.stride[0], s_w = g.stride[one_d ? 0 : 1];
-  const int64_t d_h = one_d ? 1 : g.dilation[0], d_w = g.dilation[one_d ? 0 : 1];
-  const int64_t p_h = one_d ? 0 : g.pad_begin[0], p_w = g.pad_begin[one_d ? 0 : 1];
-  const int64_t mult = p.mg();  // output channels per input channel
-  const bool fast3x3 = k_h == 3 && k_w == 3 && d_h == 1 && d_w == 1 && (s_w == 1 || s_w == 2);
-  const int64_t planes = p.n * p.m;
-  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_h * out_w * k_h * k_w));
-  // Narrow rows (7x7, 14x14 maps) would be mostly edge columns: copy each
-  // input row into a zero-padded buffer instead, so whole output rows run
-  // as vector steps without bounds checks.
-  const int64_t out_w16 = (out_w + 15) / 16 * 16;
-  const bool narrow = fast3x3 && out_w < 48;
-  const int64_t padded_w = out_w16 * s_w + 34;  // what the vector steps read
-  parallel_for(pool, planes, grain, [&](int64_t b, int64_t e) {
-    std::vector<float> padded, ytmp;
-    if (narrow) {
-      padded.assign(static_cast<size_t>(in_h * padded_w), 0.f);
-      ytmp.resize(static_cast<size_t>(out_w16));
-    }
-    for (int64_t plane = b; plane < e; ++plane) {
-      const int64_t img = plane / p.m, oc = plane % p.m, ic = oc / mult;
-      if (narrow) {
-        const float* xp = x + (img * p.c + ic) * in_h * in_w;
-        for (int64_t ih = 0; ih < in_h; ++ih)
-          std::copy_n(xp + ih * in_w, std::min(in_w, padded_w - p_w), padded.data() + ih * padded_w + p_w);
-        const float* wp = w + oc * 9;
-        float* yp = y + plane * out_h * out_w;
-        for (int64_t oh = 0; oh < out_h; ++oh) {
-          const float* rows[3];
-          for (int64_t kh = 0; kh < 3; ++kh) {
-            const int64_t ih = oh * s_h - p_h + kh;
-            rows[kh] = ih >= 0 && ih < in_h ? padded.data() + ih * padded_w : nullptr;
-          }
-          // Column ow reads padded[ow * s .. ow * s + 2] (input column - pad).
-          depthwise3x3_row(ytmp.data(), 0, out_w16, rows, wp, bias ? bias[oc] : 0.f, s_w, 0, padded_w);
-          std::copy_n(ytmp.data(), out_w, yp + oh * out_w);
-        }
-        continue;
-      }
-      const float* xp = x + (img * p.c + ic) * in_h * in_w;
-      const float* wp = w + oc * k_h * k_w;
-      float* yp = y + plane * out_h * out_w;
-      const float b0 = bias ? bias[oc] : 0.f;
-      if (fast3x3) {
-        for (int64_t oh = 0; oh < out_h; ++oh) {
-          const float* rows[3];
-          for (int64_t kh = 0; kh < 3; ++kh) {
-            const int64_t ih = oh * s_h - p_h + kh;
-            rows[kh] = ih >= 0 && ih < in_h ? xp + ih * in_w : nullptr;
-          }
-          float* yrow = yp + oh * out_w;
-          // Interior columns: all three taps inside the row.
-          const int64_t lo = std::min(out_w, (p_w + s_w - 1) / s_w);
-          const int64_t hi = std::max(lo, std::min(out_w, in_w - 3 + p_w >= 0 ? (in_w - 3 + p_w) / s_w + 1 : 0));
-          depthwise3x3_row(yrow, lo, hi, rows, wp, b0, s_w, p_w, in_w);
-          for (int64_t ow = 0; ow < out_w; ++ow) {
-            if (ow == lo) ow = hi;
-            if (ow >= out_w) break;
-            float acc = b0;
-            for (int64_t kh = 0; kh < 3; ++kh) {
-              if (!rows[kh]) continue;
-              for (int64_t kw = 0; kw < 3; ++kw) {
-                const int64_t iw = ow * s_w - p_w + kw;
-                if (iw >= 0 && iw < in_w) acc += wp[kh * 3 + kw] * rows[kh][iw];
-              }
-            }
-            yrow[ow] = acc;
-          }
-        }
-        continue;
-      }
-      for (int64_t oh = 0; oh < out_h; ++oh) {
-        float* yrow = yp + oh * out_w;
-        std::fill_n(yrow, out_w, b0);
-        for (int64_t kh = 0; kh < k_h; ++kh) {
-          const int64_t ih = oh * s_h - p_h + kh * d_h;
-          if (ih < 0 || ih >= in_h) continue;
-          depthwise_row(yrow, out_w, xp + ih * in_w, in_w, wp + kh * k_w, k_w, s_w, d_w, p_w);
-        }
-      }
-    }
-  });
-}
 
 // What com.microsoft FusedConv (ONNX Runtime's contrib op, found in models
 // ORT saved after optimization) adds after conv + bias: an optional sum
@@ -250,7 +116,7 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
               const float* bias, float* y, ThreadPool* pool, const ConvFusion& fusion = {}) {
   const int64_t total = p.n * p.m * p.g.out_size();
   if (p.depthwise()) {
-    conv_depthwise_f32(p, x, w, bias, y, pool);
+    depthwise_conv_f32(depthwise_geometry(p), x, w, bias, y, pool);
     if (fusion.z)
       for (int64_t i = 0; i < total; ++i) y[i] += fusion.z[i];
     apply_activation(y, total, fusion);

@@ -5,7 +5,12 @@
 //
 // Per direction, X * W^T (+ both biases) for every time step is one SGEMM up
 // front; each step then adds H_{t-1} * R^T (a second SGEMM over the batch)
-// and applies the gate equations of the ONNX spec. Everything is computed in
+// and applies the gate equations of the ONNX spec. With batch <= 3 and
+// constant R, the per-step product is one GEMV per batch row over R packed
+// at load (a GEMM microkernel would compute MR rows for one). Gate math runs
+// over whole gate vectors with the SIMD sigmoid/tanh/relu of
+// elementwise_simd.h. The two directions of a bidirectional op run at the
+// same time when the pool has two threads or more. Everything is computed in
 // float32; float16 and double inputs are converted on the way in and out.
 // Batch entries whose sequence_lens is shorter than the step stop updating:
 // their Y rows are zero and Y_h/Y_c keep their last state.
@@ -15,6 +20,7 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/portable/cpu/x86/elementwise_simd.h"
 #include "kernels/portable/util/cv_common.h"
 #include "kernels/portable/util/gemm.h"
 #include "kernels/registry.h"
@@ -80,6 +86,21 @@ Result<Activation> parse_activation(const std::string& name, const std::vector<f
   if (uses_beta) a.beta = *bi < betas.size() ? betas[(*bi)++] : default_beta;
   return a;
 }
+
+// v = act(v) over n floats; the SIMD loops for the usual functions.
+void activate(const Activation& a, float* v, int64_t n) {
+  switch (a.fn) {
+    case Activation::Fn::kSigmoid: simd::sigmoid_f32(v, v, n); return;
+    case Activation::Fn::kTanh: simd::tanh_f32(v, v, n); return;
+    case Activation::Fn::kRelu: simd::relu_f32(v, v, n); return;
+    default:
+      for (int64_t i = 0; i < n; ++i) v[i] = a(v[i]);
+  }
+}
+
+// Batches up to this size multiply by a packed R one row at a time (the
+// engine's GEMV path; its microkernel would compute MR rows for each).
+constexpr int64_t kGemvMaxBatch = 3;
 
 int num_gates(CellKind k) { return k == CellKind::kRnn ? 1 : k == CellKind::kGru ? 3 : 4; }
 int num_activations(CellKind k) { return k == CellKind::kRnn ? 1 : k == CellKind::kGru ? 2 : 3; }
@@ -171,7 +192,7 @@ class RecurrentKernel final : public Kernel {
   std::vector<float> input_projection(const DirectionParams& p, int64_t rows, int64_t in_size, int64_t hs,
                                       const float* x, ThreadPool* pool) const;
   void gru_finish_step(const DirectionParams& p, const Activation& gfn, int64_t t, int64_t batch, int64_t hs,
-                       const float* xwt, const float* hr, const int64_t* lens, const float* h, float* h_new) const;
+                       const float* xwt, float* hr, const int64_t* lens, const float* h, float* h_new) const;
 
   float clip(float v) const { return clip_ > 0 ? std::min(std::max(v, -clip_), clip_) : v; }
 
@@ -196,6 +217,26 @@ class RecurrentKernel final : public Kernel {
       if (split) packed_rh_.push_back(PackedMatrix::pack_b(true, hs, hs, rd + 2 * hs * hs, hs));
     }
   }
+
+  // hr[b][col0 + j] = (H_{t-1} R^T)[b][col0 + j] for j < n: the rows of R
+  // from col0, or the packed part `packed` (one GEMV per batch row when the
+  // batch is small).
+  void recurrent_product(const DirectionParams& p, int64_t batch, int64_t hs, int64_t col0, int64_t n, const float* h,
+                         int64_t ldh, const PackedMatrix* packed, float* hr, ThreadPool* pool) const {
+    const int64_t gh = num_gates(kind_) * hs;
+    if (packed && batch <= kGemvMaxBatch) {
+      for (int64_t bb = 0; bb < batch; ++bb)
+        gemm_bt(1, n, hs, h + bb * ldh, ldh, nullptr, packed, hr + bb * gh + col0, gh, nullptr);
+      return;
+    }
+    gemm_bt(batch, n, hs, h, ldh, p.r ? p.r + col0 * hs : nullptr, packed, hr + col0, gh, pool);
+  }
+
+  void clip_all(float* v, int64_t n) const {
+    if (clip_ > 0) simd::clip_f32(v, v, n, -clip_, clip_);
+  }
+  void lstm_gates(const DirectionParams& p, const Activation& f, const Activation& gfn, const Activation& hfn,
+                  int64_t hs, const float* xr, float* a, const float* cp, float* cn, float* hn) const;
 
   CellKind kind_;
   int64_t hidden_ = 0;
@@ -369,7 +410,7 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
   const float* xseq = x_seq_major(x, layout_, seq, batch, in_size, &xs);
   // Y as [seq][num_directions][batch][hidden].
   std::vector<float> y(static_cast<size_t>(seq * nd * batch * hs), 0.f);
-  for (int64_t d = 0; d < nd; ++d) {
+  auto direction = [&](int64_t d, ThreadPool* pool) {
     DirectionParams dp;
     if (packed) {
       dp.w_packed = &packed_w_[static_cast<size_t>(d)];
@@ -387,7 +428,17 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
     dp.act = acts_.data() + d * num_activations(kind_);
     const bool reverse = d == 1 || reverse_only_;
     run_direction(dp, reverse, seq, batch, in_size, hs, xseq, lens.data(), h.data() + d * batch * hs,
-                  c.empty() ? nullptr : c.data() + d * batch * hs, y.data(), d, ctx.pool());
+                  c.empty() ? nullptr : c.data() + d * batch * hs, y.data(), d, pool);
+  };
+  ThreadPool* pool = ctx.pool();
+  if (nd == 2 && pool && pool->num_threads() > 1) {
+    // The steps of one direction are sequential and their products small:
+    // the directions themselves are the useful parallel axis.
+    parallel_for(pool, 2, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t d = begin; d < end; ++d) direction(d, nullptr);
+    });
+  } else {
+    for (int64_t d = 0; d < nd; ++d) direction(d, pool);
   }
 
   // Outputs in the requested layout.
@@ -425,27 +476,61 @@ std::vector<float> RecurrentKernel::input_projection(const DirectionParams& p, i
 // already activated there) and H_t = (1 - z) (.) h + z (.) H_{t-1} into
 // h_new, for the batch entries still running.
 void RecurrentKernel::gru_finish_step(const DirectionParams& p, const Activation& gfn, int64_t t, int64_t batch,
-                                      int64_t hs, const float* xwt, const float* hr, const int64_t* lens,
+                                      int64_t hs, const float* xwt, float* hr, const int64_t* lens,
                                       const float* h, float* h_new) const {
   const int64_t gh = 3 * hs;
   for (int64_t bb = 0; bb < batch; ++bb) {
     if (t >= lens[bb]) continue;
     const float* xr = xwt + bb * gh;
-    const float* a = hr + bb * gh;
+    float* a = hr + bb * gh;
+    float* ht = a + 2 * hs;
     const float* hp = h + bb * hs;
     float* hn = h_new + bb * hs;
-    for (int64_t k = 0; k < hs; ++k) {
-      float ht;
-      if (linear_before_reset_) {
-        ht = a[2 * hs + k];
-      } else {
-        const float rb = p.rb ? p.rb[2 * hs + k] : 0.f;
-        ht = gfn(clip(xr[2 * hs + k] + a[2 * hs + k] + rb));
-      }
-      const float z = a[k];
-      hn[k] = (1.f - z) * ht + z * hp[k];
+    if (!linear_before_reset_) {
+      for (int64_t k = 0; k < hs; ++k) ht[k] = xr[2 * hs + k] + ht[k] + (p.rb ? p.rb[2 * hs + k] : 0.f);
+      clip_all(ht, hs);
+      activate(gfn, ht, hs);
     }
+    for (int64_t k = 0; k < hs; ++k) hn[k] = (1.f - a[k]) * ht[k] + a[k] * hp[k];
   }
+}
+
+// One LSTM step of one batch row: `a` holds H_{t-1} R^T (gates i, o, f, c),
+// overwritten with the gate values; writes C_t to cn and H_t to hn.
+void RecurrentKernel::lstm_gates(const DirectionParams& p, const Activation& f, const Activation& gfn,
+                                 const Activation& hfn, int64_t hs, const float* xr, float* a, const float* cp,
+                                 float* cn, float* hn) const {
+  float* gi = a;
+  float* go = a + hs;
+  float* gf = a + 2 * hs;
+  float* gc = a + 3 * hs;
+  simd::arith_f32(simd::Arith::kAdd, a, 1, xr, 1, a, 4 * hs);
+  if (p.p) {
+    for (int64_t k = 0; k < hs; ++k) {
+      gi[k] += p.p[k] * cp[k];
+      gf[k] += p.p[2 * hs + k] * cp[k];
+    }
+    clip_all(gi, hs);
+    clip_all(gf, 2 * hs);  // f and c
+    activate(f, gi, hs);
+    if (!input_forget_) activate(f, gf, hs);
+  } else {
+    clip_all(a, 4 * hs);
+    activate(f, a, input_forget_ ? 2 * hs : 3 * hs);  // i, o (and f)
+  }
+  if (input_forget_)
+    for (int64_t k = 0; k < hs; ++k) gf[k] = 1.f - gi[k];
+  activate(gfn, gc, hs);
+  for (int64_t k = 0; k < hs; ++k) cn[k] = gf[k] * cp[k] + gi[k] * gc[k];
+  if (p.p) {
+    // o sees C_t through its peephole.
+    for (int64_t k = 0; k < hs; ++k) go[k] += p.p[hs + k] * cn[k];
+    clip_all(go, hs);
+    activate(f, go, hs);
+  }
+  std::copy_n(cn, hs, hn);
+  activate(hfn, hn, hs);
+  for (int64_t k = 0; k < hs; ++k) hn[k] *= go[k];
 }
 
 void RecurrentKernel::run_direction(const DirectionParams& p, bool reverse, int64_t seq, int64_t batch,
@@ -460,16 +545,14 @@ void RecurrentKernel::run_direction(const DirectionParams& p, bool reverse, int6
   const Activation& f = p.act[0];
   const Activation& gfn = p.act[kind_ == CellKind::kRnn ? 0 : 1];
   const Activation& hfn = p.act[kind_ == CellKind::kLstm ? 2 : 0];
+  const bool gru_split = kind_ == CellKind::kGru && !linear_before_reset_;
   for (int64_t step = 0; step < seq; ++step) {
     const int64_t t = reverse ? seq - 1 - step : step;
     const float* xwt = xw.data() + t * batch * gh;
     float* yt = y + (t * nd + dir) * batch * hs;
-    if (kind_ == CellKind::kGru && !linear_before_reset_) {
-      // z and r need H R^T; h needs (r (.) H) Rh^T, computed after r.
-      gemm_bt(batch, 2 * hs, hs, h, hs, p.r, p.r_packed, hr.data(), gh, pool);
-    } else {
-      gemm_bt(batch, gh, hs, h, hs, p.r, p.r_packed, hr.data(), gh, pool);
-    }
+    // GRU without linear_before_reset: z and r need H R^T; h needs
+    // (r (.) H) Rh^T, computed after r.
+    recurrent_product(p, batch, hs, 0, gru_split ? 2 * hs : gh, h, hs, p.r_packed, hr.data(), pool);
     for (int64_t bb = 0; bb < batch; ++bb) {
       if (t >= lens[bb]) continue;
       const float* xr = xwt + bb * gh;
@@ -478,43 +561,34 @@ void RecurrentKernel::run_direction(const DirectionParams& p, bool reverse, int6
       float* hn = h_new.data() + bb * hs;
       switch (kind_) {
         case CellKind::kRnn:
-          for (int64_t k = 0; k < hs; ++k) hn[k] = f(clip(a[k] + xr[k]));
+          simd::arith_f32(simd::Arith::kAdd, a, 1, xr, 1, hn, hs);
+          clip_all(hn, hs);
+          activate(f, hn, hs);
           break;
         case CellKind::kGru:
-          for (int64_t k = 0; k < 2 * hs; ++k) a[k] = f(clip(a[k] + xr[k]));  // z, r
+          simd::arith_f32(simd::Arith::kAdd, a, 1, xr, 1, a, 2 * hs);
+          clip_all(a, 2 * hs);
+          activate(f, a, 2 * hs);  // z, r
           if (linear_before_reset_) {
-            for (int64_t k = 0; k < hs; ++k) {
-              const float rb = p.rb ? p.rb[2 * hs + k] : 0.f;
-              a[2 * hs + k] = gfn(clip(xr[2 * hs + k] + a[hs + k] * (a[2 * hs + k] + rb)));
-            }
+            float* ht = a + 2 * hs;
+            for (int64_t k = 0; k < hs; ++k)
+              ht[k] = xr[2 * hs + k] + a[hs + k] * (ht[k] + (p.rb ? p.rb[2 * hs + k] : 0.f));
+            clip_all(ht, hs);
+            activate(gfn, ht, hs);
           } else {
             float* rhb = rh.data() + bb * hs;
             for (int64_t k = 0; k < hs; ++k) rhb[k] = a[hs + k] * hp[k];
           }
           break;
-        case CellKind::kLstm: {
-          const float* cp = c + bb * hs;
-          float* cn = c_new.data() + bb * hs;
-          for (int64_t k = 0; k < hs; ++k) {
-            const float pi = p.p ? p.p[k] : 0.f, po = p.p ? p.p[hs + k] : 0.f, pf = p.p ? p.p[2 * hs + k] : 0.f;
-            const float i = f(clip(a[k] + xr[k] + pi * cp[k]));
-            const float fg = input_forget_ ? 1.f - i : f(clip(a[2 * hs + k] + xr[2 * hs + k] + pf * cp[k]));
-            const float cc = gfn(clip(a[3 * hs + k] + xr[3 * hs + k]));
-            const float ct = fg * cp[k] + i * cc;
-            const float o = f(clip(a[hs + k] + xr[hs + k] + po * ct));
-            cn[k] = ct;
-            hn[k] = o * hfn(ct);
-          }
+        case CellKind::kLstm:
+          lstm_gates(p, f, gfn, hfn, hs, xr, a, c + bb * hs, c_new.data() + bb * hs, hn);
           break;
-        }
       }
     }
     if (kind_ == CellKind::kGru) {
-      if (!linear_before_reset_) {
-        // h gate: (r (.) H_{t-1}) Rh^T + Rbh, into the h columns of hr.
-        gemm_bt(batch, hs, hs, rh.data(), hs, p.r ? p.r + 2 * hs * hs : nullptr, p.rh_packed, hr.data() + 2 * hs, gh,
-                pool);
-      }
+      // h gate: (r (.) H_{t-1}) Rh^T, into the h columns of hr (Rbh is added
+      // in gru_finish_step).
+      if (gru_split) recurrent_product(p, batch, hs, 2 * hs, hs, rh.data(), hs, p.rh_packed, hr.data(), pool);
       gru_finish_step(p, gfn, t, batch, hs, xwt, hr.data(), lens, h, h_new.data());
     }
     for (int64_t bb = 0; bb < batch; ++bb) {

@@ -16,7 +16,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
+#include "kernels/portable/util/cv_common.h"
 #include "kernels/portable/util/gemm_tile.h"
 #include "kiln/tensor.h"
 
@@ -261,6 +263,81 @@ void run_empty_k(const GemmProblem& g) {
   }
 }
 
+// acc[w] += sum_p panel[p * width + w] * x[p * incx] for w < width: one
+// packed panel (kc rows of `width` values) times a vector. The usual widths
+// get constant trip counts so the accumulators stay in registers.
+KILN_CV_MULTIVERSION
+void panel_times_vector(const float* __restrict panel, int64_t kc, int64_t width, const float* __restrict x,
+                        int64_t incx, float* __restrict acc) {
+  auto run = [&](auto w_const) {
+    constexpr int64_t W = decltype(w_const)::value;
+    // Two sets of accumulators (even and odd p) halve the FMA latency chain.
+    float a[W], b[W];
+    for (int64_t w = 0; w < W; ++w) {
+      a[w] = acc[w];
+      b[w] = 0.f;
+    }
+    int64_t p = 0;
+    for (; p + 2 <= kc; p += 2) {
+      const float x0 = x[p * incx], x1 = x[(p + 1) * incx];
+      for (int64_t w = 0; w < W; ++w) {
+        a[w] += x0 * panel[p * W + w];
+        b[w] += x1 * panel[(p + 1) * W + w];
+      }
+    }
+    if (p < kc)
+      for (int64_t w = 0; w < W; ++w) a[w] += x[p * incx] * panel[p * W + w];
+    for (int64_t w = 0; w < W; ++w) acc[w] = a[w] + b[w];
+  };
+  switch (width) {
+    case 32: run(std::integral_constant<int64_t, 32>()); return;
+    case 16: run(std::integral_constant<int64_t, 16>()); return;
+    case 12: run(std::integral_constant<int64_t, 12>()); return;
+    case 8: run(std::integral_constant<int64_t, 8>()); return;
+    case 6: run(std::integral_constant<int64_t, 6>()); return;
+    case 4: run(std::integral_constant<int64_t, 4>()); return;
+    default:
+      for (int64_t p = 0; p < kc; ++p)
+        for (int64_t w = 0; w < width; ++w) acc[w] += x[p * incx] * panel[p * width + w];
+  }
+}
+
+// A pre-packed operand times a vector: C = alpha * op(A) * op(B) + beta * C
+// plus the epilogue when m == 1 and B is packed (out runs along C's row) or
+// n == 1 and A is packed (out runs down C's column). The microkernel would
+// compute MR rows (NR columns) for the one there is; this reads each packed
+// panel once. `x` is the other operand's single row / column.
+void packed_gemv(const GemmProblem& g, bool b_side, const float* x, int64_t incx, ThreadPool* pool) {
+  const MicroKernel& uk = *g.uk;
+  const int64_t width = b_side ? uk.nr : uk.mr;
+  const int64_t len = b_side ? g.n : g.m, pad = round_up(len, width), k = g.k;
+  const float* packed = b_side ? g.b_pack : g.a_pack;
+  const int64_t panels = pad / width;
+  // Chunks of at least ~64k multiply-adds.
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, width * k));
+  parallel_for(pool, panels, grain, [&](int64_t p0, int64_t p1) {
+    float acc[64];
+    for (int64_t panel = p0; panel < p1; ++panel) {
+      const int64_t r = panel * width, rows = std::min(width, len - r);
+      std::fill_n(acc, width, 0.f);
+      for (int64_t pc = 0; pc < k; pc += uk.kc) {
+        const int64_t kc = std::min(uk.kc, k - pc);
+        panel_times_vector(packed + pc * pad + r * kc, kc, width, x + pc * incx, incx, acc);
+      }
+      for (int64_t w = 0; w < rows; ++w) {
+        const int64_t i = b_side ? 0 : r + w, j = b_side ? r + w : 0;
+        float& c = g.c[i * g.ldc + j];
+        float v = g.alpha * acc[w];
+        if (g.beta != 0.f) v += g.beta * c;
+        if (g.ep->row_bias) v += g.ep->row_bias[i];
+        if (g.ep->col_bias) v += g.ep->col_bias[j];
+        if (g.clamp) v = std::min(std::max(v, g.ep->clamp_min), g.ep->clamp_max);
+        c = v;
+      }
+    }
+  });
+}
+
 }  // namespace
 
 namespace {
@@ -362,6 +439,15 @@ void sgemm_ex(int64_t m, int64_t n, int64_t k, float alpha, const GemmOperand& a
   }
   if (a.packed) g.a_pack = a.packed->data();
   if (b.packed) g.b_pack = b.packed->data();
+  // One row times packed B, or packed A times one column: a GEMV.
+  if (m == 1 && g.b_pack && !a.packed) {
+    packed_gemv(g, true, a.data, a.trans ? a.ld : 1, pool);
+    return;
+  }
+  if (n == 1 && g.a_pack && !b.packed && !b.source) {
+    packed_gemv(g, false, b.data, b.trans ? 1 : b.ld, pool);
+    return;
+  }
   const MicroKernel& uk = *g.uk;
   const int64_t threads = pool ? pool->num_threads() : 1;
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);

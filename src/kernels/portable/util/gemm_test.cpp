@@ -140,6 +140,30 @@ TEST(GemmTest, CrossesCacheBlocksAndThreadSplits) {
   ASSERT_TRUE(sgemm_force_kernel(original.c_str()));
 }
 
+TEST(GemmTest, OneRowTimesPackedBAndPackedATimesOneColumn) {
+  // m == 1 with packed B and n == 1 with packed A take the GEMV path: every
+  // panel width, K across cache blocks, transposes, thread splits, epilogue.
+  std::mt19937 rng(9);
+  ThreadPool pool(3);
+  const std::string original = sgemm_kernel_name();
+  GemmEpilogue ep;
+  const float dummy = 0.f;
+  ep.row_bias = &dummy;  // replaced by random biases in check_case
+  ep.col_bias = &dummy;
+  ep.clamp_min = -3.f;
+  ep.clamp_max = 2.5f;
+  for (const std::string& kernel : available_kernels()) {
+    ASSERT_TRUE(sgemm_force_kernel(kernel.c_str()));
+    for (const Case& c : {Case{false, true, 1, 1000, 600, 1.f, 0.f}, Case{true, false, 1, 37, 513, -0.5f, 0.75f},
+                          Case{false, false, 1, 5, 3, 1.f, 0.f}, Case{false, false, 700, 1, 300, 2.f, 0.f},
+                          Case{true, true, 45, 1, 1, 1.f, 1.f}, Case{false, true, 13, 1, 257, 1.f, 0.f}}) {
+      check_case(c, &pool, ep, rng, kernel + " pool");
+      check_case(c, nullptr, {}, rng, kernel);
+    }
+  }
+  ASSERT_TRUE(sgemm_force_kernel(original.c_str()));
+}
+
 TEST(GemmTest, EpilogueAddsBiasesAndClamps) {
   std::mt19937 rng(3);
   const float dummy = 0.f;

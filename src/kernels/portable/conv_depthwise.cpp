@@ -1,0 +1,322 @@
+// Depthwise convolution as one flat multi-tap loop per channel.
+//
+// The zero-padded input plane is split by stride into s_h * s_w phase planes
+// of Hq x Wq floats: phase (qh, qw) holds padded[r * s_h + qh][c * s_w + qw].
+// Tap (kh, kw) of output (oh, ow) reads padded[oh * s_h + kh * d_h]
+// [ow * s_w + kw * d_w], which is phase ((kh d_h) % s_h, (kw d_w) % s_w) at
+// row oh + (kh d_h) / s_h, column ow + (kw d_w) / s_w. With Wq = out_w +
+// ((k_w - 1) d_w) / s_w, output (oh, ow) at flat index oh * Wq + ow reads
+// flat index (oh * Wq + ow) + offset(tap) of its phase: every tap is a
+// contiguous, unit-stride read whatever the stride and dilation, and the
+// whole plane (all rows at once, so 7x7 maps fill vectors too) is one loop
+// of k_h * k_w fused multiply-adds per output over 16-float vectors. Columns
+// ow >= out_w of the flat result are discarded when it is copied out.
+//
+// 3x3 with column stride 2 keeps a kernel of its own that reads the input in
+// place (stride 2 picks the even lanes of two loads): with nine taps the
+// phase copy costs about as much as the arithmetic, and there it measured
+// 15% slower than reading in place.
+#include "kernels/portable/conv_depthwise.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/portable/util/cv_common.h"
+
+namespace kiln::kernels {
+
+namespace {
+
+typedef float Vec16 __attribute__((vector_size(64)));
+typedef int Idx16 __attribute__((vector_size(64)));
+
+constexpr int64_t kLanes = 16;
+constexpr int64_t kBlock = 4 * kLanes;  // outputs per step: four independent accumulators
+
+// out[i] = bias + sum_t w[t] * src[t][i] for i < n rounded up to kBlock
+// (out and every src[t] must have that many floats readable / writable).
+KILN_CV_MULTIVERSION
+void multi_tap(float* out, int64_t n, const float* const* src, const float* w, int64_t taps, float bias) {
+  const int64_t n_lanes = (n + kLanes - 1) / kLanes * kLanes;
+  int64_t i = 0;
+  for (; i + kBlock <= n_lanes; i += kBlock) {
+    Vec16 a0 = {}, a1 = {}, a2 = {}, a3 = {};
+    a0 += bias;
+    a1 += bias;
+    a2 += bias;
+    a3 += bias;
+    for (int64_t t = 0; t < taps; ++t) {
+      const float* s = src[t] + i;
+      const float wt = w[t];
+      Vec16 v0, v1, v2, v3;
+      std::memcpy(&v0, s, sizeof v0);
+      std::memcpy(&v1, s + kLanes, sizeof v1);
+      std::memcpy(&v2, s + 2 * kLanes, sizeof v2);
+      std::memcpy(&v3, s + 3 * kLanes, sizeof v3);
+      a0 += wt * v0;
+      a1 += wt * v1;
+      a2 += wt * v2;
+      a3 += wt * v3;
+    }
+    std::memcpy(out + i, &a0, sizeof a0);
+    std::memcpy(out + i + kLanes, &a1, sizeof a1);
+    std::memcpy(out + i + 2 * kLanes, &a2, sizeof a2);
+    std::memcpy(out + i + 3 * kLanes, &a3, sizeof a3);
+  }
+  for (; i < n_lanes; i += kLanes) {
+    Vec16 a = {};
+    a += bias;
+    for (int64_t t = 0; t < taps; ++t) {
+      Vec16 v;
+      std::memcpy(&v, src[t] + i, sizeof v);
+      a += w[t] * v;
+    }
+    std::memcpy(out + i, &a, sizeof a);
+  }
+}
+
+// The per-thread scratch: phase planes, the flat result and the tap table.
+struct Layout {
+  int64_t hq = 0, wq = 0;       // phase plane rows and columns
+  int64_t flat = 0;             // out_h * wq, the outputs computed per channel
+  int64_t flat_padded = 0;      // flat rounded up to a whole step
+  int64_t plane = 0;            // floats per phase plane
+  int64_t planes_floats = 0;    // all phase planes
+  int64_t phases_floats = 0;    // all phase planes plus read slack
+  std::vector<int64_t> offset;  // per tap: phase plane start + row/column offset, in floats
+};
+
+Layout make_layout(const DepthwiseConv& p) {
+  Layout l;
+  l.wq = p.out_w + ((p.k_w - 1) * p.d_w) / p.s_w;
+  l.hq = p.out_h + ((p.k_h - 1) * p.d_h) / p.s_h;
+  l.flat = p.out_h * l.wq;
+  l.flat_padded = (l.flat + kBlock - 1) / kBlock * kBlock;
+  l.plane = l.hq * l.wq;
+  // A tap reads at most (rows_off * wq + col_off) + flat_padded floats from
+  // its phase start, and rows_off * wq + col_off + flat < plane + wq: the
+  // last phase's reads end within wq + flat_padded floats after the planes.
+  l.planes_floats = p.s_h * p.s_w * l.plane;
+  l.phases_floats = l.planes_floats + l.wq + l.flat_padded;
+  for (int64_t kh = 0; kh < p.k_h; ++kh)
+    for (int64_t kw = 0; kw < p.k_w; ++kw) {
+      const int64_t rh = kh * p.d_h, rw = kw * p.d_w;
+      const int64_t phase = (rh % p.s_h) * p.s_w + rw % p.s_w;
+      l.offset.push_back(phase * l.plane + (rh / p.s_h) * l.wq + rw / p.s_w);
+    }
+  return l;
+}
+
+// even[c] = src[2c], odd[c] = src[2c + 1] for c < n.
+KILN_CV_MULTIVERSION
+void deinterleave2(const float* __restrict src, int64_t n, float* __restrict even, float* __restrict odd) {
+  for (int64_t c = 0; c < n; ++c) {
+    even[c] = src[2 * c];
+    odd[c] = src[2 * c + 1];
+  }
+}
+
+// Phase rows of one input row `xr` (in_w floats): dst[qw * plane + c] =
+// padded[c * s_w + qw], where padded column pc is xr[pc - p_w] or zero.
+void fill_phase_row(const DepthwiseConv& p, const Layout& l, const float* xr, float* dst) {
+  auto at = [&](int64_t pc) { return pc >= p.p_w && pc - p.p_w < p.in_w ? xr[pc - p.p_w] : 0.f; };
+  if (p.s_w == 1) {
+    const int64_t lo = std::min(p.p_w, l.wq), hi = std::max(lo, std::min(l.wq, p.p_w + p.in_w));
+    std::fill_n(dst, lo, 0.f);
+    std::copy_n(xr + (lo - p.p_w), hi - lo, dst + lo);
+    std::fill(dst + hi, dst + l.wq, 0.f);
+    return;
+  }
+  int64_t lo = 0, hi = 0;  // with s_w == 2: columns c whose both phases are inside the row
+  if (p.s_w == 2) {
+    lo = std::min(l.wq, (p.p_w + 1) / 2);
+    hi = p.in_w - 2 + p.p_w >= 0 ? std::max(lo, std::min(l.wq, (p.in_w - 2 + p.p_w) / 2 + 1)) : lo;
+    if (hi > lo) deinterleave2(xr + (2 * lo - p.p_w), hi - lo, dst + lo, dst + l.plane + lo);
+  }
+  for (int64_t qw = 0; qw < p.s_w; ++qw) {
+    float* d = dst + qw * l.plane;
+    for (int64_t c = 0; c < lo; ++c) d[c] = at(c * p.s_w + qw);
+    for (int64_t c = hi; c < l.wq; ++c) d[c] = at(c * p.s_w + qw);
+  }
+}
+
+// Fills the phase planes of one input channel `xc` ([in_h][in_w]).
+void fill_phases(const DepthwiseConv& p, const Layout& l, const float* xc, float* phases) {
+  for (int64_t qh = 0; qh < p.s_h; ++qh) {
+    float* plane = phases + qh * p.s_w * l.plane;
+    for (int64_t r = 0; r < l.hq; ++r) {
+      const int64_t ih = r * p.s_h + qh - p.p_h;
+      if (ih >= 0 && ih < p.in_h) {
+        fill_phase_row(p, l, xc + ih * p.in_w, plane + r * l.wq);
+      } else {
+        for (int64_t qw = 0; qw < p.s_w; ++qw) std::fill_n(plane + qw * l.plane + r * l.wq, l.wq, 0.f);
+      }
+    }
+  }
+}
+
+// 3x3, column stride 2, one output row: 16 outputs per step held in one
+// vector, 9 taps from up to three input rows. `rows[k]` is input row
+// oh * s_h - pad + k (in_w floats), or null in the padding. Columns
+// [ow_lo, ow_hi) must have all three taps inside the row; vector steps also
+// stop before reading past it.
+KILN_CV_MULTIVERSION
+void depthwise3x3_s2_row(float* y, int64_t ow_lo, int64_t ow_hi, const float* const* rows, const float* w, float bias,
+                         int64_t pad, int64_t in_w) {
+  [[maybe_unused]] const Idx16 evens = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+  constexpr int64_t kSpan = 34;  // floats one 16-wide step reads
+  int64_t ow = ow_lo;
+  for (; ow + 16 <= ow_hi && ow * 2 - pad + kSpan <= in_w; ow += 16) {
+    Vec16 acc = {};
+    acc += bias;
+    for (int k = 0; k < 3; ++k) {
+      if (!rows[k]) continue;
+      const float* x = rows[k] + ow * 2 - pad;
+      for (int kw = 0; kw < 3; ++kw) {
+        Vec16 v, next;
+        std::memcpy(&v, x + kw, sizeof v);
+        std::memcpy(&next, x + kw + 16, sizeof next);
+#if defined(__clang__)
+        v = __builtin_shufflevector(v, next, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+#else
+        v = __builtin_shuffle(v, next, evens);
+#endif
+        acc += w[k * 3 + kw] * v;
+      }
+    }
+    std::memcpy(y + ow, &acc, sizeof acc);
+  }
+  for (; ow < ow_hi; ++ow) {
+    float acc = bias;
+    for (int k = 0; k < 3; ++k) {
+      if (!rows[k]) continue;
+      const float* x = rows[k] + ow * 2 - pad;
+      acc += w[k * 3] * x[0] + w[k * 3 + 1] * x[1] + w[k * 3 + 2] * x[2];
+    }
+    y[ow] = acc;
+  }
+}
+
+// One output plane of a 3x3 conv with column stride 2 (dilation 1). Narrow
+// rows (maps up to 48 wide) go through a zero-padded copy of the input
+// (`padded`, zero where the input does not land: see depthwise3x3_s2) so
+// whole rows run as vector steps; wide rows run the interior columns as
+// vector steps and the edge columns one by one.
+void depthwise3x3_s2_plane(const DepthwiseConv& p, const float* xp, const float* wp, float b0, float* yp,
+                           float* padded, float* ytmp) {
+  const int64_t out_w16 = (p.out_w + 15) / 16 * 16;
+  if (p.out_w < 48) {
+    const int64_t padded_w = out_w16 * 2 + 34;  // what the vector steps read
+    for (int64_t ih = 0; ih < p.in_h; ++ih)
+      std::copy_n(xp + ih * p.in_w, std::min(p.in_w, padded_w - p.p_w), padded + ih * padded_w + p.p_w);
+    for (int64_t oh = 0; oh < p.out_h; ++oh) {
+      const float* rows[3];
+      for (int64_t kh = 0; kh < 3; ++kh) {
+        const int64_t ih = oh * p.s_h - p.p_h + kh;
+        rows[kh] = ih >= 0 && ih < p.in_h ? padded + ih * padded_w : nullptr;
+      }
+      depthwise3x3_s2_row(ytmp, 0, out_w16, rows, wp, b0, 0, padded_w);
+      std::copy_n(ytmp, p.out_w, yp + oh * p.out_w);
+    }
+    return;
+  }
+  // Interior columns: all three taps inside the row.
+  const int64_t lo = std::min(p.out_w, (p.p_w + 1) / 2);
+  const int64_t hi = std::max(lo, std::min(p.out_w, p.in_w - 3 + p.p_w >= 0 ? (p.in_w - 3 + p.p_w) / 2 + 1 : 0));
+  for (int64_t oh = 0; oh < p.out_h; ++oh) {
+    const float* rows[3];
+    for (int64_t kh = 0; kh < 3; ++kh) {
+      const int64_t ih = oh * p.s_h - p.p_h + kh;
+      rows[kh] = ih >= 0 && ih < p.in_h ? xp + ih * p.in_w : nullptr;
+    }
+    float* yrow = yp + oh * p.out_w;
+    depthwise3x3_s2_row(yrow, lo, hi, rows, wp, b0, p.p_w, p.in_w);
+    for (int64_t ow = 0; ow < p.out_w; ++ow) {
+      if (ow == lo) ow = hi;
+      if (ow >= p.out_w) break;
+      float acc = b0;
+      for (int64_t kh = 0; kh < 3; ++kh) {
+        if (!rows[kh]) continue;
+        for (int64_t kw = 0; kw < 3; ++kw) {
+          const int64_t iw = ow * 2 - p.p_w + kw;
+          if (iw >= 0 && iw < p.in_w) acc += wp[kh * 3 + kw] * rows[kh][iw];
+        }
+      }
+      yrow[ow] = acc;
+    }
+  }
+}
+
+bool is_3x3_s2(const DepthwiseConv& p) {
+  return p.k_h == 3 && p.k_w == 3 && p.d_h == 1 && p.d_w == 1 && p.s_w == 2;
+}
+
+// The planes of units [begin, end) of a 3x3 column-stride-2 conv.
+void depthwise3x3_s2(const DepthwiseConv& p, const float* x, const float* w, const float* bias, float* y,
+                     int64_t begin, int64_t end, std::vector<float>& padded, std::vector<float>& ytmp) {
+  const int64_t out_w16 = (p.out_w + 15) / 16 * 16;
+  // Zeroed once: the planes' copies land on the same columns every time.
+  if (p.out_w < 48) padded.assign(static_cast<size_t>(p.in_h * (out_w16 * 2 + 34)), 0.f);
+  ytmp.resize(static_cast<size_t>(out_w16));
+  for (int64_t u = begin; u < end; ++u)
+    for (int64_t j = 0; j < p.mult; ++j) {
+      const int64_t img = u / p.c, oc = (u % p.c) * p.mult + j;
+      depthwise3x3_s2_plane(p, x + u * p.in_h * p.in_w, w + oc * 9, bias ? bias[oc] : 0.f,
+                            y + ((img * p.c * p.mult) + oc) * p.out_h * p.out_w, padded.data(), ytmp.data());
+    }
+}
+
+}  // namespace
+
+void depthwise_conv_f32(const DepthwiseConv& p, const float* x, const float* w, const float* bias, float* y,
+                        ThreadPool* pool) {
+  const Layout l = make_layout(p);
+  const int64_t taps = p.k_h * p.k_w, out_plane = p.out_h * p.out_w;
+  const int64_t units = p.n * p.c;  // (image, input channel): one phase fill, mult outputs
+  // Chunks of at least ~32k multiply-adds, yet at least one per thread.
+  const int64_t per_unit = std::max<int64_t>(1, p.mult * l.flat * taps);
+  const int64_t threads = pool ? pool->num_threads() : 1;
+  const int64_t grain =
+      std::max<int64_t>(1, std::min((units + threads - 1) / threads, (int64_t{1} << 15) / per_unit));
+  parallel_for(pool, units, grain, [&](int64_t begin, int64_t end) {
+    // Per-thread scratch kept between calls; buffers past kKeepFloats (huge
+    // planes) are released after the chunk instead of held for the process.
+    constexpr size_t kKeepFloats = size_t{1} << 20;
+    thread_local std::vector<float> phases, flat;
+    thread_local std::vector<const float*> src;
+    struct Release {
+      ~Release() {
+        for (std::vector<float>* v : {&phases, &flat})
+          if (v->capacity() > kKeepFloats) std::vector<float>().swap(*v);
+      }
+    } release;
+    if (is_3x3_s2(p)) {
+      depthwise3x3_s2(p, x, w, bias, y, begin, end, phases, flat);
+      return;
+    }
+    if (phases.size() < static_cast<size_t>(l.phases_floats)) phases.resize(static_cast<size_t>(l.phases_floats));
+    if (flat.size() < static_cast<size_t>(l.flat_padded)) flat.resize(static_cast<size_t>(l.flat_padded));
+    // The slack after the planes is read only for discarded outputs; keep it
+    // finite (zero) so those lanes never see NaN or denormals.
+    std::fill(phases.begin() + l.planes_floats, phases.begin() + l.phases_floats, 0.f);
+    src.resize(static_cast<size_t>(taps));
+    for (int64_t t = 0; t < taps; ++t) src[static_cast<size_t>(t)] = phases.data() + l.offset[static_cast<size_t>(t)];
+    for (int64_t u = begin; u < end; ++u) {
+      const int64_t img = u / p.c, ic = u % p.c;
+      fill_phases(p, l, x + u * p.in_h * p.in_w, phases.data());
+      for (int64_t j = 0; j < p.mult; ++j) {
+        const int64_t oc = ic * p.mult + j;
+        multi_tap(flat.data(), l.flat, src.data(), w + oc * taps, taps, bias ? bias[oc] : 0.f);
+        float* yp = y + (img * p.c * p.mult + oc) * out_plane;
+        if (l.wq == p.out_w) {
+          std::copy_n(flat.data(), out_plane, yp);
+        } else {
+          for (int64_t oh = 0; oh < p.out_h; ++oh) std::copy_n(flat.data() + oh * l.wq, p.out_w, yp + oh * p.out_w);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace kiln::kernels

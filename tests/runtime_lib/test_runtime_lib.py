@@ -89,6 +89,12 @@ def test_runtime_lib_exports_the_api_and_kernel_interface_only():
     assert not any(n.startswith("kiln::register_portable_kernels") for n in exported)  # the kernel library's
     outside = [n for n in exported if not (n.startswith("kiln::") or " for kiln::" in n or n.startswith("KILN_"))]
     assert not outside, outside[:20]
+    # The narrow map (cmake/kiln_runtime.map): no executor, loader, session or
+    # registry internals, no template instantiations.
+    internal = [n for n in exported if any(m in n for m in (
+        "kiln::runtime::", "kiln::program::", "kiln::api::", "kiln::fb::", "::Impl::", "make_status<", "Result<"))]
+    assert not internal, internal[:20]
+    assert any(n.startswith("kiln::kernels::add_kernel_library(") for n in exported)
 
 
 # --- kiln-run-program --------------------------------------------------------

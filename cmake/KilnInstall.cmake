@@ -1,7 +1,10 @@
 # What `cmake --install` puts where, by component (the .deb packages of
 # cmake/KilnPackaging.cmake follow the components):
-#   runtime  lib/libkiln.so.X.Y, bin/kiln
-#   dev      include/kiln/ (public headers only), lib/libkiln.so,
+#   runtime  lib/libkiln.so.X.Y, bin/kiln, lib/libkiln_runtime.so.X.Y and
+#            bin/kiln-run-program (.kiln programs without the importer;
+#            docs/program-format.md)
+#   dev      include/kiln/ (public headers only: libkiln_runtime's too),
+#            lib/libkiln.so, lib/libkiln_runtime.so,
 #            lib/cmake/Kiln (find_package(Kiln) -> Kiln::kiln),
 #            lib/cmake/KilnBackend (find_package(KilnBackend 1.0), plugin SDK),
 #            lib/pkgconfig/kiln.pc, share/kiln/backend-template/ (plugin sources)
@@ -47,6 +50,15 @@ if(TARGET kiln_shared)
           DESTINATION ${KILN_INSTALL_CMAKEDIR}/Kiln COMPONENT dev)
   configure_file(cmake/kiln.pc.in ${CMAKE_BINARY_DIR}/cmake/kiln.pc @ONLY)
   install(FILES ${CMAKE_BINARY_DIR}/cmake/kiln.pc DESTINATION lib/pkgconfig COMPONENT dev)
+endif()
+# libkiln_runtime.so and its runner. The runner finds the library beside
+# bin/ in any prefix ($ORIGIN/../lib); public headers are include/kiln above.
+if(TARGET kiln_runtime_shared)
+  install(TARGETS kiln_runtime_shared LIBRARY DESTINATION lib COMPONENT runtime NAMELINK_COMPONENT dev)
+endif()
+if(TARGET kiln_run_program)
+  set_target_properties(kiln_run_program PROPERTIES INSTALL_RPATH "$ORIGIN/../lib")
+  install(TARGETS kiln_run_program RUNTIME DESTINATION bin COMPONENT runtime)
 endif()
 unset(_kiln_abi)
 unset(_kiln_abi_major)

@@ -1,6 +1,6 @@
 # `make package`: one .deb per install component (CPack DEB, prefix /usr):
-#   kiln                 runtime: libkiln.so.X.Y and the kiln CLI
-#   kiln-dev             dev: headers, libkiln.so, find_package(Kiln/KilnBackend), kiln.pc, template sources
+#   kiln                 runtime: libkiln.so.X.Y, the kiln CLI, libkiln_runtime.so.X.Y, kiln-run-program
+#   kiln-dev             dev: headers, libkiln.so, libkiln_runtime.so, find_package(Kiln/KilnBackend), kiln.pc, template sources
 #   python3-kiln         python: the kiln module for Debian's python3
 #   kiln-backend-<name>  every other component: a backend plugin in lib/kiln/backends
 #                        (install(TARGETS ... COMPONENT <name>) in backends/<name>/)
@@ -42,7 +42,8 @@ foreach(_comp IN LISTS _kiln_components)
   if(_comp STREQUAL "runtime")
     set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME kiln)
     set(CPACK_COMPONENT_RUNTIME_DESCRIPTION "Kiln ONNX inference runtime: libkiln and the kiln command\n"
-        " Runs ONNX models on portable kernels and on backend plugins (kiln-backend-*).")
+        " Runs ONNX models on portable kernels and on backend plugins (kiln-backend-*);\n"
+        " libkiln_runtime and kiln-run-program run compiled .kiln programs alone.")
   elseif(_comp STREQUAL "dev")
     set(CPACK_DEBIAN_DEV_PACKAGE_NAME kiln-dev)
     set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)

@@ -3,7 +3,8 @@
 # user gets: only public headers, each compiling on its own; libkiln.so with
 # its soname and no internal symbols exported; an application built out of
 # tree with find_package(Kiln) and with pkg-config, run on the demo model by
-# the installed `kiln`; kiln.pc and the KilnBackend version file.
+# the installed `kiln`; libkiln_runtime.so and kiln-run-program running a
+# compiled program; kiln.pc and the KilnBackend version file.
 #
 #   install_test.sh BUILD_DIR SOURCE_DIR
 set -eu
@@ -43,6 +44,24 @@ fi
 echo "ok: $(wc -l <"$work/syms") symbols exported, no internals"
 
 "$p/bin/kiln" demo-model "$work/demo.onnx" >/dev/null
+
+# libkiln_runtime.so and kiln-run-program (runtime component): versioned
+# soname, no internals beyond the kernel interface exported, and the
+# installed runner runs a program compiled by the installed kiln, finding
+# the library in the prefix by itself.
+rlib=$(ls "$p"/lib/libkiln_runtime.so.*.* | head -n 1)
+readelf -d "$rlib" | grep -q 'SONAME.*libkiln_runtime\.so\.[0-9]' || fail "libkiln_runtime has no versioned soname"
+test -L "$p/lib/libkiln_runtime.so" || fail "no lib/libkiln_runtime.so to link with"
+nm -D --defined-only "$rlib" | c++filt >"$work/rsyms"
+grep -q 'kiln::Session::load(' "$work/rsyms" || fail "libkiln_runtime does not export kiln::Session::load"
+if grep -E 'onnx::|google::|kiln::(runtime|program|api|onnx)::' "$work/rsyms"; then
+  fail "libkiln_runtime exports internal symbols (above)"
+fi
+"$p/bin/kiln" compile "$work/demo.onnx" -o "$work/demo.kiln" --backends portable >/dev/null || fail "kiln compile"
+ldd "$p/bin/kiln-run-program" | grep -q "libkiln_runtime\.so.* => $p/" || fail "kiln-run-program does not find libkiln_runtime in the prefix"
+env -u LD_LIBRARY_PATH "$p/bin/kiln-run-program" "$work/demo.kiln" --seed 1 >"$work/out-run" || fail "kiln-run-program failed"
+grep -q '^probabilities: float32\[1, 10\]$' "$work/out-run" || fail "kiln-run-program printed: $(cat "$work/out-run")"
+echo "ok: libkiln_runtime ($(wc -l <"$work/rsyms") symbols) and kiln-run-program run a compiled program from the prefix"
 
 # find_package(Kiln)
 generator=""

@@ -3,7 +3,7 @@
 # (cpack reuses it; nothing is recompiled), checks each package's files and
 # dependencies with dpkg-deb, unpacks them all into a scratch root (dpkg -x)
 # and runs what they installed: the kiln CLI on the demo model, plugins found
-# beside it, and the Python module.
+# beside it, kiln-run-program on the compiled demo model, and the Python module.
 #
 #   package_test.sh BUILD_DIR PYTHON
 set -eu
@@ -28,6 +28,8 @@ test -n "$runtime" || fail "no kiln_*.deb"
 test -n "$dev" || fail "no kiln-dev_*.deb"
 has_file "$runtime" ./usr/bin/kiln
 dpkg-deb -c "$runtime" | grep -q './usr/lib/libkiln\.so\.[0-9]' || fail "kiln lacks libkiln.so.X.Y"
+has_file "$runtime" ./usr/bin/kiln-run-program
+dpkg-deb -c "$runtime" | grep -q './usr/lib/libkiln_runtime\.so\.[0-9]' || fail "kiln lacks libkiln_runtime.so.X.Y"
 lacks_file "$runtime" './usr/include/'
 depends_on "$runtime" libprotobuf
 depends_on "$runtime" libonnx
@@ -39,6 +41,7 @@ has_file "$dev" ./usr/lib/cmake/KilnBackend/KilnBackendConfigVersion.cmake
 has_file "$dev" ./usr/lib/pkgconfig/kiln.pc
 has_file "$dev" ./usr/share/kiln/backend-template/CMakeLists.txt
 has_file "$dev" ./usr/lib/libkiln.so
+has_file "$dev" ./usr/lib/libkiln_runtime.so
 depends_on "$dev" "kiln (= $version)"
 if [ -n "$py" ]; then
   has_file "$py" ./usr/lib/python3/dist-packages/kiln/__init__.py
@@ -73,7 +76,9 @@ unset KILN_BACKEND_PATH
 "$root/usr/bin/kiln" run "$work/demo.onnx" --output-dir "$work/out" >/dev/null || fail "installed kiln run"
 "$root/usr/bin/kiln" backends >"$work/backends" || fail "installed kiln backends"
 grep -q "$root/usr/lib/kiln/backends" "$work/backends" || { cat "$work/backends"; fail "kiln does not find the packaged plugins"; }
-echo "ok: the packaged kiln runs the demo model and finds its plugins"
+"$root/usr/bin/kiln" compile "$work/demo.onnx" -o "$work/demo.kiln" --backends portable >/dev/null || fail "installed kiln compile"
+"$root/usr/bin/kiln-run-program" "$work/demo.kiln" --seed 1 | grep -q '^label: int64\[1\]$' || fail "packaged kiln-run-program"
+echo "ok: the packaged kiln runs the demo model and finds its plugins; kiln-run-program runs it compiled"
 if [ -n "$py" ]; then
   PYTHONPATH="$root/usr/lib/python3/dist-packages" "$python" - "$work/demo.onnx" "$root" <<'EOP' || fail "packaged python module"
 import sys, numpy as np, kiln

@@ -89,6 +89,12 @@ def test_runtime_lib_exports_the_api_and_kernel_interface_only():
     assert not any(n.startswith("kiln::register_portable_kernels") for n in exported)  # the kernel library's
     outside = [n for n in exported if not (n.startswith("kiln::") or " for kiln::" in n or n.startswith("KILN_"))]
     assert not outside, outside[:20]
+    # The narrow map (cmake/kiln_runtime.map): no executor, loader, session or
+    # registry internals, no template instantiations.
+    internal = [n for n in exported if any(m in n for m in (
+        "kiln::runtime::", "kiln::program::", "kiln::api::", "kiln::fb::", "::Impl::", "make_status<", "Result<"))]
+    assert not internal, internal[:20]
+    assert any(n.startswith("kiln::kernels::add_kernel_library(") for n in exported)
 
 
 # --- kiln-run-program --------------------------------------------------------
@@ -274,3 +280,47 @@ def test_selective_runner_refuses_an_op_it_lacks(tmp_path):
     assert run(RUNNER, str(tmp_path / "sin.kiln")).returncode == 0
     r = run(RUNNER_DEMO, str(tmp_path / "sin.kiln"))
     assert r.returncode == 1 and "Sin" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+# --- compile-selected builds (the kernel table) -----------------------------
+
+def test_kernel_table_matches_the_kernels():
+    r = run(sys.executable, os.environ["KILN_KERNEL_TABLE_SCRIPT"], "check", os.environ["KILN_KERNEL_TABLE"],
+            "--select-kernels", SELECT_KERNELS, "--objects", os.environ["KILN_PORTABLE_OBJECTS"])
+    assert r.returncode == 0, r.stderr
+
+
+def test_kernel_table_selects_families_and_the_files_they_call(tmp_path):
+    (tmp_path / "ops.txt").write_text("Conv\nEinsum\nNoSuchOp\n")
+    r = run(sys.executable, os.environ["KILN_KERNEL_TABLE_SCRIPT"], "select", os.environ["KILN_KERNEL_TABLE"],
+            "--root", "P", str(tmp_path / "ops.txt"))
+    assert r.returncode == 0, r.stderr
+    families, files = r.stdout.strip().split("|")
+    assert families.split(";") == ["conv", "einsum"]
+    assert files.split(";") == ["P/conv.cpp", "P/einsum.cpp", "P/matmul.cpp"]  # einsum calls matmul's GEMM
+    (tmp_path / "bad.txt").write_text("family x\n")
+    r = run(sys.executable, os.environ["KILN_KERNEL_TABLE_SCRIPT"], "select", str(tmp_path / "bad.txt"),
+            str(tmp_path / "ops.txt"))
+    assert r.returncode == 1 and "bad.txt:1" in r.stderr
+
+
+def test_selective_tree_compiles_only_the_selected_families(demo, tmp_path):
+    build = tmp_path / "build"
+    r = run(os.environ["KILN_CMAKE"], "-S", os.environ["KILN_SOURCE_DIR"], "-B", str(build), "-G", "Ninja",
+            "-DCMAKE_BUILD_TYPE=Release", "-DKILN_BUILD_TESTS=OFF", f"-DKILN_SELECT_OPS_FROM={demo / 'demo.kiln'}")
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = run("ninja", "-C", str(build), "-t", "commands", "kiln_run_program")
+    assert r.returncode == 0, r.stderr
+    compiled = {line.split(" -c ")[-1].split()[0].rsplit("/", 1)[-1] for line in r.stdout.splitlines()
+                if "/src/kernels/portable/" in line and " -c " in line}
+    assert {"conv.cpp", "pool.cpp", "matmul.cpp", "softmax.cpp", "gemm.cpp"} <= compiled, sorted(compiled)
+    for other in ("rnn.cpp", "string_ops.cpp", "resize.cpp", "all.cpp"):
+        assert other not in compiled, sorted(compiled)
+    if os.environ.get("KILN_SELECTIVE_BUILD") != "1":
+        return
+    r = run("ninja", "-C", str(build), "-j2", "kiln_run_program")
+    assert r.returncode == 0, r.stdout[-3000:]
+    inputs = {"image": demo / "image.npy"}
+    expected = outputs_of_kiln_run(str(demo / "demo.kiln"), inputs, tmp_path / "a")
+    got = outputs_of_runner(str(build / "bin" / "kiln-run-program"), str(demo / "demo.kiln"), inputs, tmp_path / "b")
+    assert len(got) == len(expected) and all(np.array_equal(g, e) for g, e in zip(got, expected))

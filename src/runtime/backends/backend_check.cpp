@@ -122,8 +122,9 @@ void check_refuses_future_abi(kiln_backend_entry_fn entry, kiln_backend_entry_ar
   if (t && p && t->header.abi_major == KILN_BACKEND_ABI_MAJOR && t->plugin_release) t->plugin_release(p);
 }
 
-// The entry's answer and the plugin's info, through the validators the loader uses.
-void check_entry_and_info(kiln_backend_entry_fn entry, kiln_backend_entry_args_t args, Report& r) {
+// The entry's answer and the plugin's info, through the validators the loader
+// uses. False when a call never returned (the plugin must then stay loaded).
+bool check_entry_and_info(kiln_backend_entry_fn entry, kiln_backend_entry_args_t args, Report& r) {
   args.min_abi_major = KILN_BACKEND_ABI_MAJOR;
   args.min_abi_minor = 0;
   args.max_abi_major = KILN_BACKEND_ABI_MAJOR;
@@ -135,10 +136,12 @@ void check_entry_and_info(kiln_backend_entry_fn entry, kiln_backend_entry_args_t
   add_rows(table, r);
   if (table.refused()) {
     if (answer.plugin && api.plugin_release) api.plugin_release(answer.plugin);
-    return;
+    return true;
   }
   BackendInfo info;
-  add_rows(runtime::read_plugin_info(api, answer.plugin, &info, /*stop_at_refusal=*/false), r);
+  const runtime::ContractFindings found = runtime::read_plugin_info(api, answer.plugin, &info, /*stop_at_refusal=*/false);
+  add_rows(found, r);
+  if (found.hung()) return false;
   api.plugin_release(answer.plugin);
   runtime::HostStats s = args.host->stats();
   if (s.live_blocks != 0) {
@@ -147,6 +150,7 @@ void check_entry_and_info(kiln_backend_entry_fn entry, kiln_backend_entry_args_t
   } else {
     r.pass("plugin release", "all host memory returned (" + std::to_string(s.total_blocks) + " blocks)");
   }
+  return true;
 }
 
 }  // namespace
@@ -176,7 +180,7 @@ void check_abi(const Options& o, Report& r) {
   args.host_api = runtime::host_api();
   args.host = &host;
   check_refuses_future_abi(entry, args, r);
-  check_entry_and_info(entry, args, r);
+  if (!check_entry_and_info(entry, args, r)) return;  // a thread is still inside: no release, no dlclose
   dlclose(dl);
 }
 

@@ -83,6 +83,7 @@ class LoadedPlugin : public std::enable_shared_from_this<LoadedPlugin> {
   kiln_backend_api_t api_{};
   uint32_t declared_size_ = 0;
   kiln_plugin_t* plugin_ = nullptr;
+  bool hung_ = false;  // is_available never answered: never called, released or unloaded again
   BackendInfo info_;
   // Plugin-level calls are never concurrent on one plugin object (the ABI's
   // rule), even when sessions on several threads share a registry.

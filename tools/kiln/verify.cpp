@@ -78,8 +78,12 @@ Result<VerifyOptions> options_from(const Args& args) {
     return invalid_argument("kiln verify needs --backends NAME: the one plugin to check");
   }
   o.backend = *backends;
-  if (auto r = args.value("--rtol")) KILN_ASSIGN_OR_RETURN(o.rtol, parse_tolerance("--rtol", *r));
-  if (auto a = args.value("--atol")) KILN_ASSIGN_OR_RETURN(o.atol, parse_tolerance("--atol", *a));
+  if (auto r = args.value("--rtol")) {
+    KILN_ASSIGN_OR_RETURN(o.rtol, parse_tolerance("--rtol", *r));
+  }
+  if (auto a = args.value("--atol")) {
+    KILN_ASSIGN_OR_RETURN(o.atol, parse_tolerance("--atol", *a));
+  }
   if (auto s = args.value("--seed")) {
     KILN_ASSIGN_OR_RETURN(int64_t seed, parse_int_flag("--seed", *s, 0, 0xffffffffLL));
     o.seed = static_cast<uint32_t>(seed);

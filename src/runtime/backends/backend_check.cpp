@@ -201,7 +201,7 @@ void check_lifecycle(const Options& o, Report& r) {
   const int64_t before = p->stats().live_blocks;
   std::string problem;
   for (int i = 0; i < 3 && problem.empty(); ++i) {
-    auto inst = p->create_instance(0, {});
+    auto inst = p->create_instance(0, o.backend_options);
     if (!inst.is_ok()) problem = inst.status().message();
   }
   const int64_t leaked = p->stats().live_blocks - before;
@@ -243,7 +243,7 @@ void check_lifecycle(const Options& o, Report& r) {
   }
 
   if (api.instance_set_property && api.instance_get_property) {
-    auto inst = p->create_instance(0, {});
+    auto inst = p->create_instance(0, o.backend_options);
     std::string problem2;
     if (!inst.is_ok()) {
       problem2 = inst.status().message();
@@ -287,7 +287,7 @@ void check_unload(const Options& o, Report& r) {
     auto p = runtime::registry_impl(**reg).all().at(0);
     name = p->name();
     if (p->available()) {
-      auto inst = p->create_instance(0, {});
+      auto inst = p->create_instance(0, o.backend_options);
       if (!inst.is_ok()) r.fail("unload", "create_instance: " + inst.status().message());
     }
   }  // every object released: the library must be unmapped
@@ -311,7 +311,7 @@ void check_unload(const Options& o, Report& r) {
   if (p->name() != name) {
     r.fail("reload", "the name changed from '" + name + "' to '" + p->name() + "'");
   } else if (p->available()) {
-    auto inst = p->create_instance(0, {});
+    auto inst = p->create_instance(0, o.backend_options);
     r.expect(inst.is_ok(), "reload", inst.is_ok() ? "load -> unload -> load, then create works" : inst.status().message());
   } else {
     r.pass("reload", "load -> unload -> load");

@@ -149,7 +149,7 @@ void check_capability(const Options& o, Report& r) {
   LogCapture capture;
   Loaded l;
   if (!load_usable(o, capture, r, "capability", &l)) return;
-  auto inst = l.plugin->create_instance(0, {});
+  auto inst = l.plugin->create_instance(0, o.backend_options);
   if (!inst.is_ok()) {
     r.fail("capability", "create_instance: " + inst.status().message());
     return;
@@ -394,7 +394,9 @@ void check_execute(const Options& o, Report& r) {
   LogCapture capture;
   Loaded l;
   if (!load_usable(o, capture, r, "execute vs portable", &l)) return;
-  auto request = runtime::select_backends(*l.registry, {l.plugin->name()}, {}, FallbackPolicy::kAllow);
+  std::vector<BackendOption> bopts;
+  for (const auto& [k, v] : o.backend_options) bopts.push_back({l.plugin->name(), k, v});
+  auto request = runtime::select_backends(*l.registry, {l.plugin->name()}, bopts, FallbackPolicy::kAllow);
   if (!request.is_ok()) return r.fail("execute vs portable", request.status().message());
   runtime::ProgramOptions with_plugin;
   with_plugin.partition = &*request;
@@ -414,6 +416,9 @@ void check_execute(const Options& o, Report& r) {
     return;
   }
   check_matches_portable(probe, rep, r);
+  const std::string guard = guard_problems(*probe.program);
+  r.expect(guard.empty(), "outputs stay in bounds",
+           guard.empty() ? "every partition alone, outputs between guard bytes: intact" : guard);
   // Error paths and export, on the first partition that takes inputs.
   const runtime::PartitionKernel* pk = nullptr;
   for (const runtime::Step& s : probe.program->steps()) {

@@ -4,8 +4,8 @@
 // interpreter, exactly except for Tanh, which it computes as x / (1 + |x|)
 // (a "fast approximation" that is off by up to ~0.2). Any sub-group of the
 // nodes compiles, so verify can bisect a fused group through the public ABI
-// and must name the Tanh node. Elementwise ops on same-shape or scalar
-// operands only.
+// and must name the Tanh node. Elementwise ops; a smaller operand
+// broadcasts along the trailing dims.
 #include <cmath>
 #include <map>
 #include <memory>
@@ -57,9 +57,11 @@ class Interp final : public Compiled {
       } else {
         const auto& b = vals[static_cast<size_t>(st.in[1])];
         const bool big_a = a.size() >= b.size();
-        if (a.size() != b.size() && a.size() != 1 && b.size() != 1) fail(KILN_STATUS_UNIMPLEMENTED, "general broadcasting");
+        // Trailing broadcasting of a smaller operand whose size divides the larger's ([2,16] + [16]).
+        if (a.empty() || b.empty() || (big_a ? a.size() % b.size() : b.size() % a.size()) != 0)
+          fail(KILN_STATUS_UNIMPLEMENTED, "general broadcasting");
         for (size_t i = 0; i < (big_a ? a : b).size(); ++i) {
-          float x = a[a.size() == 1 ? 0 : i], y = b[b.size() == 1 ? 0 : i];
+          float x = a[i % a.size()], y = b[i % b.size()];
           r.push_back(st.op == "Add" ? x + y : x * y);
         }
         dims[static_cast<size_t>(st.out)] = dims[static_cast<size_t>(big_a ? st.in[0] : st.in[1])];

@@ -286,6 +286,10 @@ void check_unload(const Options& o, Report& r) {
     }
     auto p = runtime::registry_impl(**reg).all().at(0);
     name = p->name();
+    if (p->hung()) {
+      r.skip("unload", "kept mapped on purpose: " + p->info().unavailable_reason);
+      return;
+    }
     if (p->available()) {
       auto inst = p->create_instance(0, o.backend_options);
       if (!inst.is_ok()) r.fail("unload", "create_instance: " + inst.status().message());

@@ -51,6 +51,8 @@ class LoadedPlugin : public std::enable_shared_from_this<LoadedPlugin> {
   const BackendInfo& info() const { return info_; }
   int priority() const { return info_.priority; }
   bool available() const { return info_.available; }
+  /// is_available never answered: the plugin is kept loaded and never called again.
+  bool hung() const { return hung_; }
   const kiln_backend_api_t& api() const { return api_; }
   kiln_plugin_t* handle() const { return plugin_; }
   kiln_host* host() { return host_.get(); }

@@ -74,6 +74,7 @@ void check_node_tests(const Options& o, Report& r) {
   NodeTestOptions with;
   with.session.backend_registry = registry;
   with.session.backends = {plugins[0].name};
+  for (const auto& [k, v] : o.kit.backend_options) with.session.backend_options.push_back({plugins[0].name, k, v});
   with.tol = Tolerance{1e-3, 1e-5};
   with.reference = SessionOptions{};
   with.reference->backends = {"portable"};

@@ -136,24 +136,28 @@ std::shared_ptr<ir::Graph> gemm_relu_gemm_softmax() {
   return b.graph();
 }
 
+// The elementwise probes use an image-shaped tensor and same-shape
+// constants (no broadcasting), so NHWC-minded plugins claim them too.
+const Dims kImg = {1, 8, 4, 4};
+
 std::shared_ptr<ir::Graph> diamond() {
   Builder b;
-  ir::ValueId x = b.input("x", {2, 16});
-  ir::ValueId a = b.node("Add", {x, b.constant({16})}, {2, 16});
-  ir::ValueId l = b.node("Relu", {a}, {2, 16});
-  ir::ValueId r = b.node("Sigmoid", {a}, {2, 16});
-  ir::ValueId m = b.node("Mul", {l, r}, {2, 16});
-  b.output(b.node("Add", {m, a}, {2, 16}));
+  ir::ValueId x = b.input("x", kImg);
+  ir::ValueId a = b.node("Add", {x, b.constant(kImg)}, kImg);
+  ir::ValueId l = b.node("Relu", {a}, kImg);
+  ir::ValueId r = b.node("Sigmoid", {a}, kImg);
+  ir::ValueId m = b.node("Mul", {l, r}, kImg);
+  b.output(b.node("Add", {m, a}, kImg));
   return b.graph();
 }
 
 std::shared_ptr<ir::Graph> shared_output() {
   Builder b;
-  ir::ValueId x = b.input("x", {2, 16});
-  ir::ValueId r = b.node("Relu", {x}, {2, 16});
-  ir::ValueId s = b.node("Add", {r, b.constant({16})}, {2, 16});
+  ir::ValueId x = b.input("x", kImg);
+  ir::ValueId r = b.node("Relu", {x}, kImg);
+  ir::ValueId s = b.node("Add", {r, b.constant(kImg)}, kImg);
   b.output(r);  // an intermediate of the group is also a graph output
-  b.output(b.node("Mul", {s, s}, {2, 16}));
+  b.output(b.node("Mul", {s, s}, kImg));
   return b.graph();
 }
 
@@ -171,11 +175,11 @@ std::shared_ptr<ir::Graph> cnn_head() {
 // Every elementwise op of the catalogue applied to x once, side by side.
 std::shared_ptr<ir::Graph> catalogue() {
   Builder b;
-  ir::ValueId x = b.input("x", {2, 16});
+  ir::ValueId x = b.input("x", kImg);
   for (const auto& [op, arity] : kElementwise) {
     std::vector<ir::ValueId> in{x};
-    if (arity == 2) in.push_back(b.constant({16}));
-    b.output(b.node(op, in, {2, 16}));
+    if (arity == 2) in.push_back(b.constant(kImg));
+    b.output(b.node(op, in, kImg));
   }
   return b.graph();
 }
@@ -184,16 +188,16 @@ std::shared_ptr<ir::Graph> catalogue() {
 // nodes), with a residual Add every third node when Add is claimed.
 std::shared_ptr<ir::Graph> chain_of(const std::vector<std::pair<std::string, int>>& ops) {
   Builder b;
-  ir::ValueId x = b.input("x", {2, 16});
+  ir::ValueId x = b.input("x", kImg);
   ir::ValueId prev = x, cur = x;
   const bool add = std::any_of(ops.begin(), ops.end(), [](const auto& o) { return o.first == "Add"; });
   const size_t n = std::min<size_t>(16, 2 * ops.size());
   for (size_t i = 0; i < n; ++i) {
     const auto& [op, arity] = ops[i % ops.size()];
     std::vector<ir::ValueId> in{cur};
-    if (arity == 2) in.push_back(b.constant({16}, -0.5f, 0.5f));
-    ir::ValueId next = b.node(op, in, {2, 16});
-    if (add && i % 3 == 2) next = b.node("Add", {next, prev}, {2, 16});
+    if (arity == 2) in.push_back(b.constant(kImg, -0.5f, 0.5f));
+    ir::ValueId next = b.node(op, in, kImg);
+    if (add && i % 3 == 2) next = b.node("Add", {next, prev}, kImg);
     prev = cur;
     cur = next;
   }

@@ -3,7 +3,9 @@
 // arguments, runs each group in a child process (kiln/child_process.h) so a
 // plugin that crashes fails that group (with the signal) instead of ending
 // the run, runs the ONNX node tests through the plugin with the runner of
-// `kiln conformance` (test_runner.h), and prints the report.
+// `kiln conformance` (test_runner.h), each fusion probe and each --model
+// (kiln/verify.h) in a process of its own, and prints the report (repeated
+// failures collapsed unless --verbose).
 #include <algorithm>
 #include <filesystem>
 #include <iostream>

@@ -119,10 +119,17 @@ void check_node_tests(const Options& o, Report& r) {
                                                " tests run through the plugin, " + std::to_string(failed) + " failed");
 }
 
+// "resnet18/model.onnx" for models named model.onnx (the ONNX test layout), else the file name.
+std::string model_label(const std::string& model) {
+  const fs::path p(model);
+  if (p.filename() == "model.onnx" && p.has_parent_path()) return (p.parent_path().filename() / p.filename()).string();
+  return p.filename().string();
+}
+
 // --model: every partition of a real model against portable (kiln/verify.h),
 // bisected to the first node that differs.
 void check_model(const Options& o, const std::string& model, Report& r) {
-  const std::string row = "model " + fs::path(model).filename().string();
+  const std::string row = "model " + model_label(model);
   BackendDiscovery only;
   only.paths = {o.kit.library};
   only.use_environment = false;
@@ -290,7 +297,7 @@ int check_backend_command(std::span<const std::string> argv) {
   for (const std::string& probe : backend_check::fusion_probes())
     more.emplace_back("fusion " + probe, [&o, probe](Report& rows) { backend_check::check_fusion(o.kit, probe, rows); });
   for (const std::string& model : o.models)
-    more.emplace_back("model " + fs::path(model).filename().string(),
+    more.emplace_back("model " + model_label(model),
                       [&o, model](Report& rows) { check_model(o, model, rows); });
   for (const auto& [title, group] : more) {
     if (!loads) r.skip(title, "the plugin does not load (see above)");

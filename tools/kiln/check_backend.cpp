@@ -209,7 +209,7 @@ const char* outcome_name(Outcome o) {
 bool print_report(const Report& r, bool verbose) {
   std::vector<std::vector<std::string>> rows{{"CHECK", "RESULT", "DETAIL"}};
   size_t passed = 0, failed = 0, skipped = 0;
-  std::vector<size_t> same(r.rows().size(), 0);  // per row: later rows collapsed into it
+  std::vector<std::vector<std::string>> same(r.rows().size());  // per row: checks of later rows collapsed into it
   std::vector<int8_t> hidden(r.rows().size(), 0);
   for (size_t i = 0; i < r.rows().size() && !verbose; ++i) {
     const Row& a = r.rows()[i];
@@ -218,7 +218,7 @@ bool print_report(const Report& r, bool verbose) {
       const Row& b = r.rows()[j];
       if (!hidden[j] && b.outcome == a.outcome && b.detail == a.detail) {
         hidden[j] = 1;
-        ++same[i];
+        same[i].push_back(b.check);
       }
     }
   }
@@ -229,9 +229,15 @@ bool print_report(const Report& r, bool verbose) {
     skipped += row.outcome == Outcome::kSkip;
     if (hidden[i]) continue;
     std::string check = row.check;
-    if (same[i]) check += " (and " + std::to_string(same[i]) + " more like it)";
+    if (!same[i].empty()) check += " (and " + std::to_string(same[i].size()) + " more like it)";
     std::string detail = row.detail;
     if (!verbose && detail.size() > 160) detail = detail.substr(0, 157) + "...";
+    if (!same[i].empty()) {  // name the first few collapsed checks
+      std::string also;
+      for (size_t k = 0; k < same[i].size() && k < 4; ++k) also += (k ? ", " : "") + same[i][k];
+      if (same[i].size() > 4) also += ", ...";
+      detail += " [also: " + also + "]";
+    }
     rows.push_back({check, outcome_name(row.outcome), detail});
   }
   print_table(rows);

@@ -169,3 +169,15 @@ def test_check_backend_passes_backend_options():
     bad = kiln("check-backend", TEMPLATE, "--no-suite", "--backend-option", "colour=red")
     assert bad.returncode == 1
     assert "unknown option 'colour'" in bad.stdout
+
+
+def test_check_backend_catches_fused_groups_that_crash():
+    """Single nodes work, fused groups crash: each fusion probe fails on its
+    own (its process dies), and the report still comes out."""
+    r = kiln("check-backend", faulty("wrong_op"), "--no-suite", "--verbose", env={"KILN_FAKE_CRASH_FUSED": "1"})
+    assert r.returncode == 1
+    crashed = [line.strip() for line in r.stdout.splitlines() if " FAIL " in line and "crashed" in line]
+    assert any(line.startswith("fusion diamond crashed") for line in crashed), r.stdout
+    assert any(line.startswith("fusion elementwise_chain crashed") for line in crashed), r.stdout
+    assert any(("Segmentation fault" in line or "exited with status 1" in line) for line in crashed), r.stdout
+    assert r.stdout.strip().splitlines()[-1].endswith("failed") or "failed" in r.stdout.strip().splitlines()[-1]

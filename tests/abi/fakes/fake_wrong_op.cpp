@@ -5,8 +5,11 @@
 // (a "fast approximation" that is off by up to ~0.2). Any sub-group of the
 // nodes compiles, so verify can bisect a fused group through the public ABI
 // and must name the Tanh node. Elementwise ops; a smaller operand
-// broadcasts along the trailing dims.
+// broadcasts along the trailing dims. With KILN_FAKE_CRASH_FUSED set, every
+// group of more than one node crashes in execute (single nodes still work):
+// the plugin `kiln check-backend` used to pass before it had fusion probes.
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -36,6 +39,10 @@ class Interp final : public Compiled {
       : nin_(nin), steps_(std::move(steps)), outs_(std::move(outs)), consts_(std::move(consts)), slots_(slots) {}
 
   void execute(ExecContext& ctx, const Inputs& in) override {
+    if (steps_.size() > 1 && std::getenv("KILN_FAKE_CRASH_FUSED")) {
+      volatile int* volatile nowhere = nullptr;  // a fused kernel that crashes: single nodes still work
+      *nowhere = 1;
+    }
     std::vector<std::vector<float>> vals(static_cast<size_t>(slots_));
     std::vector<std::vector<int64_t>> dims(static_cast<size_t>(slots_));
     for (size_t i = 0; i < nin_; ++i) {

@@ -8,6 +8,7 @@
 #include "abi_test_util.h"
 #include "kiln/backend_check.h"
 #include "runtime/backends/guarded_outputs.h"
+#include "runtime/backends/plugin_contract.h"
 
 namespace kiln::abi_test {
 namespace {
@@ -108,6 +109,18 @@ TEST(FaultyPluginTest, HangingIsAvailableIsBoundedAndTheLibraryStaysMapped) {
   void* still = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
   EXPECT_NE(still, nullptr) << "the hung plugin was unloaded while a thread may be inside it";
   if (still) dlclose(still);
+}
+
+TEST(FaultyPluginTest, ProbeTimeoutComesFromTheEnvironment) {
+  {
+    ScopedEnv unset("KILN_PLUGIN_PROBE_TIMEOUT_MS", nullptr);
+    EXPECT_EQ(runtime::probe_timeout_ms(), 10000);
+  }
+  for (const auto& [text, ms] : std::vector<std::pair<const char*, int64_t>>{
+           {"250", 250}, {"0", 0}, {"-5", 10000}, {"soon", 10000}, {"12ms", 10000}, {"", 10000}}) {
+    ScopedEnv env("KILN_PLUGIN_PROBE_TIMEOUT_MS", text);
+    EXPECT_EQ(runtime::probe_timeout_ms(), ms) << "'" << text << "'";
+  }
 }
 
 TEST(FaultyPluginTest, OutputOverflowIsCaughtByTheGuardCheck) {

@@ -282,6 +282,13 @@ Result<VerifyReport> verify_model(const std::string& model_path, const VerifyOpt
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<BackendRegistry> registry, registry_for(o));
   KILN_ASSIGN_OR_RETURN(runtime::PartitionRequest request,
                         runtime::select_backends(*registry, {o.backend}, o.backend_options, FallbackPolicy::kAllow));
+  if (std::none_of(request.backends.begin(), request.backends.end(),
+                   [&](const runtime::SelectedBackend& b) { return b.name == o.backend; })) {
+    std::string why;
+    for (const std::string& n : request.notes) why += (why.empty() ? "" : "; ") + n;
+    return make_status(StatusCode::kUnavailable, "backend '", o.backend, "' cannot be verified here: ",
+                       why.empty() ? std::string("it was not selected") : why);
+  }
   runtime::ProgramOptions with_opts;
   with_opts.partition = &request;
   KILN_ASSIGN_OR_RETURN(auto with, runtime::Program::build(std::make_shared<ir::Graph>(original), with_opts));

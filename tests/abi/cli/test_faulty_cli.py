@@ -103,6 +103,13 @@ def test_verify_unknown_backend(tmp_path):
     assert r.returncode == 1 and "unknown backend 'nosuch'" in r.stderr, r.stderr
 
 
+def test_verify_refuses_an_unavailable_backend(tmp_path):
+    r = kiln("verify", relu_model(tmp_path), "--backends", "faulty_hang", "--backend-path", faulty("faulty_hang"),
+             env={"KILN_PLUGIN_PROBE_TIMEOUT_MS": "100"})
+    assert r.returncode == 1, r.stdout
+    assert "backend 'faulty_hang' cannot be verified here" in r.stderr and "did not answer within 100 ms" in r.stderr
+
+
 def test_run_with_a_plugin_whose_execute_fails(tmp_path):
     model = relu_model(tmp_path)
     x = np.full((2, 16), -1.0, np.float32)

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/backends.h"
@@ -55,6 +56,8 @@ void decode_rows(const std::string& lines, Report& report);
 
 struct Options {
   std::string library;  ///< absolute path of the plugin's .so
+  /// Options for the plugin's instances (KEY, VALUE), as `--backend-option`.
+  std::vector<std::pair<std::string, std::string>> backend_options;
 };
 
 // The groups, in the order `kiln check-backend` runs them.
@@ -63,6 +66,14 @@ void check_lifecycle(const Options& o, Report& r);  ///< create/release, options
 void check_capability(const Options& o, Report& r); ///< capability answers, compile errors
 void check_execute(const Options& o, Report& r);    ///< execute vs portable, error paths, export/import, concurrency
 void check_unload(const Options& o, Report& r);     ///< unload, reload, leaks
+
+/// The fusion probes: multi-node graphs (chains, a residual Add, a diamond,
+/// an intermediate that is also a graph output, a CNN head, a chain of the
+/// elementwise ops the plugin claims). Each runs as its own group.
+std::vector<std::string> fusion_probes();
+/// Fusion probe `name` through the plugin vs portable kernels, then each of
+/// its partitions alone with its outputs between guard bytes.
+void check_fusion(const Options& o, const std::string& name, Report& r);
 
 /// True when the rows of check_abi say the host can load the plugin at all
 /// (the later groups need that).

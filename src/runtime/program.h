@@ -83,6 +83,8 @@ class Program {
 
   /// Where each node went (empty unless ProgramOptions::partition was set).
   const PlacementReport& placement() const { return placement_; }
+  /// Initializers and values folded at load, by id.
+  const std::unordered_map<ir::ValueId, Tensor>& constants() const { return constants_; }
 
   /// Arena bytes of the static plan (0 if there is none yet).
   size_t static_arena_bytes() const;

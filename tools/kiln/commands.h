@@ -31,5 +31,6 @@ int cache_command(std::span<const std::string> args);
 void print_program_summary(const ProgramSummary& summary, std::ostream& out);
 /// kiln check-backend LIB.so [--suite DIR]: the plugin conformance kit.
 int check_backend_command(std::span<const std::string> args);
+int verify_command(std::span<const std::string> args);
 
 }  // namespace kiln::cli

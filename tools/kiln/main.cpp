@@ -20,6 +20,8 @@ commands:
   backends           list the backend plugins found (and why others did not load)
   inspect MODEL      show how a model is partitioned over backends, and why nodes fall back
   check-backend LIB  check a backend plugin's contract (conformance kit)
+  verify MODEL       compare a plugin with portable kernels partition by partition and
+                     name the first node that differs (--backends NAME)
   compile MODEL -o F compile a model ahead of time into a .kiln program (run, bench
                      and inspect take .kiln files as well as .onnx)
   cache ls|clear     show or empty the compile cache (--cache-dir, KILN_CACHE_DIR)
@@ -45,6 +47,7 @@ int main(int argc, char** argv) {
   if (command == "backends") return backends_command(rest);
   if (command == "inspect") return inspect_command(rest);
   if (command == "check-backend") return check_backend_command(rest);
+  if (command == "verify") return verify_command(rest);
   if (command == "compile") return compile_command(rest);
   if (command == "cache") return cache_command(rest);
   if (command == "help" || command == "--help" || command == "-h") {
@@ -55,6 +58,6 @@ int main(int argc, char** argv) {
     std::cout << "kiln " KILN_VERSION "\n";
     return kExitOk;
   }
-  return fail("unknown command '" + command + "' (commands: run, conformance, bench, demo-model, backends, inspect, check-backend, compile, cache; see kiln --help)",
+  return fail("unknown command '" + command + "' (commands: run, conformance, bench, demo-model, backends, inspect, check-backend, verify, compile, cache; see kiln --help)",
               kExitUsage);
 }

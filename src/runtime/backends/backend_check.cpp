@@ -122,8 +122,9 @@ void check_refuses_future_abi(kiln_backend_entry_fn entry, kiln_backend_entry_ar
   if (t && p && t->header.abi_major == KILN_BACKEND_ABI_MAJOR && t->plugin_release) t->plugin_release(p);
 }
 
-// The entry's answer and the plugin's info, through the validators the loader uses.
-void check_entry_and_info(kiln_backend_entry_fn entry, kiln_backend_entry_args_t args, Report& r) {
+// The entry's answer and the plugin's info, through the validators the loader
+// uses. False when a call never returned (the plugin must then stay loaded).
+bool check_entry_and_info(kiln_backend_entry_fn entry, kiln_backend_entry_args_t args, Report& r) {
   args.min_abi_major = KILN_BACKEND_ABI_MAJOR;
   args.min_abi_minor = 0;
   args.max_abi_major = KILN_BACKEND_ABI_MAJOR;
@@ -135,10 +136,12 @@ void check_entry_and_info(kiln_backend_entry_fn entry, kiln_backend_entry_args_t
   add_rows(table, r);
   if (table.refused()) {
     if (answer.plugin && api.plugin_release) api.plugin_release(answer.plugin);
-    return;
+    return true;
   }
   BackendInfo info;
-  add_rows(runtime::read_plugin_info(api, answer.plugin, &info, /*stop_at_refusal=*/false), r);
+  const runtime::ContractFindings found = runtime::read_plugin_info(api, answer.plugin, &info, /*stop_at_refusal=*/false);
+  add_rows(found, r);
+  if (found.hung()) return false;
   api.plugin_release(answer.plugin);
   runtime::HostStats s = args.host->stats();
   if (s.live_blocks != 0) {
@@ -147,6 +150,7 @@ void check_entry_and_info(kiln_backend_entry_fn entry, kiln_backend_entry_args_t
   } else {
     r.pass("plugin release", "all host memory returned (" + std::to_string(s.total_blocks) + " blocks)");
   }
+  return true;
 }
 
 }  // namespace
@@ -176,7 +180,7 @@ void check_abi(const Options& o, Report& r) {
   args.host_api = runtime::host_api();
   args.host = &host;
   check_refuses_future_abi(entry, args, r);
-  check_entry_and_info(entry, args, r);
+  if (!check_entry_and_info(entry, args, r)) return;  // a thread is still inside: no release, no dlclose
   dlclose(dl);
 }
 
@@ -197,7 +201,7 @@ void check_lifecycle(const Options& o, Report& r) {
   const int64_t before = p->stats().live_blocks;
   std::string problem;
   for (int i = 0; i < 3 && problem.empty(); ++i) {
-    auto inst = p->create_instance(0, {});
+    auto inst = p->create_instance(0, o.backend_options);
     if (!inst.is_ok()) problem = inst.status().message();
   }
   const int64_t leaked = p->stats().live_blocks - before;
@@ -239,7 +243,7 @@ void check_lifecycle(const Options& o, Report& r) {
   }
 
   if (api.instance_set_property && api.instance_get_property) {
-    auto inst = p->create_instance(0, {});
+    auto inst = p->create_instance(0, o.backend_options);
     std::string problem2;
     if (!inst.is_ok()) {
       problem2 = inst.status().message();
@@ -282,8 +286,12 @@ void check_unload(const Options& o, Report& r) {
     }
     auto p = runtime::registry_impl(**reg).all().at(0);
     name = p->name();
+    if (p->hung()) {
+      r.skip("unload", "kept mapped on purpose: " + p->info().unavailable_reason);
+      return;
+    }
     if (p->available()) {
-      auto inst = p->create_instance(0, {});
+      auto inst = p->create_instance(0, o.backend_options);
       if (!inst.is_ok()) r.fail("unload", "create_instance: " + inst.status().message());
     }
   }  // every object released: the library must be unmapped
@@ -307,7 +315,7 @@ void check_unload(const Options& o, Report& r) {
   if (p->name() != name) {
     r.fail("reload", "the name changed from '" + name + "' to '" + p->name() + "'");
   } else if (p->available()) {
-    auto inst = p->create_instance(0, {});
+    auto inst = p->create_instance(0, o.backend_options);
     r.expect(inst.is_ok(), "reload", inst.is_ok() ? "load -> unload -> load, then create works" : inst.status().message());
   } else {
     r.pass("reload", "load -> unload -> load");

@@ -149,7 +149,7 @@ void check_capability(const Options& o, Report& r) {
   LogCapture capture;
   Loaded l;
   if (!load_usable(o, capture, r, "capability", &l)) return;
-  auto inst = l.plugin->create_instance(0, {});
+  auto inst = l.plugin->create_instance(0, o.backend_options);
   if (!inst.is_ok()) {
     r.fail("capability", "create_instance: " + inst.status().message());
     return;
@@ -394,7 +394,9 @@ void check_execute(const Options& o, Report& r) {
   LogCapture capture;
   Loaded l;
   if (!load_usable(o, capture, r, "execute vs portable", &l)) return;
-  auto request = runtime::select_backends(*l.registry, {l.plugin->name()}, {}, FallbackPolicy::kAllow);
+  std::vector<BackendOption> bopts;
+  for (const auto& [k, v] : o.backend_options) bopts.push_back({l.plugin->name(), k, v});
+  auto request = runtime::select_backends(*l.registry, {l.plugin->name()}, bopts, FallbackPolicy::kAllow);
   if (!request.is_ok()) return r.fail("execute vs portable", request.status().message());
   runtime::ProgramOptions portable;
   portable.registry = &kernels::portable_registry();
@@ -413,6 +415,16 @@ void check_execute(const Options& o, Report& r) {
     const char* why = "the plugin claims none of the probe graph's nodes (Add, Relu, MatMul, Mul, Sigmoid, Softmax, Conv)";
     for (const char* c : {"execute vs portable", "execute rejects wrong inputs", "export/import", "concurrent execute"})
       r.skip(c, why);
+    return;
+  }
+  // First each partition alone between guard bytes: a plugin that writes
+  // past its outputs would corrupt the arena (and the heap) of a real run.
+  const std::string guard = guard_problems(*probe.program);
+  r.expect(guard.empty(), "outputs stay in bounds",
+           guard.empty() ? "every partition alone, outputs between guard bytes: intact" : guard);
+  if (!guard.empty()) {
+    for (const char* c : {"execute vs portable", "execute rejects wrong inputs", "export/import", "concurrent execute"})
+      r.skip(c, "not run: the plugin writes outside its output buffers (see above)");
     return;
   }
   check_matches_portable(probe, rep, r);

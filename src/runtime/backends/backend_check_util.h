@@ -9,6 +9,7 @@
 
 #include "kiln/backend_check.h"
 #include "runtime/backends/plugin.h"
+#include "runtime/program.h"
 
 namespace kiln::backend_check {
 
@@ -33,5 +34,10 @@ struct Loaded {
 /// Loads the plugin; adds a failure (it does not load) or a skip (it is not
 /// available here) under `what` and returns false when it cannot be used.
 bool load_usable(const Options& o, LogCapture& capture, Report& r, const char* what, Loaded* out);
+
+/// Runs every partition of `program` once more on its own, on random inputs,
+/// each output between guard bytes: "" when no plugin wrote outside an
+/// output buffer, else which partition, op and output, and how far.
+std::string guard_problems(const runtime::Program& program);
 
 }  // namespace kiln::backend_check

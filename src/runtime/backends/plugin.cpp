@@ -126,12 +126,24 @@ Result<std::shared_ptr<LoadedPlugin>> LoadedPlugin::init(std::shared_ptr<LoadedP
   p->plugin_ = answer.plugin;
   p->info_.abi_version =
       std::to_string(answer.table->header.abi_major) + "." + std::to_string(answer.table->header.abi_minor);
-  KILN_RETURN_IF_ERROR(read_plugin_info(p->api_, p->plugin_, &p->info_, /*stop_at_refusal=*/true).first_refusal());
+  const ContractFindings info_findings = read_plugin_info(p->api_, p->plugin_, &p->info_, /*stop_at_refusal=*/true);
+  p->hung_ = info_findings.hung();
+  KILN_RETURN_IF_ERROR(info_findings.first_refusal());
   p->host_->name = p->info_.name;
   return p;
 }
 
 LoadedPlugin::~LoadedPlugin() {
+  if (hung_) {
+    // A thread may still be inside the plugin: never release it, never unmap
+    // it. Its host context stays reachable (for that thread, and so leak
+    // checkers see it kept on purpose).
+    static std::mutex kept_mu;
+    static std::vector<std::unique_ptr<kiln_host>>* kept = new std::vector<std::unique_ptr<kiln_host>>();
+    std::lock_guard<std::mutex> lock(kept_mu);
+    kept->push_back(std::move(host_));
+    return;
+  }
   if (plugin_ && api_.plugin_release) api_.plugin_release(plugin_);
   if (host_) {
     HostStats s = host_->stats();
@@ -147,6 +159,7 @@ LoadedPlugin::~LoadedPlugin() {
 }
 
 Status LoadedPlugin::check_available() const {
+  if (hung_) return Status(StatusCode::kUnavailable, info_.unavailable_reason);
   if (!api_.plugin_is_available) return Status::ok();
   std::lock_guard<std::mutex> lock(mu_);
   Status s = take_status(api_.plugin_is_available(plugin_));

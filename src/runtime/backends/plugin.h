@@ -51,6 +51,8 @@ class LoadedPlugin : public std::enable_shared_from_this<LoadedPlugin> {
   const BackendInfo& info() const { return info_; }
   int priority() const { return info_.priority; }
   bool available() const { return info_.available; }
+  /// is_available never answered: the plugin is kept loaded and never called again.
+  bool hung() const { return hung_; }
   const kiln_backend_api_t& api() const { return api_; }
   kiln_plugin_t* handle() const { return plugin_; }
   kiln_host* host() { return host_.get(); }
@@ -83,6 +85,7 @@ class LoadedPlugin : public std::enable_shared_from_this<LoadedPlugin> {
   kiln_backend_api_t api_{};
   uint32_t declared_size_ = 0;
   kiln_plugin_t* plugin_ = nullptr;
+  bool hung_ = false;  // is_available never answered: never called, released or unloaded again
   BackendInfo info_;
   // Plugin-level calls are never concurrent on one plugin object (the ABI's
   // rule), even when sessions on several threads share a registry.

@@ -2,6 +2,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -82,6 +88,16 @@ void check_optional_entries(const kiln_backend_api_t& api, ContractFindings& f) 
 }
 
 }  // namespace
+
+int64_t probe_timeout_ms() {
+  const char* env = std::getenv("KILN_PLUGIN_PROBE_TIMEOUT_MS");
+  if (!env || !*env) return 10000;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(env, &end, 10);
+  if (errno != 0 || *end != '\0' || v < 0) return 10000;  // not a number: the default
+  return static_cast<int64_t>(v);
+}
 
 bool option_value_parses(const std::string& type, const std::string& v) {
   if (type == "bool") {
@@ -208,11 +224,53 @@ void read_identity(PluginRef p, BackendInfo* info, ContractFindings& f) {
 
 // The loader records an unavailable plugin; only KILN_STATUS_UNAVAILABLE with
 // a reason keeps the contract.
+// plugin_is_available on a thread of its own, waited for at most
+// probe_timeout_ms(). nullopt when it did not answer in time: the thread is
+// left inside the plugin (detached; it frees its status if it ever returns).
+std::optional<Status> probe_available(PluginRef p) {
+  const int64_t timeout = probe_timeout_ms();
+  if (timeout <= 0) return take_status(p.api.plugin_is_available(p.plugin));
+  struct Probe {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false, abandoned = false;
+    kiln_status_t* status = nullptr;
+  };
+  auto probe = std::make_shared<Probe>();
+  std::thread([probe, fn = p.api.plugin_is_available, plugin = p.plugin] {
+    kiln_status_t* st = fn(plugin);
+    std::lock_guard<std::mutex> lock(probe->mu);
+    if (probe->abandoned) {
+      (void)take_status(st);  // nobody waits for it any more
+      return;
+    }
+    probe->status = st;
+    probe->done = true;
+    probe->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(probe->mu);
+  if (!probe->cv.wait_for(lock, std::chrono::milliseconds(timeout), [&] { return probe->done; })) {
+    probe->abandoned = true;
+    return std::nullopt;
+  }
+  return take_status(probe->status);
+}
+
 void read_availability(PluginRef p, BackendInfo* info, ContractFindings& f) {
   info->available = true;
   info->unavailable_reason.clear();
   if (!p.api.plugin_is_available) return f.pass("availability", "no is_available: always available");
-  Status st = take_status(p.api.plugin_is_available(p.plugin));
+  std::optional<Status> answer = probe_available(p);
+  if (!answer) {
+    info->available = false;
+    info->unavailable_reason = "is_available did not answer within " + std::to_string(probe_timeout_ms()) +
+                               " ms (KILN_PLUGIN_PROBE_TIMEOUT_MS); the plugin is kept loaded but never called "
+                               "again, since a thread is still inside it";
+    f.problem("availability", info->unavailable_reason);
+    f.mark_hung();
+    return;
+  }
+  Status st = std::move(*answer);
   if (st.is_ok()) return f.pass("availability", "available");
   info->available = false;
   info->unavailable_reason = st.message();
@@ -339,7 +397,7 @@ ContractFindings read_plugin_info(const kiln_backend_api_t& api, kiln_plugin_t* 
     ContractFindings f;
     read(p, info, f);
     all.append(f);
-    if (stop_at_refusal && f.refused()) return all;
+    if ((stop_at_refusal && f.refused()) || f.hung()) return all;
   }
   info->supports_export = api.compiled_export && api.instance_import;
   return all;

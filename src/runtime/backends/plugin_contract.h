@@ -37,11 +37,24 @@ class ContractFindings {
   Status first_refusal() const;
   bool refused() const;
   const std::vector<ContractFinding>& items() const { return items_; }
-  void append(const ContractFindings& other) { items_.insert(items_.end(), other.items_.begin(), other.items_.end()); }
+  void append(const ContractFindings& other) {
+    items_.insert(items_.end(), other.items_.begin(), other.items_.end());
+    hung_ |= other.hung_;
+  }
+  /// A call into the plugin did not return within the probe timeout: a
+  /// thread may still be inside the plugin, so the caller must never call
+  /// it again, release it or unload its library.
+  void mark_hung() { hung_ = true; }
+  bool hung() const { return hung_; }
 
  private:
   std::vector<ContractFinding> items_;
+  bool hung_ = false;
 };
+
+/// How long the host waits for plugin_is_available: KILN_PLUGIN_PROBE_TIMEOUT_MS
+/// (milliseconds, default 10000; 0 waits for ever, on the calling thread).
+int64_t probe_timeout_ms();
 
 /// What an entry call returned.
 struct EntryAnswer {
@@ -61,6 +74,9 @@ ContractFindings check_entry_answer(const Status& entry_status, const EntryAnswe
 /// each answer. With `stop_at_refusal` it stops at the first refused finding
 /// (the loader); without, it goes on with the next area (the kit). Rows:
 /// "info", "availability", "devices", "option schema", "custom ops".
+/// is_available is bounded by probe_timeout_ms(); when it does not answer the
+/// plugin is unavailable, the findings are marked hung() and nothing more is
+/// asked.
 ContractFindings read_plugin_info(const kiln_backend_api_t& api, kiln_plugin_t* plugin, BackendInfo* info,
                                   bool stop_at_refusal);
 

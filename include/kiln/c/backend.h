@@ -28,14 +28,28 @@
  *    differs from its own, with a message naming both versions. A minor
  *    difference works both ways: each side reads only the members that fit
  *    inside the other side's struct_size and treats the rest as NULL / 0.
+ *  - Zero means 1.0. In every struct the host passes to a plugin (in or
+ *    out), a member appended after 1.0 that is zero (or NULL) asks for
+ *    exactly the 1.0 behaviour, and a plugin that leaves an appended member
+ *    of an out struct at zero gets exactly the 1.0 behaviour from the host.
+ *    So a 1.0 plugin, which never reads or writes appended members, keeps
+ *    working unchanged, and new behaviour is always opted into with a
+ *    non-zero value. Every member added after 1.0 says "\since 1.x" and
+ *    what its zero means.
  *  - Structs passed for the callee to fill ("out" structs) are zeroed by the
  *    caller, which sets struct_size to its own sizeof; the callee writes only
  *    members that lie entirely within struct_size.
  *  - Errors. Functions that can fail return kiln_status_t*: NULL means
  *    success; otherwise a status made with kiln_host_api_t.status_create,
- *    whose ownership passes to the caller. A failed call changes nothing and
- *    leaves every out-parameter as it was (the host frees any array a plugin
- *    stored in an out struct before failing).
+ *    whose ownership passes to the caller. A failed call leaves no object
+ *    for the caller to release and no state changed in the callee. After a
+ *    failure the caller ignores every out-parameter, with one exception:
+ *    arrays and strings the callee stored in an out struct or out-pointer
+ *    before failing (kiln_capability_t, instance_get_property,
+ *    compiled_export) are host-allocated and the host frees them, so a
+ *    callee may fill them as it goes and fail half way without leaking.
+ *    Callees should still leave handle out-parameters (out_instance,
+ *    out_compiled, out_plugin) untouched on failure.
  *  - Ownership. Objects a create function returns are owned by the caller
  *    and freed with the matching release function; every release returns void
  *    and accepts NULL. Every array or string a plugin returns to the host is

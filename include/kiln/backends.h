@@ -74,6 +74,7 @@ struct BackendInfo {
   bool available = false;
   std::string unavailable_reason;
   bool supports_export = false;
+  bool no_unload = false;   ///< the plugin keeps threads: its library is never unloaded (KILN_PLUGIN_NO_UNLOAD)
   std::vector<BackendDeviceInfo> devices;
   std::vector<BackendOptionInfo> options;
   std::vector<BackendCustomOpInfo> custom_ops;

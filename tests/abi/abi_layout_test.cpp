@@ -124,6 +124,7 @@ KILN_PIN(kiln_plugin_info_t, vendor, 24);
 KILN_PIN(kiln_plugin_info_t, vendor_sdk_version, 32);
 KILN_PIN(kiln_plugin_info_t, description, 40);
 KILN_PIN(kiln_plugin_info_t, priority, 48);
+KILN_PIN(kiln_plugin_info_t, flags, 52);  // 1.1, in what was padding
 static_assert(sizeof(kiln_plugin_info_t) == 56);
 KILN_PIN(kiln_device_info_t, name, 8);
 KILN_PIN(kiln_device_info_t, kind, 16);

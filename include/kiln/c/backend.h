@@ -64,6 +64,9 @@
  *    KILN_CONCURRENCY_REENTRANT; otherwise the host serializes those calls.
  *  - Names of C functions read as kiln_<object>_<verb>; out-parameters are
  *    named out_* and come last.
+ *  - Enum values cross the ABI as int32_t, in struct members and in
+ *    parameters alike (the enum types name the meaning), so that either side
+ *    can reject a value it does not know without undefined behaviour.
  *
  * \since 1.0 for everything in this file unless noted.
  */
@@ -85,7 +88,7 @@ extern "C" {
 /** ABI major version: a change here is incompatible; the host refuses it. */
 #define KILN_BACKEND_ABI_MAJOR 1
 /** ABI minor version: grows when members are appended to tables. */
-#define KILN_BACKEND_ABI_MINOR 0
+#define KILN_BACKEND_ABI_MINOR 1
 
 /** The one symbol a plugin library exports (a kiln_backend_entry_fn). */
 #define KILN_BACKEND_ENTRY_SYMBOL "kiln_backend_entry"
@@ -189,6 +192,21 @@ typedef enum kiln_option_type {
   KILN_OPTION_STRING = 3  /**< any text */
 } kiln_option_type_t;
 
+/**
+ * Bits of kiln_plugin_info_t.flags. \since 1.1 (a 1.0 plugin's flags read
+ * as 0: the 1.0 behaviour).
+ */
+typedef enum kiln_plugin_flag {
+  /**
+   * Never unload the library (no dlclose after plugin_release): set it when
+   * the plugin, or a vendor library it loads, keeps threads or registers
+   * callbacks that outlive plugin_release. The host then keeps the library
+   * mapped until the process exits. Without it the host unloads the library
+   * once its last object is released.
+   */
+  KILN_PLUGIN_NO_UNLOAD = 1
+} kiln_plugin_flag_t;
+
 /** Kinds of devices. */
 typedef enum kiln_device_kind {
   KILN_DEVICE_CPU = 0,
@@ -254,6 +272,8 @@ typedef struct kiln_plugin_info {
    * plugin is used only when the user names it.
    */
   int32_t priority;
+  /** \since 1.1: kiln_plugin_flag_t bits; 0 means none (1.0 behaviour). */
+  uint32_t flags;
 } kiln_plugin_info_t;
 
 /** One device a plugin can run on (plugin_get_device_info). */
@@ -348,8 +368,12 @@ typedef struct kiln_host_api {
   kiln_abi_header_t header;
 
   /* --- statuses ----------------------------------------------------------- */
-  /** A new error status (code must not be KILN_STATUS_OK; message may be NULL). Never returns NULL. */
-  kiln_status_t* (*status_create)(kiln_status_code_t code, const char* message);
+  /**
+   * A new error status with a kiln_status_code_t `code` (message may be
+   * NULL). Never returns NULL. KILN_STATUS_OK, or a code this host does not
+   * know, makes a KILN_STATUS_INTERNAL status whose message names the code.
+   */
+  kiln_status_t* (*status_create)(int32_t code, const char* message);
   /** Frees a status the plugin owns (one it created and did not return). Accepts NULL. */
   void (*status_release)(kiln_status_t* status);
   /** The code of a status (KILN_STATUS_OK for NULL). */
@@ -368,10 +392,13 @@ typedef struct kiln_host_api {
   void (*free)(kiln_host_t* host, void* ptr);
 
   /* --- logging ------------------------------------------------------------ */
-  /** Logs one line (no trailing newline needed); the host prefixes the plugin's name. */
-  void (*log)(kiln_host_t* host, kiln_log_level_t level, const char* message);
+  /**
+   * Logs one line at a kiln_log_level_t `level` (no trailing newline needed);
+   * the host prefixes the plugin's name. An unknown level logs as an error.
+   */
+  void (*log)(kiln_host_t* host, int32_t level, const char* message);
   /** True when `level` would be printed (to skip formatting otherwise). */
-  bool (*log_enabled)(kiln_host_t* host, kiln_log_level_t level);
+  bool (*log_enabled)(kiln_host_t* host, int32_t level);
 
   /* --- threads ------------------------------------------------------------ */
   /** Threads of the host's pool available to this call, counting the caller (>= 1). ctx may be NULL (1). */
@@ -480,7 +507,13 @@ typedef struct kiln_host_api {
    * NUL-free; out_size receives the length). NULL when out of range.
    */
   const char* (*attribute_string)(const kiln_attribute_t* attr, size_t index, size_t* out_size);
-  /** Element `index` of TENSOR (index 0) or TENSORS, as a zero-copy view. */
+  /**
+   * Element `index` of TENSOR (index 0) or TENSORS, as a zero-copy view.
+   * Sparse attributes: the host densifies SPARSE_TENSOR and SPARSE_TENSORS
+   * attributes when it loads a model, so a plugin sees them as TENSOR and
+   * TENSORS (attribute_type never returns KILN_ATTR_SPARSE_*) whose views
+   * are the dense tensors (zeros where the sparse one stores no value).
+   */
   kiln_status_t* (*attribute_tensor)(const kiln_attribute_t* attr, size_t index, kiln_tensor_t* out_tensor);
   /** Element `index` of GRAPH (index 0) or GRAPHS, as a view of the whole subgraph; NULL if none. */
   const kiln_graph_t* (*attribute_graph)(const kiln_attribute_t* attr, size_t index);

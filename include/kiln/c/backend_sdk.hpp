@@ -22,6 +22,7 @@
 #ifndef KILN_C_BACKEND_SDK_HPP_
 #define KILN_C_BACKEND_SDK_HPP_
 
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -646,6 +647,10 @@ class Plugin {
   virtual void check_compiled(const uint8_t*, size_t) const {
     fail(KILN_STATUS_UNIMPLEMENTED, "this backend does not import compiled partitions");
   }
+  /// Return true when the plugin (or a vendor library it loads) keeps threads
+  /// or callbacks alive after it is released: the host then never unloads
+  /// the library (KILN_PLUGIN_NO_UNLOAD). \since 1.1
+  virtual bool no_unload() const { return false; }
 
   /// The host (valid from construction's end until destruction).
   const Host& host() const { return *host_; }

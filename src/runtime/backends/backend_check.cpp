@@ -123,7 +123,8 @@ void check_refuses_future_abi(kiln_backend_entry_fn entry, kiln_backend_entry_ar
 }
 
 // The entry's answer and the plugin's info, through the validators the loader uses.
-void check_entry_and_info(kiln_backend_entry_fn entry, kiln_backend_entry_args_t args, Report& r) {
+// True when the plugin asks never to be unloaded (KILN_PLUGIN_NO_UNLOAD).
+bool check_entry_and_info(kiln_backend_entry_fn entry, kiln_backend_entry_args_t args, Report& r) {
   args.min_abi_major = KILN_BACKEND_ABI_MAJOR;
   args.min_abi_minor = 0;
   args.max_abi_major = KILN_BACKEND_ABI_MAJOR;
@@ -135,7 +136,7 @@ void check_entry_and_info(kiln_backend_entry_fn entry, kiln_backend_entry_args_t
   add_rows(table, r);
   if (table.refused()) {
     if (answer.plugin && api.plugin_release) api.plugin_release(answer.plugin);
-    return;
+    return false;
   }
   BackendInfo info;
   add_rows(runtime::read_plugin_info(api, answer.plugin, &info, /*stop_at_refusal=*/false), r);
@@ -147,6 +148,7 @@ void check_entry_and_info(kiln_backend_entry_fn entry, kiln_backend_entry_args_t
   } else {
     r.pass("plugin release", "all host memory returned (" + std::to_string(s.total_blocks) + " blocks)");
   }
+  return info.no_unload;
 }
 
 }  // namespace
@@ -176,8 +178,7 @@ void check_abi(const Options& o, Report& r) {
   args.host_api = runtime::host_api();
   args.host = &host;
   check_refuses_future_abi(entry, args, r);
-  check_entry_and_info(entry, args, r);
-  dlclose(dl);
+  if (!check_entry_and_info(entry, args, r)) dlclose(dl);  // NO_UNLOAD: its threads may still run its code
 }
 
 void check_lifecycle(const Options& o, Report& r) {
@@ -273,6 +274,7 @@ void check_lifecycle(const Options& o, Report& r) {
 
 void check_unload(const Options& o, Report& r) {
   std::string name;
+  bool no_unload = false;
   LogCapture capture;
   {
     auto reg = load_for_check(o, capture);
@@ -282,13 +284,17 @@ void check_unload(const Options& o, Report& r) {
     }
     auto p = runtime::registry_impl(**reg).all().at(0);
     name = p->name();
+    no_unload = p->info().no_unload;
     if (p->available()) {
       auto inst = p->create_instance(0, {});
       if (!inst.is_ok()) r.fail("unload", "create_instance: " + inst.status().message());
     }
   }  // every object released: the library must be unmapped
   void* still = dlopen(o.library.c_str(), RTLD_NOW | RTLD_NOLOAD);
-  if (still) {
+  if (still && no_unload) {
+    dlclose(still);
+    r.pass("unload", "kept mapped after the last release, as the plugin asks (KILN_PLUGIN_NO_UNLOAD)");
+  } else if (still) {
     dlclose(still);
     r.fail("unload", "the library is still mapped after its last object was released (a leaked reference, or "
                      "STB_GNU_UNIQUE symbols: build with -fvisibility=hidden and export only the entry)");

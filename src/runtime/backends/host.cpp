@@ -27,20 +27,31 @@ kiln_status g_oom_status{kStatusMagic, KILN_STATUS_INTERNAL, g_oom_message};
 
 constexpr size_t kRecentFrees = 1024;
 
-kiln_status_t* status_create(kiln_status_code_t code, const char* message) noexcept {
-  if (code == KILN_STATUS_OK) code = KILN_STATUS_INTERNAL;  // an error status must be an error
+// The largest kiln_status_code_t this host knows.
+constexpr int32_t kMaxStatusCode = KILN_STATUS_UNAVAILABLE;
+
+kiln_status_t* status_create(int32_t code, const char* message) noexcept {
+  const char* m = message ? message : "";
+  // An error status must be an error, with a code the host knows: anything
+  // else is a bug in the plugin, reported with the code it passed.
+  char prefix[96] = "";
+  if (code <= KILN_STATUS_OK || code > kMaxStatusCode) {
+    std::snprintf(prefix, sizeof(prefix), "status_create got code %d, which is not an error code; message: ",
+                  static_cast<int>(code));
+    code = KILN_STATUS_INTERNAL;
+  }
   auto* s = static_cast<kiln_status*>(std::malloc(sizeof(kiln_status)));
   if (!s) return &g_oom_status;
-  const char* m = message ? message : "";
-  size_t n = std::strlen(m);
-  s->message = static_cast<char*>(std::malloc(n + 1));
+  const size_t np = std::strlen(prefix), n = std::strlen(m);
+  s->message = static_cast<char*>(std::malloc(np + n + 1));
   if (!s->message) {
     std::free(s);
     return &g_oom_status;
   }
-  std::memcpy(s->message, m, n + 1);
+  std::memcpy(s->message, prefix, np);
+  std::memcpy(s->message + np, m, n + 1);
   s->magic = kStatusMagic;
-  s->code = code;
+  s->code = static_cast<kiln_status_code_t>(code);
   return s;
 }
 
@@ -115,16 +126,21 @@ void free_block(kiln_host_t* host, void* ptr) noexcept {
   }
 }
 
-void host_log(kiln_host_t* host, kiln_log_level_t level, const char* message) noexcept {
+// An unknown level (the ABI passes it as int32_t) logs as an error.
+kiln_log_level_t log_level_of(int32_t level) {
+  return level >= KILN_LOG_DEBUG && level <= KILN_LOG_ERROR ? static_cast<kiln_log_level_t>(level) : KILN_LOG_ERROR;
+}
+
+void host_log(kiln_host_t* host, int32_t level, const char* message) noexcept {
   if (!host) return;
   try {
-    host->log(level, message ? message : "");
+    host->log(log_level_of(level), message ? message : "");
   } catch (...) {
   }
 }
 
-bool host_log_enabled(kiln_host_t* host, kiln_log_level_t level) noexcept {
-  return host && level >= host->log_level;
+bool host_log_enabled(kiln_host_t* host, int32_t level) noexcept {
+  return host && log_level_of(level) >= host->log_level;
 }
 
 int32_t exec_num_threads(kiln_exec_context_t* ctx) noexcept {

@@ -134,6 +134,9 @@ ContractFindings check_entry_answer(const Status& entry_status, const EntryAnswe
     return f;
   }
   f.pass("abi version", versions_of(h));
+  // Copied before any later refusal, so that the loader can still call the
+  // plugin_release that lies within the declared size.
+  std::memcpy(api, answer.table, std::min<size_t>(h.struct_size, sizeof(*api)));
   const size_t min_size = offsetof(kiln_backend_api_t, compiled_execute) + sizeof(void*);
   if (h.struct_size < min_size) {
     f.refuse("table size", StatusCode::kFailedPrecondition,
@@ -142,7 +145,6 @@ ContractFindings check_entry_answer(const Status& entry_status, const EntryAnswe
     return f;
   }
   f.pass("table size", std::to_string(h.struct_size) + " bytes (host table: " + std::to_string(sizeof(kiln_backend_api_t)) + ")");
-  std::memcpy(api, answer.table, std::min<size_t>(h.struct_size, sizeof(*api)));
 
   std::vector<std::string> missing;
   auto need = [&](const void* fn, const char* n) {
@@ -193,6 +195,7 @@ void read_identity(PluginRef p, BackendInfo* info, ContractFindings& f) {
   info->vendor_sdk_version = copy_str(pi.vendor_sdk_version);
   info->description = copy_str(pi.description);
   info->priority = pi.priority;
+  info->no_unload = (pi.flags & KILN_PLUGIN_NO_UNLOAD) != 0;
   if (!valid_name(info->name)) {
     f.refuse("info", StatusCode::kInvalidArgument,
              "plugin_get_info: name '" + info->name + "' is not valid (1 to 64 characters of a-z, 0-9 and _)");

@@ -155,7 +155,7 @@ def test_check_backend_passes_on_the_template():
 
 
 @pytest.mark.parametrize("name,failures", [
-    ("wrong_major", ["ABI major version mismatch: the plugin speaks 2.3, this host speaks 1.0"]),
+    ("wrong_major", ["ABI major version mismatch: the plugin speaks 2.3, this host speaks 1.1"]),
     ("no_entry", ["no 'kiln_backend_entry' symbol"]),
     ("init_error", ["init failed: libfakevendor.so.3 is not installed"]),
     ("missing_dep", ["libkiln_fake_dep.so: cannot open shared object file"]),
@@ -183,7 +183,7 @@ def test_check_backend_reports_each_broken_plugin(name, failures):
     assert r.stdout.strip().splitlines()[-1].split(",")[1].strip().endswith("failed")
 
 
-@pytest.mark.parametrize("name", ["minimal", "newer", "vendor_missing"])
+@pytest.mark.parametrize("name", ["minimal", "newer", "vendor_missing", "no_unload"])
 def test_check_backend_passes_plugins_that_keep_the_contract(name):
     r = kiln("check-backend", fake(name), "--no-suite")
     assert r.returncode == 0, r.stdout

@@ -129,7 +129,13 @@ static_assert(sizeof(kiln_plugin_info_t) == 56);
 KILN_PIN(kiln_device_info_t, name, 8);
 KILN_PIN(kiln_device_info_t, kind, 16);
 KILN_PIN(kiln_device_info_t, description, 24);
-static_assert(sizeof(kiln_device_info_t) == 32);
+// 1.1 appends device metadata after the 32 bytes of 1.0.
+KILN_PIN(kiln_device_info_t, vendor_id, 32);
+KILN_PIN(kiln_device_info_t, device_id, 36);
+KILN_PIN(kiln_device_info_t, uuid, 40);
+KILN_PIN(kiln_device_info_t, memory_bytes, 56);
+KILN_PIN(kiln_device_info_t, driver_version, 64);
+static_assert(sizeof(kiln_device_info_t) == 72);
 KILN_PIN(kiln_option_info_t, name, 8);
 KILN_PIN(kiln_option_info_t, type, 16);
 KILN_PIN(kiln_option_info_t, default_value, 24);

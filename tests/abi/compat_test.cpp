@@ -23,6 +23,12 @@ TEST(CompatTest, APluginBuiltAgainstTheFrozen10HeaderLoadsAndRuns) {
   EXPECT_LE(kTable10Size, sizeof(kiln_backend_api_t));
   EXPECT_TRUE(p.available());
   EXPECT_TRUE(p.info().supports_export);
+  // Device members appended in 1.1 read as zero from a 1.0 plugin: unknown.
+  ASSERT_EQ(p.info().devices.size(), 1u);
+  EXPECT_EQ(p.info().devices[0].vendor_id, 0u);
+  EXPECT_EQ(p.info().devices[0].uuid, "");
+  EXPECT_EQ(p.info().devices[0].driver_version, "");
+  EXPECT_FALSE(p.info().no_unload);
 
   // MatMul -> Add -> Relu through the 1.0 binary, against portable kernels.
   GraphBuilder b;

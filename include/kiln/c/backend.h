@@ -276,12 +276,23 @@ typedef struct kiln_plugin_info {
   uint32_t flags;
 } kiln_plugin_info_t;
 
-/** One device a plugin can run on (plugin_get_device_info). */
+/**
+ * One device a plugin can run on (plugin_get_device_info). A plugin that
+ * finds no device reports a count of 0 and says why from
+ * plugin_is_available: it still loads, and is listed as unavailable with
+ * that reason (\since 1.1; a 1.0 host refuses a count of 0).
+ */
 typedef struct kiln_device_info {
   uint32_t struct_size;
   const char* name;        /**< e.g. "cpu", "gpu0" */
   int32_t kind;            /**< a kiln_device_kind_t */
   const char* description; /**< one line */
+  /* \since 1.1; each 0 (NULL, all-zero) means unknown, as from a 1.0 plugin. */
+  uint32_t vendor_id;         /**< PCI vendor id (0x10de, 0x1002, 0x8086...) */
+  uint32_t device_id;         /**< PCI device id, or the vendor's own model number */
+  uint8_t uuid[16];           /**< stable across processes and reboots */
+  uint64_t memory_bytes;      /**< the device's own memory; 0 also when it shares host memory */
+  const char* driver_version; /**< e.g. "550.54.14"; borrowed like `name` */
 } kiln_device_info_t;
 
 /** One entry of the option schema (plugin_get_option_info). */

@@ -22,6 +22,7 @@
 #ifndef KILN_C_BACKEND_SDK_HPP_
 #define KILN_C_BACKEND_SDK_HPP_
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cmath>
@@ -622,6 +623,12 @@ class Plugin {
     std::string name;
     kiln_device_kind_t kind = KILN_DEVICE_CPU;
     std::string description;
+    // \since 1.1; 0 / all-zero / "" mean unknown.
+    uint32_t vendor_id = 0;
+    uint32_t device_id = 0;
+    std::array<uint8_t, 16> uuid{};
+    uint64_t memory_bytes = 0;
+    std::string driver_version;
   };
   struct CustomOp {
     std::string domain;

@@ -235,6 +235,11 @@ struct PluginEntry {
       KILN_SDK_SET_(out, kiln_device_info_t, name, d.name.c_str());
       KILN_SDK_SET_(out, kiln_device_info_t, kind, static_cast<int32_t>(d.kind));
       KILN_SDK_SET_(out, kiln_device_info_t, description, d.description.c_str());
+      KILN_SDK_SET_(out, kiln_device_info_t, vendor_id, d.vendor_id);
+      KILN_SDK_SET_(out, kiln_device_info_t, device_id, d.device_id);
+      if (KILN_ABI_HAS(kiln_device_info_t, uuid, out->struct_size)) std::memcpy(out->uuid, d.uuid.data(), 16);
+      KILN_SDK_SET_(out, kiln_device_info_t, memory_bytes, d.memory_bytes);
+      KILN_SDK_SET_(out, kiln_device_info_t, driver_version, d.driver_version.c_str());
     });
   }
 

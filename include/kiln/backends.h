@@ -55,9 +55,9 @@ struct BackendDeviceInfo {
   // What the plugin knows about the device (ABI 1.1); 0 / "" where it does not say.
   uint32_t vendor_id = 0;       ///< PCI vendor id
   uint32_t device_id = 0;       ///< PCI device id or the vendor's model number
-  std::string uuid;             ///< 32 lower-case hex digits; "" when unknown
+  std::string uuid{};           ///< 32 lower-case hex digits; "" when unknown
   uint64_t memory_bytes = 0;    ///< the device's own memory
-  std::string driver_version;
+  std::string driver_version{};
 };
 
 struct BackendCustomOpInfo {

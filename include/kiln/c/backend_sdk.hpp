@@ -628,7 +628,7 @@ class Plugin {
     uint32_t device_id = 0;
     std::array<uint8_t, 16> uuid{};
     uint64_t memory_bytes = 0;
-    std::string driver_version;
+    std::string driver_version{};
   };
   struct CustomOp {
     std::string domain;

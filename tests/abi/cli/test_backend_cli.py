@@ -59,6 +59,11 @@ def test_backends_json_reports_broken_plugins_one_line_each():
     assert all("\n" not in m for m in errors.values())
     vendor = next(b for b in data["backends"] if b["name"] == "vendor")
     assert vendor["available"] is False and "libkiln_fake_vendor.so.1 not found" in vendor["unavailable_reason"]
+    # ABI 1.1: device metadata (zero: unknown, as the fakes say nothing) and the no-unload flag.
+    minimal = next(b for b in data["backends"] if b["name"] == "minimal")
+    assert minimal["devices"][0]["vendor_id"] == 0 and minimal["devices"][0]["uuid"] == ""
+    assert minimal["no_unload"] is False
+    assert next(b for b in data["backends"] if b["name"] == "no_unload")["no_unload"] is True
 
 
 def test_backends_rejects_arguments():

@@ -52,7 +52,7 @@ KILN_BACKEND_DEFINE_ENTRY(no_device_entry, NoDevice)
 TEST(DevicesTest, MetadataReachesTheBackendInfo) {
   auto reg = registry_of({});
   ASSERT_TRUE(runtime::registry_impl(*reg).add_entry(&two_gpus_entry, "(test)").is_ok());
-  const BackendInfo& info = reg->backends().at(0);
+  const BackendInfo info = reg->backends().at(0);  // backends() returns a copy
   ASSERT_EQ(info.devices.size(), 2u);
   const BackendDeviceInfo& a = info.devices[0];
   EXPECT_EQ(a.kind, "gpu");
@@ -72,7 +72,7 @@ TEST(DevicesTest, APluginWithoutADeviceLoadsAsUnavailable) {
   auto reg = registry_of({});
   ASSERT_TRUE(runtime::registry_impl(*reg).add_entry(&no_device_entry, "(test)").is_ok());
   EXPECT_TRUE(reg->errors().empty());
-  const BackendInfo& info = reg->backends().at(0);
+  const BackendInfo info = reg->backends().at(0);  // backends() returns a copy
   EXPECT_FALSE(info.available);
   EXPECT_EQ(info.unavailable_reason, "no accelerator found (is the driver loaded?)");
   EXPECT_TRUE(info.devices.empty());

@@ -124,7 +124,16 @@ typedef enum kiln_status_code {
   KILN_STATUS_FAILED_PRECONDITION = 5, /**< called in the wrong state */
   KILN_STATUS_INTERNAL = 6,            /**< a bug */
   KILN_STATUS_IO = 7,                  /**< reading or writing failed */
-  KILN_STATUS_UNAVAILABLE = 8          /**< device or vendor library not usable here */
+  KILN_STATUS_UNAVAILABLE = 8,         /**< device or vendor library not usable here */
+  /* \since 1.1 (a 1.0 host reports them as INTERNAL, naming the code) */
+  KILN_STATUS_CANCELLED = 9,           /**< the run was cancelled (exec_should_cancel said so) */
+  KILN_STATUS_DEADLINE_EXCEEDED = 10,  /**< the run's deadline passed */
+  /**
+   * The device ran out of memory (or another resource) for this run. With
+   * the session's fallback `allow`, the host may run the partition again on
+   * portable kernels and says so.
+   */
+  KILN_STATUS_RESOURCE_EXHAUSTED = 11
 } kiln_status_code_t;
 
 /** Element types; the same values as ONNX TensorProto.DataType. */
@@ -533,6 +542,18 @@ typedef struct kiln_host_api {
    * no name, producer or consumers whose kind/dtype/rank/dims describe it.
    */
   const kiln_value_t* (*attribute_type_proto)(const kiln_attribute_t* attr, size_t index);
+
+  /* --- run control (\since 1.1) -------------------------------------------- */
+  /**
+   * True when the caller cancelled the running Session::run or its deadline
+   * passed: stop, release what you allocated and return a status with
+   * KILN_STATUS_CANCELLED (the host reports its own reason, cancel or
+   * deadline, whatever code you return then). Cheap (an atomic load, a clock
+   * read only with a deadline): poll it between units of work of a long
+   * partition. False for a NULL ctx. Check KILN_ABI_HAS first: a 1.0 host
+   * has no such entry (the SDK's ExecContext::should_cancel does).
+   */
+  bool (*exec_should_cancel)(kiln_exec_context_t* ctx);
 } kiln_host_api_t;
 
 /* ------------------------------------------------------------------------ */

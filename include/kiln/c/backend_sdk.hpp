@@ -517,6 +517,16 @@ class ExecContext {
     return h_->api().exec_num_threads ? h_->api().exec_num_threads(ctx_) : 1;
   }
 
+  /// True when the run was cancelled or its deadline passed (\since 1.1;
+  /// always false on a 1.0 host). Poll it between units of work.
+  bool should_cancel() const {
+    return h_->api().exec_should_cancel && h_->api().exec_should_cancel(ctx_);
+  }
+  /// Throws KILN_STATUS_CANCELLED when should_cancel() (the host reports why).
+  void check_cancel() const {
+    if (should_cancel()) fail(KILN_STATUS_CANCELLED, "cancelled");
+  }
+
   /// Runs f(begin, end) over [0, n) on the host's pool; rethrows the first exception.
   template <class F>
   void parallel_for(int64_t n, int64_t grain, F&& f) {

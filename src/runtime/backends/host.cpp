@@ -28,7 +28,7 @@ kiln_status g_oom_status{kStatusMagic, KILN_STATUS_INTERNAL, g_oom_message};
 constexpr size_t kRecentFrees = 1024;
 
 // The largest kiln_status_code_t this host knows.
-constexpr int32_t kMaxStatusCode = KILN_STATUS_UNAVAILABLE;
+constexpr int32_t kMaxStatusCode = KILN_STATUS_RESOURCE_EXHAUSTED;
 
 kiln_status_t* status_create(int32_t code, const char* message) noexcept {
   const char* m = message ? message : "";
@@ -202,6 +202,10 @@ kiln_status_t* exec_allocate_output(kiln_exec_context_t* ctx, size_t index, int3
   }
 }
 
+bool exec_should_cancel(kiln_exec_context_t* ctx) noexcept {
+  return ctx && ctx->run_options && ctx->run_options->stop_requested();
+}
+
 kiln_host_api_t make_table() {
   kiln_host_api_t t;
   std::memset(&t, 0, sizeof(t));
@@ -220,6 +224,7 @@ kiln_host_api_t make_table() {
   t.parallel_for = &host_parallel_for;
   t.exec_allocate_output = &exec_allocate_output;
   fill_graph_view_functions(t);
+  t.exec_should_cancel = &exec_should_cancel;
   return t;
 }
 
@@ -247,7 +252,7 @@ Status take_status(kiln_status_t* s, std::string_view context) {
                                              "the plugin returned a status that status_create did not make");
   }
   auto code = static_cast<StatusCode>(s->code);
-  if (s->code < KILN_STATUS_INVALID_ARGUMENT || s->code > KILN_STATUS_UNAVAILABLE) code = StatusCode::kInternal;
+  if (s->code < KILN_STATUS_INVALID_ARGUMENT || s->code > kMaxStatusCode) code = StatusCode::kInternal;
   std::string message = s->message;
   status_release(s);
   if (message.empty()) message = "(no message)";

@@ -61,7 +61,21 @@ Status PartitionKernel::compute(kernels::KernelContext& ctx) const {
   kiln_exec_context ec;
   ec.outputs = &outputs;
   ec.pool = ctx.pool();
-  KILN_RETURN_IF_ERROR(compiled_->execute(&ec, ptrs, n));
+  ec.run_options = ctx.run_options();
+  Status st = compiled_->execute(&ec, ptrs, n);
+  if (!st.is_ok() && ec.run_options && ec.run_options->stop_requested()) {
+    // The plugin stopped because the run was cancelled: report the host's reason.
+    Status why = ec.run_options->check();
+    if (!why.is_ok()) return std::move(why).with_context(compiled_->instance().plugin().label());
+  }
+  if (st.code() == StatusCode::kResourceExhausted && fallback_) {
+    // The device ran out; the session allows portable kernels: run it there and say so.
+    LoadedPlugin& plugin = compiled_->instance().plugin();
+    plugin.host()->log(KILN_LOG_WARNING, "partition " + node_->name + " ran out of resources (" + st.message() +
+                                             "); running it on portable kernels");
+    return fallback_->run(ctx);
+  }
+  KILN_RETURN_IF_ERROR(std::move(st));
   for (size_t i = 0; i < ctx.num_outputs(); ++i) {
     if (ctx.wants_output(i) && !outputs.produced(i)) {
       return internal_error(compiled_->instance().plugin().label(), " returned OK without producing output ", i,

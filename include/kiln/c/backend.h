@@ -125,7 +125,7 @@ typedef enum kiln_status_code {
   KILN_STATUS_INTERNAL = 6,            /**< a bug */
   KILN_STATUS_IO = 7,                  /**< reading or writing failed */
   KILN_STATUS_UNAVAILABLE = 8,         /**< device or vendor library not usable here */
-  /* \since 1.1 (a 1.0 host reports them as INTERNAL, naming the code) */
+  /* \since 1.1 (a 1.0 host reports them as internal errors) */
   KILN_STATUS_CANCELLED = 9,           /**< the run was cancelled (exec_should_cancel said so) */
   KILN_STATUS_DEADLINE_EXCEEDED = 10,  /**< the run's deadline passed */
   /**

@@ -52,6 +52,12 @@ struct BackendDeviceInfo {
   std::string name;
   std::string kind;  ///< "cpu", "gpu", "npu", "other"
   std::string description;
+  // What the plugin knows about the device (ABI 1.1); 0 / "" where it does not say.
+  uint32_t vendor_id = 0;       ///< PCI vendor id
+  uint32_t device_id = 0;       ///< PCI device id or the vendor's model number
+  std::string uuid{};           ///< 32 lower-case hex digits; "" when unknown
+  uint64_t memory_bytes = 0;    ///< the device's own memory
+  std::string driver_version{};
 };
 
 struct BackendCustomOpInfo {
@@ -74,6 +80,7 @@ struct BackendInfo {
   bool available = false;
   std::string unavailable_reason;
   bool supports_export = false;
+  bool no_unload = false;   ///< the plugin keeps threads: its library is never unloaded (KILN_PLUGIN_NO_UNLOAD)
   std::vector<BackendDeviceInfo> devices;
   std::vector<BackendOptionInfo> options;
   std::vector<BackendCustomOpInfo> custom_ops;

@@ -18,6 +18,7 @@
 #include "kiln/backends.h"
 #include "kiln/profile.h"
 #include "kiln/result.h"
+#include "kiln/run_options.h"
 #include "kiln/value.h"
 
 namespace kiln {
@@ -87,6 +88,12 @@ class Session {
   /// outputs in outputs() order; they own their memory.
   /// With `profile`, also records how long each node took.
   Result<std::vector<Value>> run(std::span<const NamedValue> inputs, RunProfile* profile = nullptr) const;
+  /// The same under run control: setting `*options.cancel` (from any thread)
+  /// or passing `options.deadline` stops the run with kCancelled or
+  /// kDeadlineExceeded, naming the node it stopped before. Checked between
+  /// nodes; backend plugins poll it inside their partitions.
+  Result<std::vector<Value>> run(std::span<const NamedValue> inputs, const RunOptions& options,
+                                 RunProfile* profile = nullptr) const;
   Result<std::vector<Value>> run(std::initializer_list<NamedValue> inputs) const {
     return run(std::span<const NamedValue>(inputs.begin(), inputs.size()));
   }

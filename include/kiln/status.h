@@ -24,6 +24,9 @@ enum class StatusCode : int {
   kInternal = 6,           ///< a bug in Kiln
   kIo = 7,                 ///< reading or writing a file failed
   kUnavailable = 8,        ///< a backend or library is not usable here
+  kCancelled = 9,          ///< the caller cancelled the run (RunOptions::cancel)
+  kDeadlineExceeded = 10,  ///< the run's deadline passed (RunOptions::deadline)
+  kResourceExhausted = 11, ///< a device ran out of memory or another resource
 };
 
 /// Returns a short lower-case name of `code` ("invalid argument").

@@ -145,6 +145,11 @@ const PlacementReport& Session::placement() const { return impl_->program->place
 size_t Session::num_nodes() const { return impl_->program->num_steps(); }
 
 Result<std::vector<Value>> Session::run(std::span<const NamedValue> inputs, RunProfile* profile) const {
+  return run(inputs, RunOptions{}, profile);
+}
+
+Result<std::vector<Value>> Session::run(std::span<const NamedValue> inputs, const RunOptions& options,
+                                        RunProfile* profile) const {
   const auto& infos = impl_->inputs;
   std::vector<Value> ordered(infos.size());
   std::vector<int8_t> seen(infos.size(), 0);
@@ -166,7 +171,7 @@ Result<std::vector<Value>> Session::run(std::span<const NamedValue> inputs, RunP
     if (!seen[i] && infos[i].kind != IoInfo::Kind::kOptional)
       return invalid_argument("missing input '", infos[i].name, "' (", infos[i].type_string, ")");
   }
-  return impl_->program->run(ordered, {}, impl_->pool.get(), profile);
+  return impl_->program->run(ordered, {}, impl_->pool.get(), profile, &options);
 }
 
 }  // namespace kiln

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 namespace kiln {
@@ -110,6 +112,30 @@ TEST(SessionTest, MalformedModelsAreErrors) {
   std::string bytes = add_relu_model();
   auto truncated = load(bytes.substr(0, bytes.size() / 2));
   ASSERT_FALSE(truncated.is_ok());
+}
+
+// Run control through the public API: a set cancel flag or a passed deadline
+// stops the run with its own code; otherwise RunOptions changes nothing.
+TEST(SessionTest, RunOptionsCancelAndDeadline) {
+  auto s = load(add_relu_model());
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  std::vector<NamedValue> feeds{{"x", Value(filled(Shape({2, 3}), -3))}, {"y", Value(filled(Shape({2, 3}), 0))}};
+  std::atomic<bool> cancel{false};
+  RunOptions options;
+  options.cancel = &cancel;
+  auto ok = (*s)->run(feeds, options);
+  ASSERT_TRUE(ok.is_ok()) << ok.status().to_string();
+  EXPECT_EQ(ok.value()[0].tensor().data<float>()[5], 7.f);
+  cancel = true;
+  auto cancelled = (*s)->run(feeds, options);
+  EXPECT_EQ(cancelled.status().code(), StatusCode::kCancelled);
+  EXPECT_NE(cancelled.status().message().find("before node Add 'the_add'"), std::string::npos)
+      << cancelled.status().message();
+  cancel = false;
+  options.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  auto late = (*s)->run(feeds, options);
+  EXPECT_EQ(late.status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_STREQ(status_code_name(StatusCode::kDeadlineExceeded), "deadline exceeded");
 }
 
 TEST(SessionTest, ConcurrentRunsAgree) {

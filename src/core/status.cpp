@@ -45,6 +45,9 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kInternal: return "internal error";
     case StatusCode::kIo: return "i/o error";
     case StatusCode::kUnavailable: return "unavailable";
+    case StatusCode::kCancelled: return "cancelled";
+    case StatusCode::kDeadlineExceeded: return "deadline exceeded";
+    case StatusCode::kResourceExhausted: return "resource exhausted";
   }
   return "unknown";
 }

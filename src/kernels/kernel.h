@@ -19,6 +19,7 @@
 #include "core/thread_pool.h"
 #include "ir/graph.h"
 #include "kiln/result.h"
+#include "kiln/run_options.h"
 #include "kiln/value.h"
 
 namespace kiln::kernels {
@@ -92,6 +93,10 @@ class KernelContext {
 
   ThreadPool* pool() const { return pool_; }
   SubgraphRunner* subgraphs() const { return subgraphs_; }
+  /// The run's cancel flag and deadline (null: none), for kernels that poll
+  /// inside long computations (backend partitions do).
+  const RunOptions* run_options() const { return run_options_; }
+  void set_run_options(const RunOptions* options) { run_options_ = options; }
 
  private:
   const ir::Node& node_;
@@ -102,6 +107,7 @@ class KernelContext {
   OutputAllocator* allocator_;
   ThreadPool* pool_;
   SubgraphRunner* subgraphs_;
+  const RunOptions* run_options_ = nullptr;
   std::vector<std::unique_ptr<Tensor>> scratch_;  // omitted outputs (pointers stay valid)
 };
 

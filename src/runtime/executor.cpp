@@ -65,8 +65,8 @@ class PlannedAllocator final : public kernels::OutputAllocator {
 
 class SubgraphRunnerImpl final : public kernels::SubgraphRunner {
  public:
-  SubgraphRunnerImpl(const Program& program, RunState& state, ThreadPool* pool)
-      : program_(program), state_(state), pool_(pool) {}
+  SubgraphRunnerImpl(const Program& program, RunState& state, ThreadPool* pool, const RunOptions* options)
+      : program_(program), state_(state), pool_(pool), options_(options) {}
 
   Result<std::vector<Value>> run(const ir::Graph& graph, std::span<const Value> inputs) override {
     const Program* sub = program_.subprogram(&graph);
@@ -78,13 +78,14 @@ class SubgraphRunnerImpl final : public kernels::SubgraphRunner {
     std::vector<const Value*> outer;
     outer.reserve(sub->outer_bindings().size());
     for (ir::ValueId id : sub->outer_bindings()) outer.push_back(&state_.slots[static_cast<size_t>(id)]);
-    return sub->run(inputs, outer, pool_);
+    return sub->run(inputs, outer, pool_, nullptr, options_);
   }
 
  private:
   const Program& program_;
   RunState& state_;
   ThreadPool* pool_;
+  const RunOptions* options_;
 };
 
 // Outputs handed to the caller must own memory nobody else writes: arena
@@ -128,7 +129,7 @@ Status compute_guarded(const kernels::Kernel& kernel, kernels::KernelContext& ct
 }
 
 Result<std::vector<Value>> Program::run(std::span<const Value> inputs, std::span<const Value* const> outer,
-                                        ThreadPool* pool, RunProfile* profile) const {
+                                        ThreadPool* pool, RunProfile* profile, const RunOptions* options) const {
   const ir::Graph& g = *graph_;
   if (inputs.size() != g.inputs.size())
     return invalid_argument("expected ", g.inputs.size(), " inputs, got ", inputs.size());
@@ -157,7 +158,7 @@ Result<std::vector<Value>> Program::run(std::span<const Value> inputs, std::span
     st->slots[static_cast<size_t>(g.outer_refs[i])] = *outer[i];
 
   PlannedAllocator alloc(*st, plannable_);
-  SubgraphRunnerImpl subgraphs(*this, *st, pool);
+  SubgraphRunnerImpl subgraphs(*this, *st, pool, options);
   Status status;
   const int64_t run_start = profile ? now_ns() : 0;
   if (profile) {
@@ -167,9 +168,14 @@ Result<std::vector<Value>> Program::run(std::span<const Value> inputs, std::span
   }
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Step& step = steps_[s];
+    if (options && options->stop_requested()) {  // between nodes: cancel flag, deadline
+      status = options->check().with_context("before node " + step.node->label());
+      if (!status.is_ok()) break;
+    }
     const uint32_t ib = st->in_begin[s], ob = st->out_begin[s];
     kernels::KernelContext ctx(*step.node, st->in_ptrs.data() + ib, st->in_begin[s + 1] - ib,
                                st->out_ptrs.data() + ob, st->out_begin[s + 1] - ob, &alloc, pool, &subgraphs);
+    ctx.set_run_options(options);
     const int64_t t0 = profile ? now_ns() : 0;
     status = compute_guarded(*step.kernel, ctx);
     if (profile) {

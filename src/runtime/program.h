@@ -17,6 +17,7 @@
 #include "kernels/registry.h"
 #include "kiln/backends.h"
 #include "kiln/profile.h"
+#include "kiln/run_options.h"
 #include "runtime/memory_plan.h"
 
 namespace kiln::runtime {
@@ -69,9 +70,12 @@ class Program {
   /// caller). `outer` supplies outer-scope values for subgraphs (indexed by
   /// this graph's outer_refs order); empty for a main graph.
   /// With `profile`, records one event per step (nested subgraph steps are
-  /// not recorded separately).
+  /// not recorded separately). With `options`, checks its cancel flag and
+  /// deadline before every step (subgraph steps included) and hands them to
+  /// kernels that poll (backend partitions).
   Result<std::vector<Value>> run(std::span<const Value> inputs, std::span<const Value* const> outer,
-                                 ThreadPool* pool, RunProfile* profile = nullptr) const;
+                                 ThreadPool* pool, RunProfile* profile = nullptr,
+                                 const RunOptions* options = nullptr) const;
 
   /// The program of a subgraph attribute of one of this graph's nodes.
   const Program* subprogram(const ir::Graph* g) const {

@@ -81,7 +81,9 @@ KILN_PIN_SLOT(kiln_host_api_t, attribute_string, 52);
 KILN_PIN_SLOT(kiln_host_api_t, attribute_tensor, 53);
 KILN_PIN_SLOT(kiln_host_api_t, attribute_graph, 54);
 KILN_PIN_SLOT(kiln_host_api_t, attribute_type_proto, 55);
-static_assert(sizeof(kiln_host_api_t) == 8 + 8 * 56, "kiln_host_api_t 1.0 has 56 entries");
+// 1.0 ended here (56 entries); 1.1 appends:
+KILN_PIN_SLOT(kiln_host_api_t, exec_should_cancel, 56);
+static_assert(sizeof(kiln_host_api_t) == 8 + 8 * 57, "kiln_host_api_t 1.1 has 57 entries");
 
 KILN_PIN_SLOT(kiln_backend_api_t, plugin_release, 0);
 KILN_PIN_SLOT(kiln_backend_api_t, plugin_get_info, 1);
@@ -124,11 +126,18 @@ KILN_PIN(kiln_plugin_info_t, vendor, 24);
 KILN_PIN(kiln_plugin_info_t, vendor_sdk_version, 32);
 KILN_PIN(kiln_plugin_info_t, description, 40);
 KILN_PIN(kiln_plugin_info_t, priority, 48);
+KILN_PIN(kiln_plugin_info_t, flags, 52);  // 1.1, in what was padding
 static_assert(sizeof(kiln_plugin_info_t) == 56);
 KILN_PIN(kiln_device_info_t, name, 8);
 KILN_PIN(kiln_device_info_t, kind, 16);
 KILN_PIN(kiln_device_info_t, description, 24);
-static_assert(sizeof(kiln_device_info_t) == 32);
+// 1.1 appends device metadata after the 32 bytes of 1.0.
+KILN_PIN(kiln_device_info_t, vendor_id, 32);
+KILN_PIN(kiln_device_info_t, device_id, 36);
+KILN_PIN(kiln_device_info_t, uuid, 40);
+KILN_PIN(kiln_device_info_t, memory_bytes, 56);
+KILN_PIN(kiln_device_info_t, driver_version, 64);
+static_assert(sizeof(kiln_device_info_t) == 72);
 KILN_PIN(kiln_option_info_t, name, 8);
 KILN_PIN(kiln_option_info_t, type, 16);
 KILN_PIN(kiln_option_info_t, default_value, 24);
@@ -170,6 +179,9 @@ static_assert(sizeof(kiln_backend_entry_args_t) == 32);
 static_assert(KILN_STATUS_INVALID_ARGUMENT == static_cast<int>(kiln::StatusCode::kInvalidArgument));
 static_assert(KILN_STATUS_UNAVAILABLE == static_cast<int>(kiln::StatusCode::kUnavailable));
 static_assert(KILN_STATUS_IO == static_cast<int>(kiln::StatusCode::kIo));
+static_assert(KILN_STATUS_CANCELLED == static_cast<int>(kiln::StatusCode::kCancelled));
+static_assert(KILN_STATUS_DEADLINE_EXCEEDED == static_cast<int>(kiln::StatusCode::kDeadlineExceeded));
+static_assert(KILN_STATUS_RESOURCE_EXHAUSTED == static_cast<int>(kiln::StatusCode::kResourceExhausted));
 static_assert(KILN_DTYPE_FLOAT32 == static_cast<int>(kiln::DType::kFloat32));
 static_assert(KILN_DTYPE_BFLOAT16 == static_cast<int>(kiln::DType::kBFloat16));
 static_assert(KILN_DTYPE_BOOL == static_cast<int>(kiln::DType::kBool));

@@ -193,6 +193,80 @@ TEST(GraphViewTest, NodesOutsideTheViewAreHidden) {
   EXPECT_TRUE(api().value_has_outside_consumers(ao));  // Weird and its subgraph read it
 }
 
+// Sparse attributes are held dense; the view says TENSOR(S), as backend.h states.
+TEST(GraphViewTest, SparseAttributesReadAsDenseTensors) {
+  GraphBuilder b;
+  ir::ValueId x = b.input("x", {2});
+  auto sparse = attr("st", ir::AttrType::kSparseTensor);
+  sparse.t = Tensor::from_vector<float>({0, 3, 0});
+  auto sparses = attr("sts", ir::AttrType::kSparseTensors);
+  sparses.tensors = {Tensor::from_vector<float>({0, 0, 5})};
+  b.output(b.node("Weird", {x}, "w", {2}, DType::kFloat32, "com.example", {sparse, sparses}));
+  auto g = b.graph();
+  std::vector<int32_t> offered{0};
+  auto v = runtime::make_graph_view(*g, nullptr, offered, {});
+  const kiln_node_t* n = api().graph_node(v.get(), 0);
+  const kiln_attribute_t* st = api().node_find_attribute(n, "st");
+  const kiln_attribute_t* sts = api().node_find_attribute(n, "sts");
+  EXPECT_EQ(api().attribute_type(st), KILN_ATTR_TENSOR);
+  EXPECT_EQ(api().attribute_type(sts), KILN_ATTR_TENSORS);
+  EXPECT_EQ(api().attribute_count(sts), 1u);
+  kiln_tensor_t t{};
+  t.struct_size = sizeof(t);
+  ASSERT_EQ(api().attribute_tensor(st, 0, &t), nullptr);
+  ASSERT_EQ(t.nbytes, 12u);
+  EXPECT_EQ(static_cast<const float*>(t.data)[1], 3.f);
+  ASSERT_EQ(api().attribute_tensor(sts, 0, &t), nullptr);
+  EXPECT_EQ(static_cast<const float*>(t.data)[2], 5.f);
+}
+
+// A subgraph reading the enclosing graph's constants by name (an initializer
+// and a value the host folded) sees them as constants, with the host's data.
+TEST(GraphViewTest, SubgraphsSeeTheHostsConstants) {
+  GraphBuilder b;
+  ir::ValueId x = b.input("x", {3});
+  ir::ValueId c = b.constant("c", Tensor::from_vector<float>({1, 2, 3}));
+  ir::ValueId folded = b.node("Neg", {c}, "f", {3});  // folded by the host: in `constants`, not an initializer
+  auto body = std::make_shared<ir::Graph>();
+  body->name = "body";
+  ir::ValueId bc = body->add_value("c", ir::ValueType::tensor(DType::kFloat32, {}));
+  ir::ValueId bf = body->add_value("f_out", ir::ValueType::tensor(DType::kFloat32, {}));
+  ir::ValueId bx = body->add_value("x", ir::ValueType::tensor(DType::kFloat32, {}));
+  body->outer_refs = {bc, bf, bx};
+  ir::ValueId s1 = body->add_value("s1", ir::ValueType::tensor(DType::kFloat32, {}));
+  ir::ValueId s2 = body->add_value("s2", ir::ValueType::tensor(DType::kFloat32, {}));
+  ir::Node add1, add2;
+  add1.op_type = add2.op_type = "Add";
+  add1.inputs = {bx, bc};
+  add1.outputs = {s1};
+  add2.inputs = {s1, bf};
+  add2.outputs = {s2};
+  body->nodes = {add1, add2};
+  body->outputs = {s2};
+  auto g_attr = attr("body", ir::AttrType::kGraph);
+  g_attr.g = body;
+  b.output(b.node("Weird", {x, folded}, "w", {3}, DType::kFloat32, "com.example", {g_attr}));
+  auto g = b.graph();
+  std::unordered_map<ir::ValueId, Tensor> constants;
+  constants.emplace(c, Tensor::from_vector<float>({1, 2, 3}));
+  constants.emplace(folded, Tensor::from_vector<float>({-1, -2, -3}));
+  std::vector<int32_t> offered{1};  // Neg was folded away
+  auto v = runtime::make_graph_view(*g, &constants, offered, {});
+  const kiln_graph_t* sub = api().attribute_graph(api().node_find_attribute(api().graph_node(v.get(), 0), "body"), 0);
+  ASSERT_NE(sub, nullptr);
+  const kiln_value_t* sc = api().graph_find_value(sub, "c");
+  const kiln_value_t* sf = api().graph_find_value(sub, "f_out");
+  EXPECT_TRUE(api().value_is_constant(sc));
+  EXPECT_TRUE(api().value_is_constant(sf));
+  EXPECT_FALSE(api().value_is_constant(api().graph_find_value(sub, "x")));
+  kiln_tensor_t t{};
+  t.struct_size = sizeof(t);
+  ASSERT_EQ(api().value_constant(sf, &t), nullptr);
+  EXPECT_EQ(t.data, constants.at(folded).raw_data());  // the host's data, zero-copy
+  EXPECT_EQ(api().value_dtype(sf), KILN_DTYPE_FLOAT32);
+  EXPECT_EQ(api().value_rank(sf), 1);
+}
+
 TEST(GraphViewTest, NullHandlesAreHarmless) {
   EXPECT_EQ(api().graph_num_nodes(nullptr), 0u);
   EXPECT_EQ(api().graph_node(nullptr, 0), nullptr);

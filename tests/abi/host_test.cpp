@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <type_traits>
 
 #include "core/thread_pool.h"
 #include "runtime/backends/host.h"
@@ -38,6 +39,28 @@ TEST(HostApiTest, StatusesCarryCodeAndMessage) {
   kiln_status_t* ok = api().status_create(KILN_STATUS_OK, nullptr);
   EXPECT_EQ(api().status_code(ok), KILN_STATUS_INTERNAL);
   api().status_release(ok);
+}
+
+// Enum values cross as int32_t: a code or level the host does not know is a
+// plugin bug reported with its value, never undefined behaviour.
+TEST(HostApiTest, UnknownEnumValuesAreReportedNotTrusted) {
+  static_assert(std::is_same_v<decltype(kiln_host_api_t::status_create), kiln_status_t* (*)(int32_t, const char*)>);
+  static_assert(std::is_same_v<decltype(kiln_host_api_t::log), void (*)(kiln_host_t*, int32_t, const char*)>);
+  static_assert(std::is_same_v<decltype(kiln_host_api_t::log_enabled), bool (*)(kiln_host_t*, int32_t)>);
+  for (int32_t code : {-1, 99, INT32_MAX}) {
+    Status st = take_status(api().status_create(code, "boom"));
+    EXPECT_EQ(st.code(), StatusCode::kInternal);
+    EXPECT_EQ(st.message(), "status_create got code " + std::to_string(code) + ", which is not an error code; message: boom");
+  }
+  kiln_host host;
+  host.name = "p";
+  host.log_level = KILN_LOG_ERROR;
+  std::vector<kiln_log_level_t> levels;
+  host.sink = [&](kiln_log_level_t l, const std::string&, const std::string&) { levels.push_back(l); };
+  EXPECT_TRUE(api().log_enabled(&host, 77));
+  api().log(&host, 77, "odd level");
+  api().log(&host, -5, "odd level");
+  EXPECT_EQ(levels, (std::vector<kiln_log_level_t>{KILN_LOG_ERROR, KILN_LOG_ERROR}));
 }
 
 TEST(HostApiTest, GarbageStatusIsReportedNotFreed) {

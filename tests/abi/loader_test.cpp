@@ -38,7 +38,7 @@ TEST(LoaderTest, EachFailureIsOneLineNamingTheProblem) {
   EXPECT_EQ(only_error(*registry_of({"/nonexistent/libkiln_nothing.so"})), "file or folder not found");
   EXPECT_EQ(only_error(*registry_of({fake("no_entry")})), "not a Kiln plugin: it does not export 'kiln_backend_entry'");
   EXPECT_EQ(only_error(*registry_of({fake("wrong_major")})),
-            "ABI major version mismatch: the plugin speaks 2.3, this host speaks 1.0 (rebuild the plugin against "
+            "ABI major version mismatch: the plugin speaks 2.3, this host speaks 1.1 (rebuild the plugin against "
             "this Kiln's kiln/c/backend.h)");
   EXPECT_EQ(only_error(*registry_of({fake("init_error")})),
             "the plugin's init failed: libfakevendor.so.3 is not installed (apt-get install fakevendor-runtime)");
@@ -61,7 +61,7 @@ TEST(LoaderTest, AFolderLoadsWhatItCanAndReportsTheRest) {
   std::vector<std::string> names;
   for (const BackendInfo& b : reg->backends()) names.push_back(b.name);
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"bad_answers", "crashing", "minimal", "newer", "nonconvex", "throwing", "vendor"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"bad_answers", "crashing", "minimal", "newer", "no_unload", "nonconvex", "throwing", "vendor"}));
   std::vector<std::string> failed;
   for (const BackendLoadError& e : reg->errors()) failed.push_back(fs::path(e.path).filename().string());
   std::sort(failed.begin(), failed.end());
@@ -152,6 +152,22 @@ TEST(LoaderTest, LibraryStaysLoadedWhileItsObjectsLiveThenUnloadsAndReloads) {
   EXPECT_TRUE(kiln::runtime::registry_impl(*again).all().at(0)->create_instance(0, {}).ok());
 }
 
+// KILN_PLUGIN_NO_UNLOAD: the fake's thread keeps running its code after the
+// last release; unloading the library would crash this process.
+TEST(LoaderTest, APluginThatKeepsThreadsIsNeverUnloaded) {
+  const std::string path = fake("no_unload");
+  {
+    auto reg = registry_of({path});
+    ASSERT_EQ(reg->backends().size(), 1u) << only_error(*reg);
+    EXPECT_TRUE(reg->backends()[0].no_unload);
+    ASSERT_TRUE(kiln::runtime::registry_impl(*reg).all().at(0)->create_instance(0, {}).ok());
+  }
+  EXPECT_TRUE(mapped(path));
+  // Plugins without the flag are still unloaded (LibraryStaysLoadedWhileItsObjectsLive...).
+  auto reg = registry_of({fake("minimal")});
+  EXPECT_FALSE(reg->backends().at(0).no_unload);
+}
+
 TEST(LoaderTest, LeakedHostMemoryIsReportedAndFreedAtUnload) {
   std::vector<std::string> logs;
   {
@@ -224,6 +240,33 @@ TEST(LoaderTest, PluginsLinkedIntoTheProcessRegisterExplicitly) {
   ASSERT_TRUE(p.ok());
   EXPECT_EQ((*p)->placement().backends, (std::vector<std::string>{"linked", "portable"}));
   EXPECT_EQ((*p)->placement().nodes[0].reasons[0].second, "linked plugin runs nothing");
+}
+
+// An entry whose table is too small to use but does hold plugin_release: the
+// plugin object exists once the entry has run, so refusing it must release it.
+int g_short_table_releases = 0;
+struct ShortTable {
+  kiln_abi_header_t header;
+  void (*plugin_release)(kiln_plugin_t*);
+};
+kiln_status_t* short_table_entry(const kiln_backend_entry_args_t*, const kiln_backend_api_t** out_api,
+                                 kiln_plugin_t** out_plugin) {
+  static int object = 0;
+  static const ShortTable table = {{sizeof(ShortTable), KILN_BACKEND_ABI_MAJOR, 0},
+                                   [](kiln_plugin_t* p) {
+                                     if (p) ++g_short_table_releases;
+                                   }};
+  *out_api = reinterpret_cast<const kiln_backend_api_t*>(&table);
+  *out_plugin = reinterpret_cast<kiln_plugin_t*>(&object);
+  return nullptr;
+}
+
+TEST(LoaderTest, APluginRefusedAfterItsEntryRanIsReleased) {
+  g_short_table_releases = 0;
+  auto loaded = runtime::LoadedPlugin::from_entry(&short_table_entry, "(short table)");
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("smaller than the"), std::string::npos) << loaded.status().message();
+  EXPECT_EQ(g_short_table_releases, 1);
 }
 
 }  // namespace

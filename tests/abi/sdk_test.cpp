@@ -163,5 +163,58 @@ TEST(SdkTest, EveryExceptionBecomesAStatus) {
   EXPECT_EQ(p->stats().live_blocks, 1);  // only the plugin object is left
 }
 
+// A NULL handle or out-parameter is INVALID_ARGUMENT from every trampoline
+// (never OK with nothing written); only the releases accept NULL.
+TEST(SdkTest, NullHandlesAndOutParametersAreInvalidArguments) {
+  auto reg = registry_of({});
+  ASSERT_TRUE(kiln::runtime::registry_impl(*reg).add_entry(&thrower_entry, "(test)").is_ok());
+  auto p = kiln::runtime::registry_impl(*reg).all().at(0);
+  const kiln_backend_api_t& api = p->api();
+  kiln_plugin_t* plugin = p->handle();
+  auto expect_invalid = [](kiln_status_t* raw, const char* what) {
+    Status st = runtime::take_status(raw);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << what << ": " << st.to_string();
+    EXPECT_NE(st.message().find("NULL"), std::string::npos) << what << ": " << st.message();
+  };
+  size_t n = 0;
+  kiln_plugin_info_t pi{};
+  pi.struct_size = sizeof(pi);
+  kiln_device_info_t di{};
+  di.struct_size = sizeof(di);
+  kiln_option_info_t oi{};
+  oi.struct_size = sizeof(oi);
+  expect_invalid(api.plugin_get_info(nullptr, &pi), "get_info handle");
+  expect_invalid(api.plugin_get_info(plugin, nullptr), "get_info out");
+  expect_invalid(api.plugin_is_available(nullptr), "is_available");
+  expect_invalid(api.plugin_get_device_count(nullptr, &n), "device_count handle");
+  expect_invalid(api.plugin_get_device_count(plugin, nullptr), "device_count out");
+  expect_invalid(api.plugin_get_device_info(nullptr, 0, &di), "device_info handle");
+  expect_invalid(api.plugin_get_device_info(plugin, 0, nullptr), "device_info out");
+  expect_invalid(api.plugin_get_option_count(plugin, nullptr), "option_count out");
+  expect_invalid(api.plugin_get_option_info(plugin, 0, nullptr), "option_info out");
+  expect_invalid(api.plugin_check_compiled(nullptr, "x", 1), "check_compiled");
+  kiln_instance_t* inst = nullptr;
+  expect_invalid(api.instance_create(nullptr, 0, nullptr, nullptr, 0, &inst), "instance_create handle");
+  EXPECT_EQ(inst, nullptr);
+  expect_invalid(api.instance_set_property(nullptr, "k", "1"), "set_property");
+  char* value = nullptr;
+  expect_invalid(api.instance_get_property(nullptr, "k", &value), "get_property");
+  kiln_capability_t cap{};
+  cap.struct_size = sizeof(cap);
+  expect_invalid(api.instance_get_capability(nullptr, nullptr, &cap), "get_capability");
+  kiln_compiled_t* c = nullptr;
+  expect_invalid(api.instance_compile(nullptr, nullptr, nullptr, &c), "compile");
+  expect_invalid(api.instance_import(nullptr, "x", 1, &c), "import");
+  kiln_compiled_info_t ci{};
+  ci.struct_size = sizeof(ci);
+  expect_invalid(api.compiled_get_info(nullptr, &ci), "compiled_get_info");
+  expect_invalid(api.compiled_execute(nullptr, nullptr, nullptr, 0), "execute");
+  void* bytes = nullptr;
+  expect_invalid(api.compiled_export(nullptr, &bytes, &n), "export");
+  EXPECT_EQ(c, nullptr);
+  api.compiled_release(nullptr);
+  api.instance_release(nullptr);
+}
+
 }  // namespace
 }  // namespace kiln::abi_test

@@ -176,10 +176,14 @@ void print_backends_json(const BackendRegistry& registry, std::ostream& os) {
        << ", \"abi_version\": " << json_quote(b.abi_version) << ", \"priority\": " << b.priority
        << ", \"available\": " << (b.available ? "true" : "false")
        << ", \"unavailable_reason\": " << json_quote(b.unavailable_reason)
-       << ", \"supports_export\": " << (b.supports_export ? "true" : "false") << ",\n     \"devices\": [";
+       << ", \"supports_export\": " << (b.supports_export ? "true" : "false")
+       << ", \"no_unload\": " << (b.no_unload ? "true" : "false") << ",\n     \"devices\": [";
     for (size_t i = 0; i < b.devices.size(); ++i) {
-      os << (i ? ", " : "") << "{\"name\": " << json_quote(b.devices[i].name) << ", \"kind\": "
-         << json_quote(b.devices[i].kind) << ", \"description\": " << json_quote(b.devices[i].description) << "}";
+      const BackendDeviceInfo& d = b.devices[i];
+      os << (i ? ", " : "") << "{\"name\": " << json_quote(d.name) << ", \"kind\": " << json_quote(d.kind)
+         << ", \"description\": " << json_quote(d.description) << ", \"vendor_id\": " << d.vendor_id
+         << ", \"device_id\": " << d.device_id << ", \"uuid\": " << json_quote(d.uuid)
+         << ", \"memory_bytes\": " << d.memory_bytes << ", \"driver_version\": " << json_quote(d.driver_version) << "}";
     }
     os << "],\n     \"options\": [";
     for (size_t i = 0; i < b.options.size(); ++i) {

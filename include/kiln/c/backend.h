@@ -28,14 +28,28 @@
  *    differs from its own, with a message naming both versions. A minor
  *    difference works both ways: each side reads only the members that fit
  *    inside the other side's struct_size and treats the rest as NULL / 0.
+ *  - Zero means 1.0. In every struct the host passes to a plugin (in or
+ *    out), a member appended after 1.0 that is zero (or NULL) asks for
+ *    exactly the 1.0 behaviour, and a plugin that leaves an appended member
+ *    of an out struct at zero gets exactly the 1.0 behaviour from the host.
+ *    So a 1.0 plugin, which never reads or writes appended members, keeps
+ *    working unchanged, and new behaviour is always opted into with a
+ *    non-zero value. Every member added after 1.0 says "\since 1.x" and
+ *    what its zero means.
  *  - Structs passed for the callee to fill ("out" structs) are zeroed by the
  *    caller, which sets struct_size to its own sizeof; the callee writes only
  *    members that lie entirely within struct_size.
  *  - Errors. Functions that can fail return kiln_status_t*: NULL means
  *    success; otherwise a status made with kiln_host_api_t.status_create,
- *    whose ownership passes to the caller. A failed call changes nothing and
- *    leaves every out-parameter as it was (the host frees any array a plugin
- *    stored in an out struct before failing).
+ *    whose ownership passes to the caller. A failed call leaves no object
+ *    for the caller to release and no state changed in the callee. After a
+ *    failure the caller ignores every out-parameter, with one exception:
+ *    arrays and strings the callee stored in an out struct or out-pointer
+ *    before failing (kiln_capability_t, instance_get_property,
+ *    compiled_export) are host-allocated and the host frees them, so a
+ *    callee may fill them as it goes and fail half way without leaking.
+ *    Callees should still leave handle out-parameters (out_instance,
+ *    out_compiled, out_plugin) untouched on failure.
  *  - Ownership. Objects a create function returns are owned by the caller
  *    and freed with the matching release function; every release returns void
  *    and accepts NULL. Every array or string a plugin returns to the host is
@@ -50,6 +64,9 @@
  *    KILN_CONCURRENCY_REENTRANT; otherwise the host serializes those calls.
  *  - Names of C functions read as kiln_<object>_<verb>; out-parameters are
  *    named out_* and come last.
+ *  - Enum values cross the ABI as int32_t, in struct members and in
+ *    parameters alike (the enum types name the meaning), so that either side
+ *    can reject a value it does not know without undefined behaviour.
  *
  * \since 1.0 for everything in this file unless noted.
  */
@@ -71,7 +88,7 @@ extern "C" {
 /** ABI major version: a change here is incompatible; the host refuses it. */
 #define KILN_BACKEND_ABI_MAJOR 1
 /** ABI minor version: grows when members are appended to tables. */
-#define KILN_BACKEND_ABI_MINOR 0
+#define KILN_BACKEND_ABI_MINOR 1
 
 /** The one symbol a plugin library exports (a kiln_backend_entry_fn). */
 #define KILN_BACKEND_ENTRY_SYMBOL "kiln_backend_entry"
@@ -107,7 +124,16 @@ typedef enum kiln_status_code {
   KILN_STATUS_FAILED_PRECONDITION = 5, /**< called in the wrong state */
   KILN_STATUS_INTERNAL = 6,            /**< a bug */
   KILN_STATUS_IO = 7,                  /**< reading or writing failed */
-  KILN_STATUS_UNAVAILABLE = 8          /**< device or vendor library not usable here */
+  KILN_STATUS_UNAVAILABLE = 8,         /**< device or vendor library not usable here */
+  /* \since 1.1 (a 1.0 host reports them as internal errors) */
+  KILN_STATUS_CANCELLED = 9,           /**< the run was cancelled (exec_should_cancel said so) */
+  KILN_STATUS_DEADLINE_EXCEEDED = 10,  /**< the run's deadline passed */
+  /**
+   * The device ran out of memory (or another resource) for this run. With
+   * the session's fallback `allow`, the host may run the partition again on
+   * portable kernels and says so.
+   */
+  KILN_STATUS_RESOURCE_EXHAUSTED = 11
 } kiln_status_code_t;
 
 /** Element types; the same values as ONNX TensorProto.DataType. */
@@ -175,6 +201,21 @@ typedef enum kiln_option_type {
   KILN_OPTION_STRING = 3  /**< any text */
 } kiln_option_type_t;
 
+/**
+ * Bits of kiln_plugin_info_t.flags. \since 1.1 (a 1.0 plugin's flags read
+ * as 0: the 1.0 behaviour).
+ */
+typedef enum kiln_plugin_flag {
+  /**
+   * Never unload the library (no dlclose after plugin_release): set it when
+   * the plugin, or a vendor library it loads, keeps threads or registers
+   * callbacks that outlive plugin_release. The host then keeps the library
+   * mapped until the process exits. Without it the host unloads the library
+   * once its last object is released.
+   */
+  KILN_PLUGIN_NO_UNLOAD = 1
+} kiln_plugin_flag_t;
+
 /** Kinds of devices. */
 typedef enum kiln_device_kind {
   KILN_DEVICE_CPU = 0,
@@ -240,14 +281,27 @@ typedef struct kiln_plugin_info {
    * plugin is used only when the user names it.
    */
   int32_t priority;
+  /** \since 1.1: kiln_plugin_flag_t bits; 0 means none (1.0 behaviour). */
+  uint32_t flags;
 } kiln_plugin_info_t;
 
-/** One device a plugin can run on (plugin_get_device_info). */
+/**
+ * One device a plugin can run on (plugin_get_device_info). A plugin that
+ * finds no device reports a count of 0 and says why from
+ * plugin_is_available: it still loads, and is listed as unavailable with
+ * that reason (\since 1.1; a 1.0 host refuses a count of 0).
+ */
 typedef struct kiln_device_info {
   uint32_t struct_size;
   const char* name;        /**< e.g. "cpu", "gpu0" */
   int32_t kind;            /**< a kiln_device_kind_t */
   const char* description; /**< one line */
+  /* \since 1.1; each 0 (NULL, all-zero) means unknown, as from a 1.0 plugin. */
+  uint32_t vendor_id;         /**< PCI vendor id (0x10de, 0x1002, 0x8086...) */
+  uint32_t device_id;         /**< PCI device id, or the vendor's own model number */
+  uint8_t uuid[16];           /**< stable across processes and reboots */
+  uint64_t memory_bytes;      /**< the device's own memory; 0 also when it shares host memory */
+  const char* driver_version; /**< e.g. "550.54.14"; borrowed like `name` */
 } kiln_device_info_t;
 
 /** One entry of the option schema (plugin_get_option_info). */
@@ -334,8 +388,12 @@ typedef struct kiln_host_api {
   kiln_abi_header_t header;
 
   /* --- statuses ----------------------------------------------------------- */
-  /** A new error status (code must not be KILN_STATUS_OK; message may be NULL). Never returns NULL. */
-  kiln_status_t* (*status_create)(kiln_status_code_t code, const char* message);
+  /**
+   * A new error status with a kiln_status_code_t `code` (message may be
+   * NULL). Never returns NULL. KILN_STATUS_OK, or a code this host does not
+   * know, makes a KILN_STATUS_INTERNAL status whose message names the code.
+   */
+  kiln_status_t* (*status_create)(int32_t code, const char* message);
   /** Frees a status the plugin owns (one it created and did not return). Accepts NULL. */
   void (*status_release)(kiln_status_t* status);
   /** The code of a status (KILN_STATUS_OK for NULL). */
@@ -354,10 +412,13 @@ typedef struct kiln_host_api {
   void (*free)(kiln_host_t* host, void* ptr);
 
   /* --- logging ------------------------------------------------------------ */
-  /** Logs one line (no trailing newline needed); the host prefixes the plugin's name. */
-  void (*log)(kiln_host_t* host, kiln_log_level_t level, const char* message);
+  /**
+   * Logs one line at a kiln_log_level_t `level` (no trailing newline needed);
+   * the host prefixes the plugin's name. An unknown level logs as an error.
+   */
+  void (*log)(kiln_host_t* host, int32_t level, const char* message);
   /** True when `level` would be printed (to skip formatting otherwise). */
-  bool (*log_enabled)(kiln_host_t* host, kiln_log_level_t level);
+  bool (*log_enabled)(kiln_host_t* host, int32_t level);
 
   /* --- threads ------------------------------------------------------------ */
   /** Threads of the host's pool available to this call, counting the caller (>= 1). ctx may be NULL (1). */
@@ -466,7 +527,13 @@ typedef struct kiln_host_api {
    * NUL-free; out_size receives the length). NULL when out of range.
    */
   const char* (*attribute_string)(const kiln_attribute_t* attr, size_t index, size_t* out_size);
-  /** Element `index` of TENSOR (index 0) or TENSORS, as a zero-copy view. */
+  /**
+   * Element `index` of TENSOR (index 0) or TENSORS, as a zero-copy view.
+   * Sparse attributes: the host densifies SPARSE_TENSOR and SPARSE_TENSORS
+   * attributes when it loads a model, so a plugin sees them as TENSOR and
+   * TENSORS (attribute_type never returns KILN_ATTR_SPARSE_*) whose views
+   * are the dense tensors (zeros where the sparse one stores no value).
+   */
   kiln_status_t* (*attribute_tensor)(const kiln_attribute_t* attr, size_t index, kiln_tensor_t* out_tensor);
   /** Element `index` of GRAPH (index 0) or GRAPHS, as a view of the whole subgraph; NULL if none. */
   const kiln_graph_t* (*attribute_graph)(const kiln_attribute_t* attr, size_t index);
@@ -475,6 +542,18 @@ typedef struct kiln_host_api {
    * no name, producer or consumers whose kind/dtype/rank/dims describe it.
    */
   const kiln_value_t* (*attribute_type_proto)(const kiln_attribute_t* attr, size_t index);
+
+  /* --- run control (\since 1.1) -------------------------------------------- */
+  /**
+   * True when the caller cancelled the running Session::run or its deadline
+   * passed: stop, release what you allocated and return a status with
+   * KILN_STATUS_CANCELLED (the host reports its own reason, cancel or
+   * deadline, whatever code you return then). Cheap (an atomic load, a clock
+   * read only with a deadline): poll it between units of work of a long
+   * partition. False for a NULL ctx. Check KILN_ABI_HAS first: a 1.0 host
+   * has no such entry (the SDK's ExecContext::should_cancel does).
+   */
+  bool (*exec_should_cancel)(kiln_exec_context_t* ctx);
 } kiln_host_api_t;
 
 /* ------------------------------------------------------------------------ */

@@ -22,6 +22,8 @@
 #ifndef KILN_C_BACKEND_SDK_HPP_
 #define KILN_C_BACKEND_SDK_HPP_
 
+#include <array>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -515,6 +517,16 @@ class ExecContext {
     return h_->api().exec_num_threads ? h_->api().exec_num_threads(ctx_) : 1;
   }
 
+  /// True when the run was cancelled or its deadline passed (\since 1.1;
+  /// always false on a 1.0 host). Poll it between units of work.
+  bool should_cancel() const {
+    return h_->api().exec_should_cancel && h_->api().exec_should_cancel(ctx_);
+  }
+  /// Throws KILN_STATUS_CANCELLED when should_cancel() (the host reports why).
+  void check_cancel() const {
+    if (should_cancel()) fail(KILN_STATUS_CANCELLED, "cancelled");
+  }
+
   /// Runs f(begin, end) over [0, n) on the host's pool; rethrows the first exception.
   template <class F>
   void parallel_for(int64_t n, int64_t grain, F&& f) {
@@ -621,6 +633,12 @@ class Plugin {
     std::string name;
     kiln_device_kind_t kind = KILN_DEVICE_CPU;
     std::string description;
+    // \since 1.1; 0 / all-zero / "" mean unknown.
+    uint32_t vendor_id = 0;
+    uint32_t device_id = 0;
+    std::array<uint8_t, 16> uuid{};
+    uint64_t memory_bytes = 0;
+    std::string driver_version{};
   };
   struct CustomOp {
     std::string domain;
@@ -646,6 +664,10 @@ class Plugin {
   virtual void check_compiled(const uint8_t*, size_t) const {
     fail(KILN_STATUS_UNIMPLEMENTED, "this backend does not import compiled partitions");
   }
+  /// Return true when the plugin (or a vendor library it loads) keeps threads
+  /// or callbacks alive after it is released: the host then never unloads
+  /// the library (KILN_PLUGIN_NO_UNLOAD). \since 1.1
+  virtual bool no_unload() const { return false; }
 
   /// The host (valid from construction's end until destruction).
   const Host& host() const { return *host_; }

@@ -74,6 +74,7 @@ struct PluginHolder {
   Host host;
   std::unique_ptr<Plugin> impl;
   Plugin::Info info;
+  bool no_unload = false;
   std::vector<Plugin::Device> devices;
   std::vector<OptionSpec> schema;
   std::vector<Plugin::CustomOp> custom_ops;
@@ -98,12 +99,26 @@ struct PluginEntry {
   static InstanceHolder* of(kiln_instance_t* p) { return reinterpret_cast<InstanceHolder*>(p); }
   static CompiledHolder* of(kiln_compiled_t* p) { return reinterpret_cast<CompiledHolder*>(p); }
 
+  // The host table of the last entry call: statuses need no host context, so
+  // a trampoline called with a NULL handle can still say what is wrong.
+  static std::atomic<const kiln_host_api_t*>& boot_api() {
+    static std::atomic<const kiln_host_api_t*> api{nullptr};
+    return api;
+  }
+
+  // INVALID_ARGUMENT for a NULL handle or out-parameter (releases accept NULL instead).
+  static kiln_status_t* null_argument(const char* message) noexcept {
+    const kiln_host_api_t* a = boot_api().load(std::memory_order_acquire);
+    return a ? a->status_create(KILN_STATUS_INVALID_ARGUMENT, message) : nullptr;
+  }
+
   static kiln_status_t* entry(const kiln_backend_entry_args_t* args, const kiln_backend_api_t** out_api,
                               kiln_plugin_t** out_plugin) noexcept {
     if (out_api) *out_api = nullptr;
     if (out_plugin) *out_plugin = nullptr;
     // Without a host table no status can be made; the host sees no table.
     if (!args || !args->host_api || !args->host_api->status_create) return nullptr;
+    boot_api().store(args->host_api, std::memory_order_release);
     Host boot(args->host_api, args->host);
     if (!out_api || !out_plugin) return boot.make_status(KILN_STATUS_INVALID_ARGUMENT, "entry: NULL out-parameter");
     if (KILN_BACKEND_ABI_MAJOR < args->min_abi_major || KILN_BACKEND_ABI_MAJOR > args->max_abi_major) {
@@ -120,6 +135,7 @@ struct PluginEntry {
         holder->impl.reset(new P());
         holder->impl->host_ = &holder->host;
         holder->info = holder->impl->info();
+        holder->no_unload = holder->impl->no_unload();
         holder->devices = holder->impl->devices();
         holder->schema = holder->impl->option_schema();
         holder->custom_ops = holder->impl->custom_ops();
@@ -181,7 +197,7 @@ struct PluginEntry {
   }
 
   static kiln_status_t* plugin_get_info(kiln_plugin_t* p, kiln_plugin_info_t* out) noexcept {
-    if (!p || !out) return nullptr;
+    if (!p || !out) return null_argument("plugin_get_info: NULL plugin or out_info");
     PluginHolder* h = of(p);
     return Glue::guard(h->host, "plugin_get_info", [&] {
       KILN_SDK_SET_(out, kiln_plugin_info_t, name, h->info.name.c_str());
@@ -190,11 +206,12 @@ struct PluginEntry {
       KILN_SDK_SET_(out, kiln_plugin_info_t, vendor_sdk_version, h->info.vendor_sdk_version.c_str());
       KILN_SDK_SET_(out, kiln_plugin_info_t, description, h->info.description.c_str());
       KILN_SDK_SET_(out, kiln_plugin_info_t, priority, h->info.priority);
+      KILN_SDK_SET_(out, kiln_plugin_info_t, flags, h->no_unload ? uint32_t{KILN_PLUGIN_NO_UNLOAD} : uint32_t{0});
     });
   }
 
   static kiln_status_t* plugin_is_available(kiln_plugin_t* p) noexcept {
-    if (!p) return nullptr;
+    if (!p) return null_argument("plugin_is_available: NULL plugin");
     PluginHolder* h = of(p);
     std::string why;
     kiln_status_t* st = Glue::guard(h->host, "plugin_is_available", [&] { why = h->impl->unavailable_reason(); });
@@ -203,13 +220,13 @@ struct PluginEntry {
   }
 
   static kiln_status_t* plugin_get_device_count(kiln_plugin_t* p, size_t* out) noexcept {
-    if (!p || !out) return nullptr;
+    if (!p || !out) return null_argument("plugin_get_device_count: NULL plugin or out_count");
     *out = of(p)->devices.size();
     return nullptr;
   }
 
   static kiln_status_t* plugin_get_device_info(kiln_plugin_t* p, size_t index, kiln_device_info_t* out) noexcept {
-    if (!p || !out) return nullptr;
+    if (!p || !out) return null_argument("plugin_get_device_info: NULL plugin or out_info");
     PluginHolder* h = of(p);
     return Glue::guard(h->host, "plugin_get_device_info", [&] {
       if (index >= h->devices.size())
@@ -218,17 +235,22 @@ struct PluginEntry {
       KILN_SDK_SET_(out, kiln_device_info_t, name, d.name.c_str());
       KILN_SDK_SET_(out, kiln_device_info_t, kind, static_cast<int32_t>(d.kind));
       KILN_SDK_SET_(out, kiln_device_info_t, description, d.description.c_str());
+      KILN_SDK_SET_(out, kiln_device_info_t, vendor_id, d.vendor_id);
+      KILN_SDK_SET_(out, kiln_device_info_t, device_id, d.device_id);
+      if (KILN_ABI_HAS(kiln_device_info_t, uuid, out->struct_size)) std::memcpy(out->uuid, d.uuid.data(), 16);
+      KILN_SDK_SET_(out, kiln_device_info_t, memory_bytes, d.memory_bytes);
+      KILN_SDK_SET_(out, kiln_device_info_t, driver_version, d.driver_version.c_str());
     });
   }
 
   static kiln_status_t* plugin_get_option_count(kiln_plugin_t* p, size_t* out) noexcept {
-    if (!p || !out) return nullptr;
+    if (!p || !out) return null_argument("plugin_get_option_count: NULL plugin or out_count");
     *out = of(p)->schema.size();
     return nullptr;
   }
 
   static kiln_status_t* plugin_get_option_info(kiln_plugin_t* p, size_t index, kiln_option_info_t* out) noexcept {
-    if (!p || !out) return nullptr;
+    if (!p || !out) return null_argument("plugin_get_option_info: NULL plugin or out_info");
     PluginHolder* h = of(p);
     return Glue::guard(h->host, "plugin_get_option_info", [&] {
       if (index >= h->schema.size())
@@ -242,13 +264,13 @@ struct PluginEntry {
   }
 
   static kiln_status_t* plugin_get_custom_op_count(kiln_plugin_t* p, size_t* out) noexcept {
-    if (!p || !out) return nullptr;
+    if (!p || !out) return null_argument("plugin_get_custom_op_count: NULL plugin or out_count");
     *out = of(p)->custom_ops.size();
     return nullptr;
   }
 
   static kiln_status_t* plugin_get_custom_op_info(kiln_plugin_t* p, size_t index, kiln_custom_op_info_t* out) noexcept {
-    if (!p || !out) return nullptr;
+    if (!p || !out) return null_argument("plugin_get_custom_op_info: NULL plugin or out_info");
     PluginHolder* h = of(p);
     return Glue::guard(h->host, "plugin_get_custom_op_info", [&] {
       if (index >= h->custom_ops.size())
@@ -263,7 +285,7 @@ struct PluginEntry {
 
   static kiln_status_t* instance_create(kiln_plugin_t* p, size_t device_index, const char* const* keys,
                                         const char* const* values, size_t n, kiln_instance_t** out) noexcept {
-    if (!p) return nullptr;
+    if (!p) return null_argument("instance_create: NULL plugin");
     PluginHolder* h = of(p);
     return Glue::guard(h->host, "instance_create", [&] {
       if (!out) fail(KILN_STATUS_INVALID_ARGUMENT, "instance_create: out_instance is NULL");
@@ -291,7 +313,7 @@ struct PluginEntry {
   }
 
   static kiln_status_t* instance_set_property(kiln_instance_t* i, const char* key, const char* value) noexcept {
-    if (!i) return nullptr;
+    if (!i) return null_argument("instance_set_property: NULL instance");
     InstanceHolder* ih = of(i);
     return Glue::guard(ih->plugin->host, "instance_set_property", [&] {
       if (!key || !value) fail(KILN_STATUS_INVALID_ARGUMENT, "set_property: NULL key or value");
@@ -300,7 +322,7 @@ struct PluginEntry {
   }
 
   static kiln_status_t* instance_get_property(kiln_instance_t* i, const char* key, char** out) noexcept {
-    if (!i) return nullptr;
+    if (!i) return null_argument("instance_get_property: NULL instance");
     InstanceHolder* ih = of(i);
     return Glue::guard(ih->plugin->host, "instance_get_property", [&] {
       if (!key || !out) fail(KILN_STATUS_INVALID_ARGUMENT, "get_property: NULL key or out_value");
@@ -311,7 +333,7 @@ struct PluginEntry {
 
   static kiln_status_t* instance_get_capability(kiln_instance_t* i, const kiln_graph_t* g,
                                                 kiln_capability_t* out) noexcept {
-    if (!i) return nullptr;
+    if (!i) return null_argument("instance_get_capability: NULL instance");
     InstanceHolder* ih = of(i);
     const Host& host = ih->plugin->host;
     return Glue::guard(host, "instance_get_capability", [&] {
@@ -343,7 +365,7 @@ struct PluginEntry {
 
   static kiln_status_t* instance_compile(kiln_instance_t* i, const kiln_graph_t* g, const kiln_partition_t* part,
                                          kiln_compiled_t** out) noexcept {
-    if (!i) return nullptr;
+    if (!i) return null_argument("instance_compile: NULL instance");
     InstanceHolder* ih = of(i);
     const Host& host = ih->plugin->host;
     return Glue::guard(host, "instance_compile", [&] {
@@ -366,7 +388,7 @@ struct PluginEntry {
   }
 
   static kiln_status_t* compiled_get_info(kiln_compiled_t* c, kiln_compiled_info_t* out) noexcept {
-    if (!c || !out) return nullptr;
+    if (!c || !out) return null_argument("compiled_get_info: NULL compiled or out_info");
     CompiledHolder* ch = of(c);
     return Glue::guard(ch->plugin->host, "compiled_get_info", [&] {
       KILN_SDK_SET_(out, kiln_compiled_info_t, concurrency, static_cast<int32_t>(ch->impl->concurrency()));
@@ -377,7 +399,7 @@ struct PluginEntry {
 
   static kiln_status_t* compiled_execute(kiln_compiled_t* c, kiln_exec_context_t* ctx,
                                          const kiln_tensor_t* const* inputs, size_t n) noexcept {
-    if (!c) return nullptr;
+    if (!c) return null_argument("compiled_execute: NULL compiled");
     CompiledHolder* ch = of(c);
     const Host& host = ch->plugin->host;
     return Glue::guard(host, "compiled_execute", [&] {
@@ -392,7 +414,7 @@ struct PluginEntry {
   }
 
   static kiln_status_t* compiled_export(kiln_compiled_t* c, void** out_bytes, size_t* out_size) noexcept {
-    if (!c) return nullptr;
+    if (!c) return null_argument("compiled_export: NULL compiled");
     CompiledHolder* ch = of(c);
     const Host& host = ch->plugin->host;
     return Glue::guard(host, "compiled_export", [&] {
@@ -406,7 +428,7 @@ struct PluginEntry {
   }
 
   static kiln_status_t* plugin_check_compiled(kiln_plugin_t* p, const void* bytes, size_t size) noexcept {
-    if (!p) return nullptr;
+    if (!p) return null_argument("plugin_check_compiled: NULL plugin");
     PluginHolder* h = of(p);
     return Glue::guard(h->host, "plugin_check_compiled", [&] {
       if (!bytes && size > 0) fail(KILN_STATUS_INVALID_ARGUMENT, "check_compiled: bytes is NULL");
@@ -416,7 +438,7 @@ struct PluginEntry {
 
   static kiln_status_t* instance_import(kiln_instance_t* i, const void* bytes, size_t size,
                                         kiln_compiled_t** out) noexcept {
-    if (!i) return nullptr;
+    if (!i) return null_argument("instance_import: NULL instance");
     InstanceHolder* ih = of(i);
     const Host& host = ih->plugin->host;
     return Glue::guard(host, "instance_import", [&] {

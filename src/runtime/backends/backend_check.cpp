@@ -123,7 +123,8 @@ void check_refuses_future_abi(kiln_backend_entry_fn entry, kiln_backend_entry_ar
 }
 
 // The entry's answer and the plugin's info, through the validators the loader
-// uses. False when a call never returned (the plugin must then stay loaded).
+// uses. False when the library must stay loaded: a call never returned, or the
+// plugin asks never to be unloaded (KILN_PLUGIN_NO_UNLOAD).
 bool check_entry_and_info(kiln_backend_entry_fn entry, kiln_backend_entry_args_t args, Report& r) {
   args.min_abi_major = KILN_BACKEND_ABI_MAJOR;
   args.min_abi_minor = 0;
@@ -150,7 +151,7 @@ bool check_entry_and_info(kiln_backend_entry_fn entry, kiln_backend_entry_args_t
   } else {
     r.pass("plugin release", "all host memory returned (" + std::to_string(s.total_blocks) + " blocks)");
   }
-  return true;
+  return !info.no_unload;
 }
 
 }  // namespace
@@ -180,7 +181,7 @@ void check_abi(const Options& o, Report& r) {
   args.host_api = runtime::host_api();
   args.host = &host;
   check_refuses_future_abi(entry, args, r);
-  if (!check_entry_and_info(entry, args, r)) return;  // a thread is still inside: no release, no dlclose
+  if (!check_entry_and_info(entry, args, r)) return;  // a thread may still run its code: no dlclose
   dlclose(dl);
 }
 
@@ -277,6 +278,7 @@ void check_lifecycle(const Options& o, Report& r) {
 
 void check_unload(const Options& o, Report& r) {
   std::string name;
+  bool no_unload = false;
   LogCapture capture;
   {
     auto reg = load_for_check(o, capture);
@@ -290,13 +292,17 @@ void check_unload(const Options& o, Report& r) {
       r.skip("unload", "kept mapped on purpose: " + p->info().unavailable_reason);
       return;
     }
+    no_unload = p->info().no_unload;
     if (p->available()) {
       auto inst = p->create_instance(0, o.backend_options);
       if (!inst.is_ok()) r.fail("unload", "create_instance: " + inst.status().message());
     }
   }  // every object released: the library must be unmapped
   void* still = dlopen(o.library.c_str(), RTLD_NOW | RTLD_NOLOAD);
-  if (still) {
+  if (still && no_unload) {
+    dlclose(still);
+    r.pass("unload", "kept mapped after the last release, as the plugin asks (KILN_PLUGIN_NO_UNLOAD)");
+  } else if (still) {
     dlclose(still);
     r.fail("unload", "the library is still mapped after its last object was released (a leaked reference, or "
                      "STB_GNU_UNIQUE symbols: build with -fvisibility=hidden and export only the entry)");

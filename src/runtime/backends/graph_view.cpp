@@ -230,7 +230,11 @@ bool value_has_outside_consumers(const kiln_value_t* v) noexcept { return v && v
 
 const char* attribute_name(const kiln_attribute_t* a) noexcept { return a ? a->attr->name.c_str() : ""; }
 kiln_attr_type_t attribute_type(const kiln_attribute_t* a) noexcept {
-  return a ? static_cast<kiln_attr_type_t>(static_cast<int>(a->attr->type)) : KILN_ATTR_UNDEFINED;
+  if (!a) return KILN_ATTR_UNDEFINED;
+  // Sparse tensors are held dense (backend.h says so): they read as TENSOR(S).
+  if (a->attr->type == ir::AttrType::kSparseTensor) return KILN_ATTR_TENSOR;
+  if (a->attr->type == ir::AttrType::kSparseTensors) return KILN_ATTR_TENSORS;
+  return static_cast<kiln_attr_type_t>(static_cast<int>(a->attr->type));
 }
 size_t attribute_count(const kiln_attribute_t* a) noexcept {
   if (!a) return 0;
@@ -306,7 +310,17 @@ const kiln_graph_t* attribute_graph(const kiln_attribute_t* a, size_t i) noexcep
     if (!a->subgraphs[i]) {
       std::vector<int32_t> all(sub->nodes.size());
       for (size_t k = 0; k < all.size(); ++k) all[k] = static_cast<int32_t>(k);
-      a->subgraphs[i] = make_graph_view(*sub, nullptr, all, {});
+      auto view = make_graph_view(*sub, nullptr, all, {});
+      // Outer references to values the host holds constant (initializers and
+      // folded values of the enclosing view) are constants here too.
+      for (ir::ValueId ref : sub->outer_refs) {
+        ir::ValueId outer = a->graph->graph->find_value(sub->value_name(ref));
+        if (outer == ir::kNoValue) continue;
+        const kiln_value& ov = a->graph->values[static_cast<size_t>(outer)];
+        kiln_value& v = view->values[static_cast<size_t>(ref)];
+        if (ov.constant && !v.constant) v.constant = ov.constant;
+      }
+      a->subgraphs[i] = std::move(view);
     }
     return a->subgraphs[i].get();
   } catch (...) {

@@ -27,20 +27,31 @@ kiln_status g_oom_status{kStatusMagic, KILN_STATUS_INTERNAL, g_oom_message};
 
 constexpr size_t kRecentFrees = 1024;
 
-kiln_status_t* status_create(kiln_status_code_t code, const char* message) noexcept {
-  if (code == KILN_STATUS_OK) code = KILN_STATUS_INTERNAL;  // an error status must be an error
+// The largest kiln_status_code_t this host knows.
+constexpr int32_t kMaxStatusCode = KILN_STATUS_RESOURCE_EXHAUSTED;
+
+kiln_status_t* status_create(int32_t code, const char* message) noexcept {
+  const char* m = message ? message : "";
+  // An error status must be an error, with a code the host knows: anything
+  // else is a bug in the plugin, reported with the code it passed.
+  char prefix[96] = "";
+  if (code <= KILN_STATUS_OK || code > kMaxStatusCode) {
+    std::snprintf(prefix, sizeof(prefix), "status_create got code %d, which is not an error code; message: ",
+                  static_cast<int>(code));
+    code = KILN_STATUS_INTERNAL;
+  }
   auto* s = static_cast<kiln_status*>(std::malloc(sizeof(kiln_status)));
   if (!s) return &g_oom_status;
-  const char* m = message ? message : "";
-  size_t n = std::strlen(m);
-  s->message = static_cast<char*>(std::malloc(n + 1));
+  const size_t np = std::strlen(prefix), n = std::strlen(m);
+  s->message = static_cast<char*>(std::malloc(np + n + 1));
   if (!s->message) {
     std::free(s);
     return &g_oom_status;
   }
-  std::memcpy(s->message, m, n + 1);
+  std::memcpy(s->message, prefix, np);
+  std::memcpy(s->message + np, m, n + 1);
   s->magic = kStatusMagic;
-  s->code = code;
+  s->code = static_cast<kiln_status_code_t>(code);
   return s;
 }
 
@@ -115,16 +126,21 @@ void free_block(kiln_host_t* host, void* ptr) noexcept {
   }
 }
 
-void host_log(kiln_host_t* host, kiln_log_level_t level, const char* message) noexcept {
+// An unknown level (the ABI passes it as int32_t) logs as an error.
+kiln_log_level_t log_level_of(int32_t level) {
+  return level >= KILN_LOG_DEBUG && level <= KILN_LOG_ERROR ? static_cast<kiln_log_level_t>(level) : KILN_LOG_ERROR;
+}
+
+void host_log(kiln_host_t* host, int32_t level, const char* message) noexcept {
   if (!host) return;
   try {
-    host->log(level, message ? message : "");
+    host->log(log_level_of(level), message ? message : "");
   } catch (...) {
   }
 }
 
-bool host_log_enabled(kiln_host_t* host, kiln_log_level_t level) noexcept {
-  return host && level >= host->log_level;
+bool host_log_enabled(kiln_host_t* host, int32_t level) noexcept {
+  return host && log_level_of(level) >= host->log_level;
 }
 
 int32_t exec_num_threads(kiln_exec_context_t* ctx) noexcept {
@@ -186,6 +202,10 @@ kiln_status_t* exec_allocate_output(kiln_exec_context_t* ctx, size_t index, int3
   }
 }
 
+bool exec_should_cancel(kiln_exec_context_t* ctx) noexcept {
+  return ctx && ctx->run_options && ctx->run_options->stop_requested();
+}
+
 kiln_host_api_t make_table() {
   kiln_host_api_t t;
   std::memset(&t, 0, sizeof(t));
@@ -204,6 +224,7 @@ kiln_host_api_t make_table() {
   t.parallel_for = &host_parallel_for;
   t.exec_allocate_output = &exec_allocate_output;
   fill_graph_view_functions(t);
+  t.exec_should_cancel = &exec_should_cancel;
   return t;
 }
 
@@ -231,7 +252,7 @@ Status take_status(kiln_status_t* s, std::string_view context) {
                                              "the plugin returned a status that status_create did not make");
   }
   auto code = static_cast<StatusCode>(s->code);
-  if (s->code < KILN_STATUS_INVALID_ARGUMENT || s->code > KILN_STATUS_UNAVAILABLE) code = StatusCode::kInternal;
+  if (s->code < KILN_STATUS_INVALID_ARGUMENT || s->code > kMaxStatusCode) code = StatusCode::kInternal;
   std::string message = s->message;
   status_release(s);
   if (message.empty()) message = "(no message)";

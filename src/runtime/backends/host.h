@@ -17,6 +17,7 @@
 #include "core/thread_pool.h"
 #include "kiln/c/backend.h"
 #include "kiln/result.h"
+#include "kiln/run_options.h"
 #include "kiln/tensor.h"
 
 namespace kiln::runtime {
@@ -106,4 +107,5 @@ struct kiln_host {
 struct kiln_exec_context {
   kiln::runtime::ExecOutputs* outputs = nullptr;
   kiln::ThreadPool* pool = nullptr;
+  const kiln::RunOptions* run_options = nullptr;  // the run's cancel flag and deadline (null: none)
 };

@@ -10,6 +10,7 @@
 
 #include "kernels/kernel.h"
 #include "runtime/backends/plugin.h"
+#include "runtime/backends/portable_fallback.h"
 
 namespace kiln::runtime {
 
@@ -19,8 +20,11 @@ inline constexpr const char* kPartitionOp = "Partition";
 
 class PartitionKernel final : public kernels::Kernel {
  public:
-  PartitionKernel(std::shared_ptr<CompiledPartition> compiled, std::unique_ptr<ir::Node> node)
-      : compiled_(std::move(compiled)), node_(std::move(node)) {}
+  /// With `fallback`, a KILN_STATUS_RESOURCE_EXHAUSTED from the plugin
+  /// re-runs the partition on portable kernels (logged as a warning).
+  PartitionKernel(std::shared_ptr<CompiledPartition> compiled, std::unique_ptr<ir::Node> node,
+                  std::unique_ptr<PortableFallback> fallback = nullptr)
+      : compiled_(std::move(compiled)), node_(std::move(node)), fallback_(std::move(fallback)) {}
 
   /// The partition's node (owned by the kernel; steps point at it).
   const ir::Node* node() const { return node_.get(); }
@@ -31,6 +35,7 @@ class PartitionKernel final : public kernels::Kernel {
  private:
   std::shared_ptr<CompiledPartition> compiled_;
   std::unique_ptr<ir::Node> node_;
+  std::unique_ptr<PortableFallback> fallback_;
 };
 
 }  // namespace kiln::runtime

@@ -370,7 +370,10 @@ Status Partitioner::compile_group(const SelectedBackend& sb, const kiln_graph& v
   const bool serial = compiled->concurrency() != KILN_CONCURRENCY_REENTRANT;
 
   const auto k = static_cast<int32_t>(out_.kernels.size());
-  auto kernel = std::make_unique<PartitionKernel>(std::move(compiled), std::move(node));
+  std::unique_ptr<PortableFallback> fallback;
+  if (p_.request.fallback == FallbackPolicy::kAllow && !custom_op)
+    fallback = PortableFallback::make(g_, p_.constants, nodes, p_.registry, b.inputs, b.outputs);
+  auto kernel = std::make_unique<PartitionKernel>(std::move(compiled), std::move(node), std::move(fallback));
   out_.nodes.push_back(kernel->node());
   out_.kernels.push_back(std::move(kernel));
   for (int32_t n : nodes) {

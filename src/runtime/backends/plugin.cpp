@@ -118,7 +118,7 @@ Result<std::shared_ptr<LoadedPlugin>> LoadedPlugin::init(std::shared_ptr<LoadedP
   const Status st = take_status(entry(&args, &answer.table, &answer.plugin));
   const ContractFindings table_findings = check_entry_answer(st, answer, &p->api_);
   if (table_findings.refused()) {
-    // A table the host can read whose required entries are missing: its release is still called.
+    // A table of this major: the plugin_release within its declared size is called whatever was refused.
     if (answer.plugin && p->api_.plugin_release) p->api_.plugin_release(answer.plugin);
     return table_findings.first_refusal();
   }
@@ -153,7 +153,8 @@ LoadedPlugin::~LoadedPlugin() {
                                        "freed at unload");
     }
   }
-  if (dl_) dlclose(dl_);
+  // A plugin that keeps threads past plugin_release stays mapped (KILN_PLUGIN_NO_UNLOAD).
+  if (dl_ && !info_.no_unload) dlclose(dl_);
   // The plugin is gone: nothing can use its leftover host memory any more.
   if (host_) host_free_all(host_.get());
 }
@@ -308,6 +309,7 @@ Result<std::shared_ptr<CompiledPartition>> BackendInstance::wrap(kiln_compiled_t
     ci.struct_size = sizeof(ci);
     Status st = take_status(a.compiled_get_info(c, &ci), "compiled_get_info");
     if (!st.is_ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
       a.compiled_release(c);
       return st;
     }
@@ -350,7 +352,10 @@ Result<std::shared_ptr<CompiledPartition>> BackendInstance::import_compiled(cons
 
 // --- CompiledPartition -----------------------------------------------------------
 
-CompiledPartition::~CompiledPartition() { instance_->plugin().api().compiled_release(compiled_); }
+CompiledPartition::~CompiledPartition() {
+  std::lock_guard<std::mutex> lock(instance_->mu_);  // never during an instance call on its instance
+  instance_->plugin().api().compiled_release(compiled_);
+}
 
 Status CompiledPartition::execute(kiln_exec_context_t* ctx, const kiln_tensor_t* const* inputs,
                                   size_t num_inputs) const {

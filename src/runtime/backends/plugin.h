@@ -125,11 +125,14 @@ class BackendInstance : public std::enable_shared_from_this<BackendInstance> {
   Result<std::shared_ptr<CompiledPartition>> import_compiled(const void* bytes, size_t size);
 
  private:
+  friend class CompiledPartition;  // compiled_release takes mu_ too
   Result<std::shared_ptr<CompiledPartition>> wrap(kiln_compiled_t* c, const std::string& what);
   std::shared_ptr<LoadedPlugin> plugin_;
   kiln_instance_t* instance_;
   size_t device_;
-  std::mutex mu_;  // instance-level calls are never concurrent
+  // Instance-level calls, and compiled_release of its handles (which may
+  // touch instance state), are never concurrent.
+  std::mutex mu_;
 };
 
 class CompiledPartition {

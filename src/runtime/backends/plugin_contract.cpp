@@ -49,6 +49,23 @@ const char* device_kind_name(int32_t k) {
 
 void join(std::string* list, const std::string& item) { *list += (list->empty() ? "" : ", ") + item; }
 
+// A device as the plugin described it (members past its struct_size read as zero).
+BackendDeviceInfo device_of(const kiln_device_info_t& d) {
+  BackendDeviceInfo out{copy_str(d.name), device_kind_name(d.kind), copy_str(d.description)};
+  out.vendor_id = d.vendor_id;
+  out.device_id = d.device_id;
+  out.memory_bytes = d.memory_bytes;
+  out.driver_version = copy_str(d.driver_version);
+  if (std::any_of(std::begin(d.uuid), std::end(d.uuid), [](uint8_t b) { return b != 0; })) {
+    static const char kHex[] = "0123456789abcdef";
+    for (uint8_t b : d.uuid) {
+      out.uuid += kHex[b >> 4];
+      out.uuid += kHex[b & 15];
+    }
+  }
+  return out;
+}
+
 // Refuses with the status a plugin call returned (its code, message prefixed).
 void refuse_status(ContractFindings& f, const std::string& check, const Status& st) {
   f.refuse(check, st.code(), st.message());
@@ -150,6 +167,9 @@ ContractFindings check_entry_answer(const Status& entry_status, const EntryAnswe
     return f;
   }
   f.pass("abi version", versions_of(h));
+  // Copied before any later refusal, so that the loader can still call the
+  // plugin_release that lies within the declared size.
+  std::memcpy(api, answer.table, std::min<size_t>(h.struct_size, sizeof(*api)));
   const size_t min_size = offsetof(kiln_backend_api_t, compiled_execute) + sizeof(void*);
   if (h.struct_size < min_size) {
     f.refuse("table size", StatusCode::kFailedPrecondition,
@@ -158,7 +178,6 @@ ContractFindings check_entry_answer(const Status& entry_status, const EntryAnswe
     return f;
   }
   f.pass("table size", std::to_string(h.struct_size) + " bytes (host table: " + std::to_string(sizeof(kiln_backend_api_t)) + ")");
-  std::memcpy(api, answer.table, std::min<size_t>(h.struct_size, sizeof(*api)));
 
   std::vector<std::string> missing;
   auto need = [&](const void* fn, const char* n) {
@@ -209,6 +228,7 @@ void read_identity(PluginRef p, BackendInfo* info, ContractFindings& f) {
   info->vendor_sdk_version = copy_str(pi.vendor_sdk_version);
   info->description = copy_str(pi.description);
   info->priority = pi.priority;
+  info->no_unload = (pi.flags & KILN_PLUGIN_NO_UNLOAD) != 0;
   if (!valid_name(info->name)) {
     f.refuse("info", StatusCode::kInvalidArgument,
              "plugin_get_info: name '" + info->name + "' is not valid (1 to 64 characters of a-z, 0-9 and _)");
@@ -292,9 +312,17 @@ void read_devices(PluginRef p, BackendInfo* info, ContractFindings& f) {
   size_t n = 0;
   Status st = take_status(p.api.plugin_get_device_count(p.plugin, &n), "plugin_get_device_count");
   if (!st.is_ok()) return refuse_status(f, "devices", st);
-  if (n == 0 || n > kMaxListed) {
+  if (n == 0) {
+    // No device here (1.1): the plugin loads, unavailable, with its reason.
+    if (!info->available) return f.pass("devices", "none found; unavailable: " + info->unavailable_reason);
+    info->available = false;
+    info->unavailable_reason = "it found no device";
+    return f.problem("devices", "0 devices while is_available says available (return KILN_STATUS_UNAVAILABLE "
+                                "saying why no device was found)");
+  }
+  if (n > kMaxListed) {
     return f.refuse("devices", StatusCode::kInvalidArgument,
-                    "plugin_get_device_count: " + std::to_string(n) + " devices (1 to 4096 expected)");
+                    "plugin_get_device_count: " + std::to_string(n) + " devices (0 to 4096 expected)");
   }
   std::string detail, unnamed;
   for (size_t i = 0; i < n; ++i) {
@@ -303,7 +331,7 @@ void read_devices(PluginRef p, BackendInfo* info, ContractFindings& f) {
     d.struct_size = sizeof(d);
     st = take_status(p.api.plugin_get_device_info(p.plugin, i, &d), "plugin_get_device_info");
     if (!st.is_ok()) return refuse_status(f, "devices", st);
-    info->devices.push_back({copy_str(d.name), device_kind_name(d.kind), copy_str(d.description)});
+    info->devices.push_back(device_of(d));
     if (!d.name || !*d.name) unnamed = "device " + std::to_string(i) + " has no name";
     join(&detail, std::to_string(i) + ": " + copy_str(d.name));
   }

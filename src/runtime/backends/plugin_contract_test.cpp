@@ -102,7 +102,24 @@ TEST_F(PluginContractTest, ReportsTheDeviceCountLimit) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_FALSE(f[0].ok);
   EXPECT_TRUE(f[0].refused);
-  EXPECT_NE(f[0].detail.find("5000 devices (1 to 4096 expected)"), std::string::npos) << f[0].detail;
+  EXPECT_NE(f[0].detail.find("5000 devices (0 to 4096 expected)"), std::string::npos) << f[0].detail;
+}
+
+// ABI 1.1: no device found is not a load failure. The plugin loads,
+// unavailable; the kit asks for a reason when is_available gave none.
+TEST_F(PluginContractTest, NoDeviceLoadsAsUnavailable) {
+  g_answers.devices = 0;
+  BackendInfo info;
+  ContractFindings loader = read_plugin_info(fake_api(), nullptr, &info, /*stop_at_refusal=*/true);
+  EXPECT_FALSE(loader.refused());
+  EXPECT_FALSE(info.available);
+  EXPECT_EQ(info.unavailable_reason, "it found no device");
+  EXPECT_TRUE(info.devices.empty());
+  auto f = kit_findings("devices");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_FALSE(f[0].ok);
+  EXPECT_FALSE(f[0].refused);
+  EXPECT_NE(f[0].detail.find("0 devices while is_available says available"), std::string::npos) << f[0].detail;
 }
 
 TEST_F(PluginContractTest, ReportsTheReservedNamePortable) {

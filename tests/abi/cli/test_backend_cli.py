@@ -59,6 +59,11 @@ def test_backends_json_reports_broken_plugins_one_line_each():
     assert all("\n" not in m for m in errors.values())
     vendor = next(b for b in data["backends"] if b["name"] == "vendor")
     assert vendor["available"] is False and "libkiln_fake_vendor.so.1 not found" in vendor["unavailable_reason"]
+    # ABI 1.1: device metadata (zero: unknown, as the fakes say nothing) and the no-unload flag.
+    minimal = next(b for b in data["backends"] if b["name"] == "minimal")
+    assert minimal["devices"][0]["vendor_id"] == 0 and minimal["devices"][0]["uuid"] == ""
+    assert minimal["no_unload"] is False
+    assert next(b for b in data["backends"] if b["name"] == "no_unload")["no_unload"] is True
 
 
 def test_backends_rejects_arguments():
@@ -155,7 +160,7 @@ def test_check_backend_passes_on_the_template():
 
 
 @pytest.mark.parametrize("name,failures", [
-    ("wrong_major", ["ABI major version mismatch: the plugin speaks 2.3, this host speaks 1.0"]),
+    ("wrong_major", ["ABI major version mismatch: the plugin speaks 2.3, this host speaks 1.1"]),
     ("no_entry", ["no 'kiln_backend_entry' symbol"]),
     ("init_error", ["init failed: libfakevendor.so.3 is not installed"]),
     ("missing_dep", ["libkiln_fake_dep.so: cannot open shared object file"]),
@@ -183,7 +188,7 @@ def test_check_backend_reports_each_broken_plugin(name, failures):
     assert r.stdout.strip().splitlines()[-1].split(",")[1].strip().endswith("failed")
 
 
-@pytest.mark.parametrize("name", ["minimal", "newer", "vendor_missing"])
+@pytest.mark.parametrize("name", ["minimal", "newer", "vendor_missing", "no_unload"])
 def test_check_backend_passes_plugins_that_keep_the_contract(name):
     r = kiln("check-backend", fake(name), "--no-suite")
     assert r.returncode == 0, r.stdout

@@ -1,0 +1,606 @@
+/*
+ * Kiln backend plugin ABI.
+ *
+ * A backend is a shared library built against this header only. It exports
+ * one symbol, kiln_backend_entry (KILN_BACKEND_ENTRY_SYMBOL). The host (the
+ * Kiln runtime, or `kiln check-backend`) loads the library, calls the entry
+ * with its own function table and the range of ABI versions it speaks, and
+ * gets back the plugin's function table and a plugin object.
+ *
+ * Lifecycle, as the host drives it:
+ *
+ *   entry -> plugin_get_info -> plugin_is_available -> devices, option schema
+ *         -> instance_create(options) -> set/get property
+ *         -> instance_get_capability(graph view) -> instance_compile(group)
+ *         -> compiled_execute (many times, maybe concurrently)
+ *         -> compiled_export / plugin_check_compiled / instance_import
+ *         -> compiled_release -> instance_release -> plugin_release -> unload
+ *
+ * Rules that hold for every call (written once here):
+ *
+ *  - Plain C. This header includes only stdint.h, stddef.h and stdbool.h and
+ *    compiles as C11 and as C++. No exception may cross the boundary in
+ *    either direction: every host function and every plugin entry returns.
+ *  - Versioning. Every function table and every growable struct begins with
+ *    a kiln_abi_header_t or a struct_size. Tables only grow at the end; the
+ *    offsets of existing members never change within a major version (the
+ *    tests pin them with offsetof). The host refuses a plugin whose major
+ *    differs from its own, with a message naming both versions. A minor
+ *    difference works both ways: each side reads only the members that fit
+ *    inside the other side's struct_size and treats the rest as NULL / 0.
+ *  - Structs passed for the callee to fill ("out" structs) are zeroed by the
+ *    caller, which sets struct_size to its own sizeof; the callee writes only
+ *    members that lie entirely within struct_size.
+ *  - Errors. Functions that can fail return kiln_status_t*: NULL means
+ *    success; otherwise a status made with kiln_host_api_t.status_create,
+ *    whose ownership passes to the caller. A failed call changes nothing and
+ *    leaves every out-parameter as it was (the host frees any array a plugin
+ *    stored in an out struct before failing).
+ *  - Ownership. Objects a create function returns are owned by the caller
+ *    and freed with the matching release function; every release returns void
+ *    and accepts NULL. Every array or string a plugin returns to the host is
+ *    allocated with kiln_host_api_t.alloc and freed by the host. Descriptive
+ *    strings (names, versions, docs) in info structs are borrowed from the
+ *    plugin and stay valid until plugin_release. Everything the host hands to
+ *    the plugin (graph views, tensor views, option strings) is borrowed and
+ *    valid only for the duration of the call that received it.
+ *  - Threads. Plugin-level and instance-level functions may be called from
+ *    any thread but never concurrently on one object. compiled_execute may be
+ *    called concurrently on one compiled handle only if the handle declares
+ *    KILN_CONCURRENCY_REENTRANT; otherwise the host serializes those calls.
+ *  - Names of C functions read as kiln_<object>_<verb>; out-parameters are
+ *    named out_* and come last.
+ *
+ * \since 1.0 for everything in this file unless noted.
+ */
+#ifndef KILN_C_BACKEND_H_
+#define KILN_C_BACKEND_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Versions and export                                                      */
+/* ------------------------------------------------------------------------ */
+
+/** ABI major version: a change here is incompatible; the host refuses it. */
+#define KILN_BACKEND_ABI_MAJOR 1
+/** ABI minor version: grows when members are appended to tables. */
+#define KILN_BACKEND_ABI_MINOR 0
+
+/** The one symbol a plugin library exports (a kiln_backend_entry_fn). */
+#define KILN_BACKEND_ENTRY_SYMBOL "kiln_backend_entry"
+
+/** Marks the entry function as exported from the shared library. */
+#if defined(_WIN32)
+#define KILN_BACKEND_EXPORT __declspec(dllexport)
+#else
+#define KILN_BACKEND_EXPORT __attribute__((visibility("default")))
+#endif
+
+/**
+ * First member of every function table: the size of the table in bytes and
+ * the ABI version its author compiled against.
+ */
+typedef struct kiln_abi_header {
+  uint32_t struct_size; /**< sizeof the table as its author compiled it */
+  uint16_t abi_major;   /**< KILN_BACKEND_ABI_MAJOR of its author */
+  uint16_t abi_minor;   /**< KILN_BACKEND_ABI_MINOR of its author */
+} kiln_abi_header_t;
+
+/* ------------------------------------------------------------------------ */
+/* Enums (values are stable; new values may be added)                       */
+/* ------------------------------------------------------------------------ */
+
+/** Status codes; the same values as kiln::StatusCode. */
+typedef enum kiln_status_code {
+  KILN_STATUS_OK = 0,
+  KILN_STATUS_INVALID_ARGUMENT = 1,    /**< bad input: option, shape, dtype, bytes */
+  KILN_STATUS_NOT_FOUND = 2,           /**< an unknown key, file or name */
+  KILN_STATUS_UNIMPLEMENTED = 3,       /**< valid but not supported by this plugin */
+  KILN_STATUS_OUT_OF_RANGE = 4,        /**< an index or size outside its bounds */
+  KILN_STATUS_FAILED_PRECONDITION = 5, /**< called in the wrong state */
+  KILN_STATUS_INTERNAL = 6,            /**< a bug */
+  KILN_STATUS_IO = 7,                  /**< reading or writing failed */
+  KILN_STATUS_UNAVAILABLE = 8          /**< device or vendor library not usable here */
+} kiln_status_code_t;
+
+/** Element types; the same values as ONNX TensorProto.DataType. */
+typedef enum kiln_dtype {
+  KILN_DTYPE_UNDEFINED = 0,
+  KILN_DTYPE_FLOAT32 = 1,
+  KILN_DTYPE_UINT8 = 2,
+  KILN_DTYPE_INT8 = 3,
+  KILN_DTYPE_UINT16 = 4,
+  KILN_DTYPE_INT16 = 5,
+  KILN_DTYPE_INT32 = 6,
+  KILN_DTYPE_INT64 = 7,
+  KILN_DTYPE_STRING = 8, /**< never crosses the ABI as data; seen only as a type */
+  KILN_DTYPE_BOOL = 9,   /**< one byte per element, 0 or 1 */
+  KILN_DTYPE_FLOAT16 = 10,
+  KILN_DTYPE_FLOAT64 = 11,
+  KILN_DTYPE_UINT32 = 12,
+  KILN_DTYPE_UINT64 = 13,
+  KILN_DTYPE_COMPLEX64 = 14,
+  KILN_DTYPE_COMPLEX128 = 15,
+  KILN_DTYPE_BFLOAT16 = 16
+} kiln_dtype_t;
+
+/** Log levels for kiln_host_api_t.log. */
+typedef enum kiln_log_level {
+  KILN_LOG_DEBUG = 0,
+  KILN_LOG_INFO = 1,
+  KILN_LOG_WARNING = 2,
+  KILN_LOG_ERROR = 3
+} kiln_log_level_t;
+
+/** What flows along a graph edge (kiln_host_api_t.value_kind). */
+typedef enum kiln_value_kind {
+  KILN_VALUE_UNKNOWN = 0,  /**< neither the model nor shape inference says */
+  KILN_VALUE_TENSOR = 1,
+  KILN_VALUE_SEQUENCE = 2, /**< dtype/rank/dims describe the element tensor */
+  KILN_VALUE_OPTIONAL = 3, /**< dtype/rank/dims describe the contained tensor */
+  KILN_VALUE_MAP = 4
+} kiln_value_kind_t;
+
+/** Attribute types; the same values as ONNX AttributeProto.AttributeType. */
+typedef enum kiln_attr_type {
+  KILN_ATTR_UNDEFINED = 0,
+  KILN_ATTR_FLOAT = 1,
+  KILN_ATTR_INT = 2,
+  KILN_ATTR_STRING = 3,
+  KILN_ATTR_TENSOR = 4,
+  KILN_ATTR_GRAPH = 5,
+  KILN_ATTR_FLOATS = 6,
+  KILN_ATTR_INTS = 7,
+  KILN_ATTR_STRINGS = 8,
+  KILN_ATTR_TENSORS = 9,
+  KILN_ATTR_GRAPHS = 10,
+  KILN_ATTR_SPARSE_TENSOR = 11,
+  KILN_ATTR_SPARSE_TENSORS = 12,
+  KILN_ATTR_TYPE_PROTO = 13,
+  KILN_ATTR_TYPE_PROTOS = 14
+} kiln_attr_type_t;
+
+/** Types of the options a plugin publishes in its schema. */
+typedef enum kiln_option_type {
+  KILN_OPTION_BOOL = 0,   /**< "true"/"false"/"1"/"0" */
+  KILN_OPTION_INT = 1,    /**< decimal int64 */
+  KILN_OPTION_FLOAT = 2,  /**< decimal or scientific double */
+  KILN_OPTION_STRING = 3  /**< any text */
+} kiln_option_type_t;
+
+/** Kinds of devices. */
+typedef enum kiln_device_kind {
+  KILN_DEVICE_CPU = 0,
+  KILN_DEVICE_GPU = 1,
+  KILN_DEVICE_NPU = 2,
+  KILN_DEVICE_OTHER = 3
+} kiln_device_kind_t;
+
+/** Whether compiled_execute may run concurrently on one compiled handle. */
+typedef enum kiln_concurrency {
+  /** One call at a time: the host serializes calls on the handle. */
+  KILN_CONCURRENCY_SERIAL = 0,
+  /** Any number of concurrent calls on the handle are safe. */
+  KILN_CONCURRENCY_REENTRANT = 1
+} kiln_concurrency_t;
+
+/* ------------------------------------------------------------------------ */
+/* Opaque handles                                                           */
+/* ------------------------------------------------------------------------ */
+
+/** Host objects (the plugin never frees them except statuses it owns). */
+typedef struct kiln_status kiln_status_t;             /**< an error */
+typedef struct kiln_host kiln_host_t;                 /**< the host's context for one loaded plugin */
+typedef struct kiln_graph kiln_graph_t;               /**< read-only graph view */
+typedef struct kiln_node kiln_node_t;                 /**< a node of a graph view */
+typedef struct kiln_value kiln_value_t;               /**< a value (edge) of a graph view */
+typedef struct kiln_attribute kiln_attribute_t;       /**< a node attribute */
+typedef struct kiln_exec_context kiln_exec_context_t; /**< one compiled_execute call */
+
+/** Plugin objects (the host frees them with the plugin's release functions). */
+typedef struct kiln_plugin kiln_plugin_t;     /**< the plugin, once per entry call */
+typedef struct kiln_instance kiln_instance_t; /**< a configured backend on one device */
+typedef struct kiln_compiled kiln_compiled_t; /**< a compiled partition */
+
+/* ------------------------------------------------------------------------ */
+/* Plain structs                                                            */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * A tensor view: dtype, shape and a pointer to row-major elements. Never owns
+ * anything. Input views are read-only (data is const in spirit); output views
+ * point into host memory the plugin writes.
+ */
+typedef struct kiln_tensor {
+  uint32_t struct_size; /**< sizeof(kiln_tensor_t) of whoever filled it */
+  int32_t dtype;        /**< a kiln_dtype_t */
+  size_t rank;          /**< number of dims */
+  const int64_t* dims;  /**< rank entries, each >= 0 */
+  void* data;           /**< the elements; may be NULL when nbytes is 0 */
+  size_t nbytes;        /**< product(dims) * size of dtype */
+} kiln_tensor_t;
+
+/** What a plugin says about itself (plugin_get_info). */
+typedef struct kiln_plugin_info {
+  uint32_t struct_size;
+  const char* name;               /**< unique, [a-z0-9_]+, e.g. "xnnpack" */
+  const char* version;            /**< the plugin's own version, e.g. "1.2.0" */
+  const char* vendor;             /**< who maintains it */
+  const char* vendor_sdk_version; /**< version of the vendor library it found, "" if none */
+  const char* description;        /**< one line */
+  /**
+   * Order among plugins when the user names none: higher first. 0 means the
+   * plugin is used only when the user names it.
+   */
+  int32_t priority;
+} kiln_plugin_info_t;
+
+/** One device a plugin can run on (plugin_get_device_info). */
+typedef struct kiln_device_info {
+  uint32_t struct_size;
+  const char* name;        /**< e.g. "cpu", "gpu0" */
+  int32_t kind;            /**< a kiln_device_kind_t */
+  const char* description; /**< one line */
+} kiln_device_info_t;
+
+/** One entry of the option schema (plugin_get_option_info). */
+typedef struct kiln_option_info {
+  uint32_t struct_size;
+  const char* name;          /**< [a-z0-9_]+ */
+  int32_t type;              /**< a kiln_option_type_t */
+  const char* default_value; /**< parses as `type` */
+  const char* doc;           /**< one line */
+} kiln_option_info_t;
+
+/**
+ * The answer of instance_get_capability, filled by the plugin. Every array is
+ * allocated with kiln_host_api_t.alloc and freed by the host (also when the
+ * call fails). A node of the view appears in at most one group; every node
+ * the plugin does not put in a group should be listed in `declined` with a
+ * reason.
+ */
+typedef struct kiln_capability {
+  uint32_t struct_size;
+  size_t num_groups;        /**< groups the plugin claims */
+  size_t* group_sizes;      /**< num_groups entries, each >= 1 */
+  size_t* group_nodes;      /**< sum(group_sizes) node indices, group after group */
+  size_t num_declined;      /**< nodes the plugin declines */
+  size_t* declined_nodes;   /**< num_declined node indices */
+  char** declined_reasons;  /**< num_declined NUL-terminated strings, each host-allocated */
+} kiln_capability_t;
+
+/**
+ * A claimed group the host asks the plugin to compile (instance_compile).
+ * The host decides the boundary: `inputs` are the non-constant values the
+ * group reads from outside (constants are read from the graph view during
+ * the call and must be copied if kept), `outputs` the values it produces that
+ * are read outside or are graph outputs. compiled_execute receives inputs and
+ * allocates outputs in exactly these orders.
+ */
+typedef struct kiln_partition {
+  uint32_t struct_size;
+  const char* id;                      /**< stable id: a hash of the group's ops and names */
+  size_t num_nodes;
+  const size_t* nodes;                 /**< node indices of the view, topological order */
+  size_t num_inputs;
+  const kiln_value_t* const* inputs;   /**< execute input order */
+  size_t num_outputs;
+  const kiln_value_t* const* outputs;  /**< execute output order */
+} kiln_partition_t;
+
+/** Facts about a compiled handle (compiled_get_info). */
+typedef struct kiln_compiled_info {
+  uint32_t struct_size;
+  int32_t concurrency; /**< a kiln_concurrency_t */
+  size_t num_inputs;   /**< inputs compiled_execute expects */
+  size_t num_outputs;  /**< outputs it allocates */
+} kiln_compiled_info_t;
+
+/**
+ * A custom op: an op of the plugin's own domain that portable kernels do not
+ * have. When the plugin is selected for a session, every node with this
+ * domain and op type is compiled by the plugin as a single-node partition
+ * (instance_compile), before other partitioning, whatever the backend order.
+ */
+typedef struct kiln_custom_op_info {
+  uint32_t struct_size;
+  const char* domain;    /**< e.g. "com.vendor"; never "" or "ai.onnx" */
+  const char* op_type;
+  int32_t since_version; /**< first opset of `domain` it implements */
+  const char* doc;       /**< one line */
+} kiln_custom_op_info_t;
+
+/** A range function for kiln_host_api_t.parallel_for: handle [begin, end). */
+typedef void (*kiln_range_fn)(void* user_data, int64_t begin, int64_t end);
+
+/* ------------------------------------------------------------------------ */
+/* The host's table, handed to the plugin                                   */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Functions the host offers. Valid from the entry call until plugin_release
+ * returns. The first three members (header, status_create, status_release)
+ * keep their offsets in every future major version, so an entry function can
+ * always report a version mismatch.
+ */
+typedef struct kiln_host_api {
+  kiln_abi_header_t header;
+
+  /* --- statuses ----------------------------------------------------------- */
+  /** A new error status (code must not be KILN_STATUS_OK; message may be NULL). Never returns NULL. */
+  kiln_status_t* (*status_create)(kiln_status_code_t code, const char* message);
+  /** Frees a status the plugin owns (one it created and did not return). Accepts NULL. */
+  void (*status_release)(kiln_status_t* status);
+  /** The code of a status (KILN_STATUS_OK for NULL). */
+  kiln_status_code_t (*status_code)(const kiln_status_t* status);
+  /** The message of a status ("" for NULL); valid while the status lives. */
+  const char* (*status_message)(const kiln_status_t* status);
+
+  /* --- memory ------------------------------------------------------------- */
+  /**
+   * Allocates `size` bytes aligned to `alignment` (a power of two <= 4096; 0
+   * means 64). Returns NULL when size is 0, alignment is invalid or memory is
+   * exhausted. Every array the plugin returns must come from here.
+   */
+  void* (*alloc)(kiln_host_t* host, size_t size, size_t alignment);
+  /** Frees memory from alloc. Accepts NULL. */
+  void (*free)(kiln_host_t* host, void* ptr);
+
+  /* --- logging ------------------------------------------------------------ */
+  /** Logs one line (no trailing newline needed); the host prefixes the plugin's name. */
+  void (*log)(kiln_host_t* host, kiln_log_level_t level, const char* message);
+  /** True when `level` would be printed (to skip formatting otherwise). */
+  bool (*log_enabled)(kiln_host_t* host, kiln_log_level_t level);
+
+  /* --- threads ------------------------------------------------------------ */
+  /** Threads of the host's pool available to this call, counting the caller (>= 1). ctx may be NULL (1). */
+  int32_t (*exec_num_threads)(kiln_exec_context_t* ctx);
+  /**
+   * Calls fn(user_data, begin, end) over disjoint chunks covering [0, n), on
+   * the host's thread pool, so backends do not oversubscribe cores. A chunk
+   * holds at least `grain` items. Returns when all chunks are done. With a
+   * NULL ctx (outside execute) it runs inline. fn must not throw.
+   */
+  void (*parallel_for)(kiln_exec_context_t* ctx, int64_t n, int64_t grain, kiln_range_fn fn, void* user_data);
+
+  /* --- execution ---------------------------------------------------------- */
+  /**
+   * Allocates output `index` of the running partition in host memory (the
+   * session's memory plan) and fills `out_tensor` with a view of it, valid
+   * until compiled_execute returns. dims must be >= 0; rank <= 64. Calling it
+   * again for the same index replaces the earlier allocation. `dtype` is a
+   * kiln_dtype_t passed as int32_t, like kiln_tensor_t.dtype, so that the
+   * host can reject a value outside the enum without undefined behaviour.
+   */
+  kiln_status_t* (*exec_allocate_output)(kiln_exec_context_t* ctx, size_t index, int32_t dtype,
+                                         const int64_t* dims, size_t rank, kiln_tensor_t* out_tensor);
+
+  /* --- graph view: graph ---------------------------------------------------- */
+  /** The graph's name ("" if none). */
+  const char* (*graph_name)(const kiln_graph_t* graph);
+  /** Nodes the view offers, in topological order. */
+  size_t (*graph_num_nodes)(const kiln_graph_t* graph);
+  /** Node `index` (NULL when out of range). */
+  const kiln_node_t* (*graph_node)(const kiln_graph_t* graph, size_t index);
+  /** Model inputs (never constants). */
+  size_t (*graph_num_inputs)(const kiln_graph_t* graph);
+  const kiln_value_t* (*graph_input)(const kiln_graph_t* graph, size_t index);
+  /** Model outputs. */
+  size_t (*graph_num_outputs)(const kiln_graph_t* graph);
+  const kiln_value_t* (*graph_output)(const kiln_graph_t* graph, size_t index);
+  /** A value by name, or NULL. */
+  const kiln_value_t* (*graph_find_value)(const kiln_graph_t* graph, const char* name);
+  /** The model's opset import for `domain` ("" or "ai.onnx" for ONNX); 0 when not imported. */
+  int64_t (*graph_opset)(const kiln_graph_t* graph, const char* domain);
+
+  /* --- graph view: nodes ---------------------------------------------------- */
+  const char* (*node_name)(const kiln_node_t* node);     /**< may be "" */
+  const char* (*node_op_type)(const kiln_node_t* node);
+  const char* (*node_domain)(const kiln_node_t* node);   /**< "" for ONNX */
+  int64_t (*node_opset)(const kiln_node_t* node);        /**< the model's opset for its domain */
+  size_t (*node_index)(const kiln_node_t* node);         /**< its index in the view */
+  size_t (*node_num_inputs)(const kiln_node_t* node);
+  /** Input `index`, or NULL when it is an omitted optional input (or out of range). */
+  const kiln_value_t* (*node_input)(const kiln_node_t* node, size_t index);
+  size_t (*node_num_outputs)(const kiln_node_t* node);
+  /** Output `index`, or NULL when the model omits it (or out of range). */
+  const kiln_value_t* (*node_output)(const kiln_node_t* node, size_t index);
+  size_t (*node_num_attributes)(const kiln_node_t* node);
+  const kiln_attribute_t* (*node_attribute)(const kiln_node_t* node, size_t index);
+  /** An attribute by name, or NULL. */
+  const kiln_attribute_t* (*node_find_attribute)(const kiln_node_t* node, const char* name);
+
+  /* --- graph view: values --------------------------------------------------- */
+  const char* (*value_name)(const kiln_value_t* value);
+  kiln_value_kind_t (*value_kind)(const kiln_value_t* value);
+  /** Element dtype (KILN_DTYPE_UNDEFINED when unknown). */
+  kiln_dtype_t (*value_dtype)(const kiln_value_t* value);
+  /** Rank, or -1 when unknown. */
+  int64_t (*value_rank)(const kiln_value_t* value);
+  /**
+   * Dimension `index`: its size, or -1 when unknown or symbolic; when
+   * out_symbol is not NULL it receives the symbol's name ("" when none).
+   */
+  int64_t (*value_dim)(const kiln_value_t* value, size_t index, const char** out_symbol);
+  /** True for initializers and values the host folded at load. */
+  bool (*value_is_constant)(const kiln_value_t* value);
+  /**
+   * A zero-copy view of a constant's data, valid for the duration of the
+   * call. Fails for values that are not constant and for string tensors.
+   */
+  kiln_status_t* (*value_constant)(const kiln_value_t* value, kiln_tensor_t* out_tensor);
+  /** True when the value is a model input. */
+  bool (*value_is_graph_input)(const kiln_value_t* value);
+  /** True when the value is a model output. */
+  bool (*value_is_graph_output)(const kiln_value_t* value);
+  /** The node of this view that produces it, or NULL (inputs, constants, nodes outside the view). */
+  const kiln_node_t* (*value_producer)(const kiln_value_t* value);
+  /** Nodes of this view that read it. */
+  size_t (*value_num_consumers)(const kiln_value_t* value);
+  const kiln_node_t* (*value_consumer)(const kiln_value_t* value, size_t index);
+  /** True when nodes outside this view (or subgraphs) also read it. */
+  bool (*value_has_outside_consumers)(const kiln_value_t* value);
+
+  /* --- graph view: attributes ----------------------------------------------- */
+  const char* (*attribute_name)(const kiln_attribute_t* attr);
+  kiln_attr_type_t (*attribute_type)(const kiln_attribute_t* attr);
+  /** Number of elements of a list attribute (1 for a single-valued one). */
+  size_t (*attribute_count)(const kiln_attribute_t* attr);
+  /** INT value (0 for other types). */
+  int64_t (*attribute_int)(const kiln_attribute_t* attr);
+  /** FLOAT value (0 for other types). */
+  float (*attribute_float)(const kiln_attribute_t* attr);
+  /** INTS (NULL for other types); out_count receives the length. */
+  const int64_t* (*attribute_ints)(const kiln_attribute_t* attr, size_t* out_count);
+  /** FLOATS (NULL for other types); out_count receives the length. */
+  const float* (*attribute_floats)(const kiln_attribute_t* attr, size_t* out_count);
+  /**
+   * Element `index` of STRING (index 0) or STRINGS as bytes (NOT necessarily
+   * NUL-free; out_size receives the length). NULL when out of range.
+   */
+  const char* (*attribute_string)(const kiln_attribute_t* attr, size_t index, size_t* out_size);
+  /** Element `index` of TENSOR (index 0) or TENSORS, as a zero-copy view. */
+  kiln_status_t* (*attribute_tensor)(const kiln_attribute_t* attr, size_t index, kiln_tensor_t* out_tensor);
+  /** Element `index` of GRAPH (index 0) or GRAPHS, as a view of the whole subgraph; NULL if none. */
+  const kiln_graph_t* (*attribute_graph)(const kiln_attribute_t* attr, size_t index);
+  /**
+   * Element `index` of TYPE_PROTO (index 0) or TYPE_PROTOS, as a value with
+   * no name, producer or consumers whose kind/dtype/rank/dims describe it.
+   */
+  const kiln_value_t* (*attribute_type_proto)(const kiln_attribute_t* attr, size_t index);
+} kiln_host_api_t;
+
+/* ------------------------------------------------------------------------ */
+/* The plugin's table, returned by the entry                                */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Functions a plugin offers. Entries marked "required" must not be NULL; the
+ * host refuses a plugin without them. Optional ones may be NULL (or lie past
+ * the plugin's struct_size); the host then uses the stated default.
+ */
+typedef struct kiln_backend_api {
+  kiln_abi_header_t header;
+
+  /* --- plugin --------------------------------------------------------------- */
+  /** Required. Frees the plugin object; the host calls it after releasing every instance. Accepts NULL. */
+  void (*plugin_release)(kiln_plugin_t* plugin);
+  /** Required. Fills `out_info`; its strings stay valid until plugin_release. */
+  kiln_status_t* (*plugin_get_info)(kiln_plugin_t* plugin, kiln_plugin_info_t* out_info);
+  /**
+   * Optional (NULL: always available). NULL when the plugin can run here;
+   * otherwise a status (KILN_STATUS_UNAVAILABLE) whose message says why and
+   * what to install. Must not initialize a device more than needed to know.
+   */
+  kiln_status_t* (*plugin_is_available)(kiln_plugin_t* plugin);
+  /** Optional (NULL: one CPU device named "default"). */
+  kiln_status_t* (*plugin_get_device_count)(kiln_plugin_t* plugin, size_t* out_count);
+  /** Optional with plugin_get_device_count. */
+  kiln_status_t* (*plugin_get_device_info)(kiln_plugin_t* plugin, size_t index, kiln_device_info_t* out_info);
+  /** Optional (NULL: the plugin takes no options). */
+  kiln_status_t* (*plugin_get_option_count)(kiln_plugin_t* plugin, size_t* out_count);
+  /** Optional with plugin_get_option_count. */
+  kiln_status_t* (*plugin_get_option_info)(kiln_plugin_t* plugin, size_t index, kiln_option_info_t* out_info);
+
+  /* --- instance ------------------------------------------------------------- */
+  /**
+   * Required. Creates an instance on device `device_index` from string
+   * options (keys[i] = values[i]). Keys not in the schema must be rejected
+   * with KILN_STATUS_INVALID_ARGUMENT, naming the key and listing the known
+   * ones; values that do not parse as their type likewise. Omitted keys take
+   * their defaults.
+   */
+  kiln_status_t* (*instance_create)(kiln_plugin_t* plugin, size_t device_index, const char* const* keys,
+                                    const char* const* values, size_t num_options, kiln_instance_t** out_instance);
+  /** Required. Frees an instance; the host calls it after releasing its compiled handles. Accepts NULL. */
+  void (*instance_release)(kiln_instance_t* instance);
+  /** Optional. Sets an option of the schema after creation; unknown keys and bad values are errors. */
+  kiln_status_t* (*instance_set_property)(kiln_instance_t* instance, const char* key, const char* value);
+  /** Optional. Reads an option (or a read-only property); *out_value is host-allocated. */
+  kiln_status_t* (*instance_get_property)(kiln_instance_t* instance, const char* key, char** out_value);
+  /**
+   * Required. Looks at the view's nodes (those no earlier backend claimed)
+   * and says which it runs: groups to fuse and, per declined node, why.
+   */
+  kiln_status_t* (*instance_get_capability)(kiln_instance_t* instance, const kiln_graph_t* graph,
+                                            kiln_capability_t* out_capability);
+  /**
+   * Required. Compiles a group (as claimed, or a convex part of it) into a
+   * handle. Must fail (not crash) for a group it would not claim.
+   */
+  kiln_status_t* (*instance_compile)(kiln_instance_t* instance, const kiln_graph_t* graph,
+                                     const kiln_partition_t* partition, kiln_compiled_t** out_compiled);
+
+  /* --- compiled ------------------------------------------------------------- */
+  /** Required. Frees a compiled handle. Accepts NULL. */
+  void (*compiled_release)(kiln_compiled_t* compiled);
+  /** Optional (NULL: serial, counts unchecked). */
+  kiln_status_t* (*compiled_get_info)(kiln_compiled_t* compiled, kiln_compiled_info_t* out_info);
+  /**
+   * Required. Runs the partition: reads `inputs` (partition input order) and
+   * obtains every output through kiln_host_api_t.exec_allocate_output. Wrong
+   * input counts, dtypes or shapes are errors, never crashes.
+   */
+  kiln_status_t* (*compiled_execute)(kiln_compiled_t* compiled, kiln_exec_context_t* ctx,
+                                     const kiln_tensor_t* const* inputs, size_t num_inputs);
+  /** Optional (NULL: no export). Serializes a handle; *out_bytes is host-allocated. */
+  kiln_status_t* (*compiled_export)(kiln_compiled_t* compiled, void** out_bytes, size_t* out_size);
+  /**
+   * Optional with compiled_export. NULL when `bytes` can be imported by this
+   * plugin build on this machine; otherwise why not. Must not initialize a
+   * device.
+   */
+  kiln_status_t* (*plugin_check_compiled)(kiln_plugin_t* plugin, const void* bytes, size_t size);
+  /** Optional with compiled_export. Rebuilds a handle from exported bytes. */
+  kiln_status_t* (*instance_import)(kiln_instance_t* instance, const void* bytes, size_t size,
+                                    kiln_compiled_t** out_compiled);
+
+  /* --- custom ops ----------------------------------------------------------- */
+  /** Optional (NULL: none). Ops of the plugin's own domain (see kiln_custom_op_info_t). */
+  kiln_status_t* (*plugin_get_custom_op_count)(kiln_plugin_t* plugin, size_t* out_count);
+  /** Optional with plugin_get_custom_op_count. */
+  kiln_status_t* (*plugin_get_custom_op_info)(kiln_plugin_t* plugin, size_t index, kiln_custom_op_info_t* out_info);
+} kiln_backend_api_t;
+
+/* ------------------------------------------------------------------------ */
+/* The entry                                                                */
+/* ------------------------------------------------------------------------ */
+
+/** What the host passes to the entry. */
+typedef struct kiln_backend_entry_args {
+  uint32_t struct_size;
+  uint16_t min_abi_major; /**< oldest ABI version the host speaks */
+  uint16_t min_abi_minor;
+  uint16_t max_abi_major; /**< newest ABI version the host speaks */
+  uint16_t max_abi_minor;
+  const kiln_host_api_t* host_api; /**< valid until plugin_release returns */
+  kiln_host_t* host;               /**< passed back to alloc/free/log */
+} kiln_backend_entry_args_t;
+
+/**
+ * The entry (exported as KILN_BACKEND_ENTRY_SYMBOL). Returns NULL and sets
+ * *out_api (valid until plugin_release) and *out_plugin, or an error status
+ * (made with args->host_api->status_create): for an ABI range it cannot
+ * speak, a vendor library it cannot do without, or any other init failure.
+ * The host may call it more than once per loaded library (each call makes an
+ * independent plugin object).
+ */
+typedef kiln_status_t* (*kiln_backend_entry_fn)(const kiln_backend_entry_args_t* args,
+                                                const kiln_backend_api_t** out_api, kiln_plugin_t** out_plugin);
+
+/** True when member `member` of table/struct `type` lies within `size` bytes (for version checks). */
+#define KILN_ABI_HAS(type, member, size) \
+  (offsetof(type, member) + sizeof(((type*)0)->member) <= (size_t)(size))
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif /* KILN_C_BACKEND_H_ */

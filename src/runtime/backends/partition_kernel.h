@@ -7,7 +7,10 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
+#include "ir/graph.h"
 #include "kernels/kernel.h"
 #include "runtime/backends/plugin.h"
 
@@ -19,8 +22,11 @@ inline constexpr const char* kPartitionOp = "Partition";
 
 class PartitionKernel final : public kernels::Kernel {
  public:
-  PartitionKernel(std::shared_ptr<CompiledPartition> compiled, std::unique_ptr<ir::Node> node)
-      : compiled_(std::move(compiled)), node_(std::move(node)) {}
+  /// `declared`: the boundary outputs as the plugin was told at compile
+  /// time (name and type, in node->outputs order); each output the plugin
+  /// allocates is checked against its static dtype and known dims.
+  PartitionKernel(std::shared_ptr<CompiledPartition> compiled, std::unique_ptr<ir::Node> node,
+                  std::vector<ir::ValueInfo> declared = {});
 
   /// The partition's node (owned by the kernel; steps point at it).
   const ir::Node* node() const { return node_.get(); }
@@ -31,6 +37,9 @@ class PartitionKernel final : public kernels::Kernel {
  private:
   std::shared_ptr<CompiledPartition> compiled_;
   std::unique_ptr<ir::Node> node_;
+  std::vector<ir::ValueInfo> declared_;
+  std::string plugin_label_;  // "backend 'x'"
+  std::string crash_label_;  // "backend 'x' in partition 'id'" (crash_report.h)
 };
 
 }  // namespace kiln::runtime

@@ -2,6 +2,8 @@
 
 #include <google/protobuf/io/coded_stream.h>
 
+#include <sys/stat.h>
+
 #include <climits>
 
 #include "onnx/external_data.h"
@@ -149,6 +151,12 @@ Status parse_model_proto(std::span<const uint8_t> bytes, const std::string& what
 }
 
 Status parse_model_file(const std::string& path, onnx::ModelProto* out) {
+  // Refuse a file too large for protobuf by its size, before mapping it.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > INT_MAX)
+    return invalid_argument("model file '", path, "' is ", static_cast<uint64_t>(st.st_size),
+                            " bytes; protobuf cannot parse more than 2 GiB, so models this large must keep "
+                            "their weights in external data files");
   auto file = MappedFile::open(path);
   if (!file.ok()) return make_status(file.status().code(), "model file ", file.status().message());
   const std::string what = "model file '" + path + "'";

@@ -111,6 +111,15 @@ def test_run_with_backends_reports_the_placement(models):
     assert r.stdout.splitlines()[-1] == ref.stdout.splitlines()[-1]  # the same output preview
 
 
+def test_run_warns_about_claims_the_host_ignored(models):
+    # bad_answers claims a node index out of range: `kiln run` says so on
+    # stderr (not only `kiln inspect`), before its run fails on the plugin's
+    # missing output.
+    r = kiln("run", str(models / "mlp.onnx"), "--backends", "bad_answers", "--backend-path", fake("bad_answers"))
+    warnings = [l for l in r.stderr.splitlines() if l.startswith("warning: ")]
+    assert any("backend 'bad_answers': node index" in w and "is out of range" in w for w in warnings), r.stderr
+
+
 def test_run_fallback_require_names_the_nodes(models):
     r = kiln("run", str(models / "mlp.onnx"), "--backends", "template", "--backend-path", TEMPLATE,
              "--fallback", "require")

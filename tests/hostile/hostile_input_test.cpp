@@ -35,7 +35,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr long kMaxPeakRssKb = 1L << 20;  // 1 GiB: a case that needs more is a failure
-constexpr size_t kCapBytes = size_t{2} << 30;  // address space beyond what the child already maps
 
 // What a case did in its child.
 struct Outcome {
@@ -46,12 +45,16 @@ struct Outcome {
   long peak_rss_kb = 0;
 };
 
+#ifndef KILN_HOSTILE_SANITIZED
+constexpr size_t kCapBytes = size_t{2} << 30;  // address space beyond what the child already maps
+
 size_t mapped_bytes() {
   std::ifstream statm("/proc/self/statm");
   size_t pages = 0;
   statm >> pages;
   return pages * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
 }
+#endif
 
 Outcome in_child(const std::function<Status()>& body) {
   auto r = run_in_child(

@@ -95,7 +95,7 @@ Status PartitionKernel::compute(kernels::KernelContext& ctx) const {
     st = compiled_->execute(&ec, ptrs, n);
   }
   if (!outputs.first_error().is_ok()) return outputs.first_error().clone();
-  KILN_RETURN_IF_ERROR(st);
+  if (!st.is_ok()) return st;
   for (size_t i = 0; i < ctx.num_outputs(); ++i) {
     if (ctx.wants_output(i) && !outputs.produced(i)) {
       return internal_error(compiled_->instance().plugin().label(), " returned OK without producing output ", i,

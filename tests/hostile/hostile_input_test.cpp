@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -90,6 +91,7 @@ Outcome in_child(const std::function<Status()>& body) {
 }
 
 void expect_refused(const Outcome& o, const std::string& text) {
+  std::printf("refused (peak RSS %ld KB): %s\n", o.peak_rss_kb, o.message.c_str());
   ASSERT_TRUE(o.exited_cleanly) << "the child did not survive: " << o.how;
   EXPECT_FALSE(o.ok) << "expected an error containing: " << text;
   EXPECT_NE(o.message.find(text), std::string::npos) << "message: " << o.message << "\nexpected: " << text;
@@ -160,7 +162,7 @@ g (float[2] X) => (float[2] Y) {
   B = Relu(A)
   Y = Relu(A)
 }
-)"), "cycle");
+)"), "graph has a cycle through node Add");
 }
 
 TEST(HostileInputTest, DanglingValueName) {
@@ -169,7 +171,7 @@ TEST(HostileInputTest, DanglingValueName) {
 g (float[2] X) => (float[2] Y) {
   Y = Add(X, Nowhere)
 }
-)"), "Nowhere");
+)"), "node Add: input 1 reads 'Nowhere', which no node output, graph input or initializer defines");
 }
 
 TEST(HostileInputTest, NodeWithTooFewInputs) {
@@ -178,7 +180,7 @@ TEST(HostileInputTest, NodeWithTooFewInputs) {
 g (float[2] X) => (float[2] Y) {
   Y = Add(X)
 }
-)"), "Add");
+)"), "node Add has 1 inputs; Add-14 takes 2 to 2");
 }
 
 TEST(HostileInputTest, AttributeOfTheWrongType) {
@@ -187,16 +189,17 @@ TEST(HostileInputTest, AttributeOfTheWrongType) {
 g (float[2, 3] X) => (float[2, 3] Y) {
   Y = Flatten <axis = 1.5> (X)
 }
-)"), "axis");
+)"), "attribute 'axis' has type FLOAT, expected INT");
 }
 
 TEST(HostileInputTest, AttributeOutOfRange) {
-  expect_refused(load_text(R"(
+  const std::string bytes = bytes_of(parse(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[2, 3] X) => (float[2, 3] Y) {
   Y = Flatten <axis = 9> (X)
 }
-)"), "axis");
+)"));
+  expect_refused(in_child([&] { return load_and_run(bytes, {{"X", filled({2, 3}, 1.f)}}); }), "node Flatten: axis 9 is out of range for rank 2");
 }
 
 TEST(HostileInputTest, DimsWhoseProductOverflowsSizeT) {
@@ -209,7 +212,7 @@ g (float[2] X) => (float[2] Y) {
   Y = Relu(X)
   W = Relu(Z)
 }
-)"), "overflow");
+)"), "node ConstantOfShape: output shape [4294967296, 4294967296, 4294967296] has too many elements");
 }
 
 TEST(HostileInputTest, InitializerDimsWhoseProductOverflowsSizeT) {
@@ -224,7 +227,7 @@ g (float[2] X) => (float[2] Y) {
   w->set_data_type(onnx::TensorProto::FLOAT);
   for (int i = 0; i < 3; ++i) w->add_dims(int64_t{1} << 40);
   const std::string bytes = bytes_of(m);
-  expect_refused(in_child([&] { return load_and_run(bytes); }), "'W'");
+  expect_refused(in_child([&] { return load_and_run(bytes); }), "tensor 'W' has dims [1099511627776, 1099511627776, 1099511627776] whose element count is too large");
 }
 
 TEST(HostileInputTest, TensorClaimingGigabytesInATinyFile) {
@@ -240,7 +243,7 @@ g (float[2] X) => (float[2] Y) {
   w->add_dims(int64_t{1} << 30);  // 4 GiB of float32
   w->set_raw_data(std::string(4, '\0'));
   const std::string bytes = bytes_of(m);
-  expect_refused(in_child([&] { return load_and_run(bytes); }), "'W'");
+  expect_refused(in_child([&] { return load_and_run(bytes); }), "tensor 'W' has raw_data of 4 bytes, but dims [1073741824] of FLOAT need 4294967296 bytes");
 }
 
 TEST(HostileInputTest, ExternalTensorClaimingGigabytesInATinyFile) {
@@ -261,7 +264,7 @@ g (float[2] X) => (float[2] Y) {
   kv->set_key("location");
   kv->set_value("w.bin");
   const std::string bytes = bytes_of(m);
-  expect_refused(in_child([&] { return load_and_run(bytes, {}, dir.path()); }), "too short");
+  expect_refused(in_child([&] { return load_and_run(bytes, {}, dir.path()); }), "is too short for tensor 'W': it has 16 bytes");
 }
 
 // A model whose initializer W lives at external `location`, loaded from `dir`.

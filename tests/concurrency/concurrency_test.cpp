@@ -55,7 +55,8 @@ std::string difference(const std::vector<Value>& a, const std::vector<Value>& b)
     const Tensor& x = a[i].tensor();
     const Tensor& y = b[i].tensor();
     if (x.dtype() != y.dtype() || x.shape() != y.shape()) return "output " + std::to_string(i) + " type differs";
-    if (std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()) != 0) return "output " + std::to_string(i) + " values differ";
+    if (std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()) != 0)
+      return "output " + std::to_string(i) + " values differ";
   }
   return "";
 }
@@ -70,7 +71,8 @@ std::shared_ptr<BackendRegistry> build_tree_registry() {
     if (std::string(name) != "portable") {                                                   \
       auto info = (registry)->find(name);                                                    \
       if (!info.is_ok()) GTEST_SKIP() << "plugin '" << (name) << "' is not built: " << info.status().message(); \
-      if (!info->available) GTEST_SKIP() << "plugin '" << (name) << "' is not available: " << info->unavailable_reason; \
+      if (!info->available)                                                                  \
+        GTEST_SKIP() << "plugin '" << (name) << "' is not available: " << info->unavailable_reason; \
     }                                                                                        \
   } while (0)
 

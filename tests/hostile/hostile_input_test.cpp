@@ -199,7 +199,8 @@ g (float[2, 3] X) => (float[2, 3] Y) {
   Y = Flatten <axis = 9> (X)
 }
 )"));
-  expect_refused(in_child([&] { return load_and_run(bytes, {{"X", filled({2, 3}, 1.f)}}); }), "node Flatten: axis 9 is out of range for rank 2");
+  expect_refused(in_child([&] { return load_and_run(bytes, {{"X", filled({2, 3}, 1.f)}}); }),
+                 "node Flatten: axis 9 is out of range for rank 2");
 }
 
 TEST(HostileInputTest, DimsWhoseProductOverflowsSizeT) {
@@ -227,7 +228,8 @@ g (float[2] X) => (float[2] Y) {
   w->set_data_type(onnx::TensorProto::FLOAT);
   for (int i = 0; i < 3; ++i) w->add_dims(int64_t{1} << 40);
   const std::string bytes = bytes_of(m);
-  expect_refused(in_child([&] { return load_and_run(bytes); }), "tensor 'W' has dims [1099511627776, 1099511627776, 1099511627776] whose element count is too large");
+  expect_refused(in_child([&] { return load_and_run(bytes); }),
+                 "tensor 'W' has dims [1099511627776, 1099511627776, 1099511627776] whose element count is too large");
 }
 
 TEST(HostileInputTest, TensorClaimingGigabytesInATinyFile) {
@@ -243,7 +245,8 @@ g (float[2] X) => (float[2] Y) {
   w->add_dims(int64_t{1} << 30);  // 4 GiB of float32
   w->set_raw_data(std::string(4, '\0'));
   const std::string bytes = bytes_of(m);
-  expect_refused(in_child([&] { return load_and_run(bytes); }), "tensor 'W' has raw_data of 4 bytes, but dims [1073741824] of FLOAT need 4294967296 bytes");
+  expect_refused(in_child([&] { return load_and_run(bytes); }),
+                 "tensor 'W' has raw_data of 4 bytes, but dims [1073741824] of FLOAT need 4294967296 bytes");
 }
 
 TEST(HostileInputTest, ExternalTensorClaimingGigabytesInATinyFile) {
@@ -264,7 +267,8 @@ g (float[2] X) => (float[2] Y) {
   kv->set_key("location");
   kv->set_value("w.bin");
   const std::string bytes = bytes_of(m);
-  expect_refused(in_child([&] { return load_and_run(bytes, {}, dir.path()); }), "is too short for tensor 'W': it has 16 bytes");
+  expect_refused(in_child([&] { return load_and_run(bytes, {}, dir.path()); }),
+                 "is too short for tensor 'W': it has 16 bytes");
 }
 
 // A model whose initializer W lives at external `location`, loaded from `dir`.
@@ -334,7 +338,8 @@ g (float[N, 3] X, float[B, 2, 4, 4] C) => (float[N, 4] Y, float[1, 4] R, float[B
   Y = Relu(M)
   R = ReduceSum <keepdims = 1> (Y, zero)
   zero = Constant <value = int64[1] {0}> ()
-  K = Constant <value = float[3, 2, 3, 3] {1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1}> ()
+  K = Constant <value = float[3, 2, 3, 3] {1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
+                                          1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1}> ()
   O = Conv <pads = [1, 1, 1, 1]> (C, K)
   S = Softmax(X)
 }

@@ -76,12 +76,10 @@ std::shared_ptr<BackendRegistry> build_tree_registry() {
     }                                                                                        \
   } while (0)
 
-SessionOptions options_for(const std::shared_ptr<BackendRegistry>& registry, const std::string& backend) {
+SessionOptions options_for(const std::shared_ptr<BackendRegistry>& registry, const std::string& backend,
+                           int threads) {
   SessionOptions o;
-  // Portable: two intra-op threads, so parallel_for runs from several runs at
-  // once. Plugins: one (their own pools spin; eight runs at once already
-  // keep every core busy).
-  o.threads = backend == "portable" ? 2 : 1;
+  o.threads = threads;
   o.backend_registry = registry;
   o.backends = {backend};
   o.cache_dir = "";
@@ -105,7 +103,11 @@ void one_session_many_threads(const std::string& backend) {
   int exercised = 0;
   for (const ModelCase& m : kModels) {
     SCOPED_TRACE(std::string("model ") + m.name + " on " + backend);
-    auto s = load_bytes(m.bytes(), options_for(registry, backend));
+    // Portable: two intra-op threads, so parallel_for runs from several runs
+    // at once. Plugins: one, so their pools (which spin) stay out of the way
+    // of eight runs at once through one compiled partition; the registry
+    // test below runs them with two.
+    auto s = load_bytes(m.bytes(), options_for(registry, backend, backend == "portable" ? 2 : 1));
     ASSERT_TRUE(s.is_ok()) << s.status().to_string();
     const Session& session = **s;
     if (backend != "portable") {
@@ -170,7 +172,7 @@ TEST(ConcurrencyTest, SessionsShareRegistryWhileCreatedAndDestroyed) {
   // Each backend's own serial answers (plugins may round differently from portable).
   std::vector<std::vector<std::vector<Value>>> per_backend(backends.size());
   for (size_t b = 0; b < backends.size(); ++b) {
-    auto s = load_bytes(model, options_for(registry, backends[b]));
+    auto s = load_bytes(model, options_for(registry, backends[b], 2));
     ASSERT_TRUE(s.is_ok()) << backends[b] << ": " << s.status().to_string();
     for (int k = 0; k < kInputs; ++k) {
       if (b == 0) inputs.push_back(make_inputs(**s, static_cast<uint32_t>(k), 2));
@@ -189,7 +191,7 @@ TEST(ConcurrencyTest, SessionsShareRegistryWhileCreatedAndDestroyed) {
       first = why;
     }
   };
-  auto long_lived = load_bytes(model, options_for(registry, backends.back()));
+  auto long_lived = load_bytes(model, options_for(registry, backends.back(), 2));
   ASSERT_TRUE(long_lived.is_ok()) << long_lived.status().to_string();
   std::thread steady([&] {
     for (int r = 0; !stop.load() || r < kInputs; ++r) {
@@ -204,7 +206,7 @@ TEST(ConcurrencyTest, SessionsShareRegistryWhileCreatedAndDestroyed) {
     workers.emplace_back([&, w] {
       for (int i = 0; i < kSessionsPerWorker; ++i) {
         const size_t b = static_cast<size_t>(w + i) % backends.size();
-        auto s = load_bytes(model, options_for(registry, backends[b]));
+        auto s = load_bytes(model, options_for(registry, backends[b], 2));
         if (!s.is_ok()) {
           fail(backends[b] + " load: " + s.status().to_string());
           continue;

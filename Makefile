@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 PY := /usr/bin/python3
 CMAKE_ARGS ?=
 
-.PHONY: all deps configure build demo test san-build test-sanitize bench models package clean
+.PHONY: all deps configure build demo test san-build test-sanitize tsan-build test-tsan bench models package clean
 
 all: build
 
@@ -48,6 +48,21 @@ san-build: deps
 
 test-sanitize: san-build
 	@cd $(SAN_BUILD) && $(SAN_ENV) ctest --output-on-failure -j $(JOBS) -LE 'models|perf'
+
+# The concurrency suite (ctest label `concurrency`: tests/concurrency) built
+# with clang-14 under ThreadSanitizer. Not part of `make test` (a third full
+# build is too slow for CI); only the targets that suite needs are built.
+# Every suppression is in tests/sanitizers/tsan.supp with its reason.
+TSAN_BUILD ?= build-tsan
+TSAN_ENV = TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/sanitizers/tsan.supp"
+
+tsan-build: deps
+	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" -DKILN_SANITIZE=thread -DKILN_WERROR=ON $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target concurrency_tests
+
+test-tsan: tsan-build
+	@cd $(TSAN_BUILD) && $(TSAN_ENV) ctest --output-on-failure -L concurrency
 
 # Debian packages (CPack): kiln, kiln-dev, python3-kiln, kiln-backend-<name>
 # per plugin, in $(BUILD)/packages.

@@ -26,6 +26,27 @@ uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 
 std::vector<size_t> size_dims(const std::vector<int64_t>& d) { return std::vector<size_t>(d.begin(), d.end()); }
 
+// pthreadpool (a system library, not instrumented) hands tasks to its
+// workers and waits for them in code ThreadSanitizer cannot see. Under TSan
+// the two edges that matter are annotated: the caller's writes happen before
+// a task runs, and a task's writes happen before the caller goes on.
+#if defined(__SANITIZE_THREAD__)
+#define KILN_XNN_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define KILN_XNN_TSAN 1
+#endif
+#endif
+#ifdef KILN_XNN_TSAN
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+void tsan_acquire(const void* sync) { __tsan_acquire(const_cast<void*>(sync)); }
+void tsan_release(const void* sync) { __tsan_release(const_cast<void*>(sync)); }
+#else
+void tsan_acquire(const void*) {}
+void tsan_release(const void*) {}
+#endif
+
 // One NCHW <-> NHWC transpose, split into (n, pixel tile) tasks.
 struct TransposeTask {
   const float* src;
@@ -34,7 +55,11 @@ struct TransposeTask {
   bool to_nhwc;
   static constexpr size_t kTile = 64;
   static void run(void* ctx, size_t task) {
-    const auto* t = static_cast<const TransposeTask*>(ctx);
+    tsan_acquire(ctx);
+    run_task(static_cast<const TransposeTask*>(ctx), task);
+    tsan_release(ctx);
+  }
+  static void run_task(const TransposeTask* t, size_t task) {
     const size_t n = task / t->tiles;
     const size_t p0 = (task % t->tiles) * kTile;
     const size_t p1 = std::min(p0 + kTile, t->hw);
@@ -307,8 +332,10 @@ void Runtime::define_op(xnn_subgraph_t sg, const Op& op, const std::vector<uint3
 void Runtime::transpose(const float* src, float* dst, const std::vector<int64_t>& nhwc, bool to_nhwc) const {
   TransposeTask t{src, dst, static_cast<size_t>(nhwc[3]), static_cast<size_t>(nhwc[1] * nhwc[2]), 0, to_nhwc};
   t.tiles = (t.hw + TransposeTask::kTile - 1) / TransposeTask::kTile;
+  tsan_release(&t);
   api().pthreadpool_parallelize_1d(pool_->get(), &TransposeTask::run, &t, static_cast<size_t>(nhwc[0]) * t.tiles,
                                    PTHREADPOOL_FLAG_YIELD_WORKERS);
+  tsan_acquire(&t);
 }
 
 void Runtime::bind_inputs(const kiln::sdk::Inputs& inputs) {

@@ -170,6 +170,9 @@ struct PlacementReport {
   std::vector<PartitionInfo> partitions;
   std::vector<NodePlacement> nodes;   ///< every node of the main graph, in order
   std::vector<std::string> notes;     ///< skipped backends, split groups, plugin diagnostics
+  /// Answers of a plugin the host ignored (a node index out of range, a node
+  /// claimed twice): also in `notes`; `kiln run` prints these as warnings.
+  std::vector<std::string> warnings;
   /// Nodes that run on portable kernels because no plugin claimed them.
   size_t num_fallback() const {
     size_t n = 0;

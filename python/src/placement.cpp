@@ -48,6 +48,7 @@ pyb::dict placement_dict(const std::string& model, const PlacementReport& r) {
   out["partitions"] = partitions;
   out["nodes"] = nodes;
   out["notes"] = r.notes;
+  out["warnings"] = r.warnings;
   out["fallback_nodes"] = r.num_fallback();
   return out;
 }

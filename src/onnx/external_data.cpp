@@ -7,7 +7,9 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 
 
@@ -67,6 +69,12 @@ bool location_is_safe(const std::string& loc) {
   return true;
 }
 
+// realpath(3) of `path` ("" when it cannot be resolved: missing, unreadable).
+std::string resolved(const std::string& path) {
+  std::unique_ptr<char, decltype(&std::free)> r(::realpath(path.c_str(), nullptr), &std::free);
+  return r ? std::string(r.get()) : std::string();
+}
+
 }  // namespace
 
 Result<Tensor> ExternalData::load(const onnx::TensorProto& proto, DType dtype, const Shape& shape, size_t nbytes) {
@@ -95,7 +103,16 @@ Result<Tensor> ExternalData::load(const onnx::TensorProto& proto, DType dtype, c
     return invalid_argument(what, " has external data length ", length, ", but its dims ", shape.to_string(),
                             " of ", dtype_name(dtype), " need ", nbytes, " bytes");
 
-  const std::string path = base_dir_.empty() ? location : base_dir_ + "/" + location;
+  std::string path = base_dir_.empty() ? location : base_dir_ + "/" + location;
+  // Symlinks must not lead out of the folder either: resolve, check, and map
+  // the resolved file (not the name, which could be swapped afterwards).
+  if (std::string real = resolved(path); !real.empty()) {
+    const std::string dir = resolved(base_dir_.empty() ? "." : base_dir_);
+    if (dir.empty() || real.compare(0, dir.size() + 1, dir + "/") != 0)
+      return invalid_argument(what, " has external data location '", location,
+                              "', which leaves the model's folder through a symlink (it resolves to '", real, "')");
+    path = real;
+  }
   auto it = files_.find(path);
   if (it == files_.end()) {
     auto file = MappedFile::open(path);

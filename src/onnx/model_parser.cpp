@@ -2,7 +2,11 @@
 
 #include <google/protobuf/io/coded_stream.h>
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <climits>
+#include <vector>
 
 #include "onnx/external_data.h"
 
@@ -124,6 +128,62 @@ Status scan_model_fields(std::span<const uint8_t> bytes, const std::string& what
   return Status::ok();
 }
 
+// How deep subgraphs (If/Loop/Scan bodies) nest, walking the wire format
+// without recursion: Model.graph / Model.functions -> Graph.node /
+// Function.node -> Node.attribute -> Attribute.g / Attribute.graphs -> Graph.
+// Stops as soon as `limit` is passed. Malformed bytes end the walk quietly:
+// the parse that follows reports them.
+int subgraph_depth(std::span<const uint8_t> bytes, int limit) {
+  enum Kind { kModel, kGraph, kFunction, kNode, kAttribute };
+  struct Item {
+    const uint8_t* p;
+    const uint8_t* end;
+    Kind kind;
+    int depth;
+  };
+  std::vector<Item> todo = {{bytes.data(), bytes.data() + bytes.size(), kModel, 0}};
+  int deepest = 0;
+  while (!todo.empty()) {
+    Item it = todo.back();
+    todo.pop_back();
+    deepest = std::max(deepest, it.depth);
+    if (deepest > limit) return deepest;
+    while (it.p < it.end) {
+      uint64_t tag = 0, v = 0;
+      int n = read_varint(it.p, it.end, &tag);
+      if (n <= 0) break;
+      it.p += n;
+      const uint64_t field = tag >> 3;
+      const auto wire = static_cast<uint32_t>(tag & 7);
+      if (wire == kVarint) {
+        n = read_varint(it.p, it.end, &v);
+        if (n <= 0) break;
+        it.p += n;
+      } else if (wire == kFixed64 || wire == kFixed32) {
+        const ptrdiff_t size = wire == kFixed64 ? 8 : 4;
+        if (it.end - it.p < size) break;
+        it.p += size;
+      } else if (wire == kLengthDelimited) {
+        n = read_varint(it.p, it.end, &v);
+        if (n <= 0 || v > static_cast<uint64_t>(it.end - it.p - n)) break;
+        const uint8_t* sub = it.p + n;
+        it.p = sub + v;
+        Kind next = kModel;  // kModel: not a message this walk follows
+        int depth = it.depth;
+        if (it.kind == kModel && field == 7) next = kGraph;
+        else if (it.kind == kModel && field == 25) next = kFunction;
+        else if ((it.kind == kGraph && field == 1) || (it.kind == kFunction && field == 7)) next = kNode;
+        else if (it.kind == kNode && field == 5) next = kAttribute;
+        else if (it.kind == kAttribute && (field == 6 || field == 11)) next = kGraph, ++depth;
+        if (next != kModel) todo.push_back({sub, it.p, next, depth});
+      } else {
+        break;  // groups and invalid wire types: not ONNX
+      }
+    }
+  }
+  return deepest;
+}
+
 }  // namespace
 
 bool parse_message(std::span<const uint8_t> bytes, google::protobuf::MessageLite* out) {
@@ -141,6 +201,11 @@ Status parse_model_proto(std::span<const uint8_t> bytes, const std::string& what
                             " bytes; protobuf cannot parse more than 2 GiB, so models this large must keep "
                             "their weights in external data files");
   KILN_RETURN_IF_ERROR(scan_model_fields(bytes, what));
+  // Before protobuf's recursive parse: its limit (100 nested messages) would
+  // fail with no reason given, and the converter recurses per subgraph too.
+  if (const int depth = subgraph_depth(bytes, kMaxSubgraphDepth); depth > kMaxSubgraphDepth)
+    return invalid_argument(what, " has subgraphs (If/Loop/Scan bodies) nested more than ", kMaxSubgraphDepth,
+                            " deep; Kiln accepts at most ", kMaxSubgraphDepth);
   if (!parse_message(bytes, out))
     return invalid_argument(what,
                             " is not a valid ONNX model: its top-level fields are intact but a nested message "
@@ -149,6 +214,12 @@ Status parse_model_proto(std::span<const uint8_t> bytes, const std::string& what
 }
 
 Status parse_model_file(const std::string& path, onnx::ModelProto* out) {
+  // Refuse a file too large for protobuf by its size, before mapping it.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > INT_MAX)
+    return invalid_argument("model file '", path, "' is ", static_cast<uint64_t>(st.st_size),
+                            " bytes; protobuf cannot parse more than 2 GiB, so models this large must keep "
+                            "their weights in external data files");
   auto file = MappedFile::open(path);
   if (!file.ok()) return make_status(file.status().code(), "model file ", file.status().message());
   const std::string what = "model file '" + path + "'";

@@ -12,10 +12,14 @@
 
 namespace kiln::importer {
 
+/// How deep subgraphs may nest in a model (an If inside a Loop body is 2).
+inline constexpr int kMaxSubgraphDepth = 16;
+
 /// Parses a serialized ModelProto. Errors (kInvalidArgument): empty input,
 /// more than 2 GiB (protobuf's limit; such models keep weights as external
-/// data), a truncated message, bytes that are not an ONNX model, or a corrupt
-/// nested message. `what` names the source in messages ("model file 'a.onnx'").
+/// data), a truncated message, bytes that are not an ONNX model, subgraphs
+/// nested deeper than kMaxSubgraphDepth, or a corrupt nested message.
+/// `what` names the source in messages ("model file 'a.onnx'").
 Status parse_model_proto(std::span<const uint8_t> bytes, const std::string& what, onnx::ModelProto* out);
 
 /// Maps `path` read-only and parses it as a ModelProto. Adds kNotFound (no

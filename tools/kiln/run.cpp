@@ -178,6 +178,7 @@ int run_command(std::span<const std::string> argv) {
   if (fs::is_directory(model_path, ec)) return fail("model '" + model_path + "' is a directory, not an ONNX file");
   Result<std::unique_ptr<Session>> session = Session::load(model_path, options);
   if (!session.is_ok()) return fail("cannot load model '" + model_path + "': " + session.status().message());
+  for (const std::string& w : (*session)->placement().warnings) std::cerr << "warning: " << w << "\n";
   const std::vector<IoInfo>& inputs = (*session)->inputs();
   const std::vector<IoInfo>& outputs = (*session)->outputs();
 

@@ -7,7 +7,10 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
+#include "ir/graph.h"
 #include "kernels/kernel.h"
 #include "runtime/backends/plugin.h"
 #include "runtime/backends/portable_fallback.h"
@@ -20,11 +23,13 @@ inline constexpr const char* kPartitionOp = "Partition";
 
 class PartitionKernel final : public kernels::Kernel {
  public:
-  /// With `fallback`, a KILN_STATUS_RESOURCE_EXHAUSTED from the plugin
-  /// re-runs the partition on portable kernels (logged as a warning).
+  /// `declared`: the boundary outputs as the plugin was told at compile
+  /// time (name and type, in node->outputs order); each output the plugin
+  /// allocates is checked against its static dtype and known dims. With
+  /// `fallback`, a KILN_STATUS_RESOURCE_EXHAUSTED from the plugin re-runs
+  /// the partition on portable kernels (logged as a warning).
   PartitionKernel(std::shared_ptr<CompiledPartition> compiled, std::unique_ptr<ir::Node> node,
-                  std::unique_ptr<PortableFallback> fallback = nullptr)
-      : compiled_(std::move(compiled)), node_(std::move(node)), fallback_(std::move(fallback)) {}
+                  std::vector<ir::ValueInfo> declared = {}, std::unique_ptr<PortableFallback> fallback = nullptr);
 
   /// The partition's node (owned by the kernel; steps point at it).
   const ir::Node* node() const { return node_.get(); }
@@ -35,7 +40,10 @@ class PartitionKernel final : public kernels::Kernel {
  private:
   std::shared_ptr<CompiledPartition> compiled_;
   std::unique_ptr<ir::Node> node_;
+  std::vector<ir::ValueInfo> declared_;
   std::unique_ptr<PortableFallback> fallback_;
+  std::string plugin_label_;  // "backend 'x'"
+  std::string crash_label_;  // "backend 'x' in partition 'id'" (crash_report.h)
 };
 
 }  // namespace kiln::runtime

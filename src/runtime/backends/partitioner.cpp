@@ -373,7 +373,10 @@ Status Partitioner::compile_group(const SelectedBackend& sb, const kiln_graph& v
   std::unique_ptr<PortableFallback> fallback;
   if (p_.request.fallback == FallbackPolicy::kAllow && !custom_op)
     fallback = PortableFallback::make(g_, p_.constants, nodes, p_.registry, b.inputs, b.outputs);
-  auto kernel = std::make_unique<PartitionKernel>(std::move(compiled), std::move(node), std::move(fallback));
+  std::vector<ir::ValueInfo> declared;  // what the plugin was told (view.values), checked at run time
+  for (ir::ValueId v : b.outputs) declared.push_back(g_.values[static_cast<size_t>(v)]);
+  auto kernel = std::make_unique<PartitionKernel>(std::move(compiled), std::move(node), std::move(declared),
+                                                  std::move(fallback));
   out_.nodes.push_back(kernel->node());
   out_.kernels.push_back(std::move(kernel));
   for (int32_t n : nodes) {
@@ -441,7 +444,10 @@ bool Partitioner::offer_to(const SelectedBackend& sb) {
     out_.report.notes.push_back("backend '" + sb.name + "': " + msg);
     return true;
   }
-  for (const std::string& p : cap->problems) out_.report.notes.push_back("backend '" + sb.name + "': " + p);
+  for (const std::string& p : cap->problems) {
+    out_.report.notes.push_back("backend '" + sb.name + "': " + p);
+    out_.report.warnings.push_back("backend '" + sb.name + "': " + p);
+  }
   std::vector<int8_t> answered(view->nodes.size(), 0);
   for (const auto& [vi, reason] : cap->declined) {
     add_reason(static_cast<size_t>(view->ir_index[vi]), sb.name, reason);

@@ -1,8 +1,10 @@
 #include "runtime/backends/registry.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -29,6 +31,33 @@ Result<BackendOption> parse_backend_option(std::string_view text) {
 }
 
 namespace runtime {
+
+std::string unsafe_plugin_location(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return "";  // not there: the loader names that
+  auto octal = [](mode_t m) {
+    char b[8];
+    std::snprintf(b, sizeof(b), "%04o", static_cast<unsigned>(m & 07777));
+    return std::string(b);
+  };
+  if (S_ISDIR(st.st_mode)) {
+    if (st.st_mode & S_IWOTH) {
+      return "plugin folder is writable by every user (mode " + octal(st.st_mode) +
+             "): anyone could plant a library there; refused (chmod o-w it, or name the plugin file itself)";
+    }
+    return "";
+  }
+  if (st.st_mode & S_IWOTH) {
+    return "plugin file is writable by every user (mode " + octal(st.st_mode) + "); refused (chmod o-w it)";
+  }
+  const std::string dir = fs::path(path).parent_path().string();
+  struct stat ds;
+  if (::stat(dir.empty() ? "." : dir.c_str(), &ds) == 0 && (ds.st_mode & S_IWOTH) && !(ds.st_mode & S_ISVTX)) {
+    return "plugin file is in a folder writable by every user without the sticky bit (mode " + octal(ds.st_mode) +
+           "): anyone could replace it; refused";
+  }
+  return "";
+}
 
 std::vector<std::string> default_backend_dirs() {
   std::vector<std::string> dirs;
@@ -64,14 +93,23 @@ Status BackendRegistry::Impl::add(std::shared_ptr<runtime::LoadedPlugin> plugin)
   return Status::ok();
 }
 
-Status BackendRegistry::Impl::load_file(const std::string& path) {
+Status BackendRegistry::Impl::load_file(const std::string& given) {
   std::error_code ec;
+  // Always an absolute path: dlopen of a bare name would search the library path instead.
+  const std::string path = fs::absolute(given, ec).lexically_normal().string();
+  if (ec || path.empty()) return invalid_argument("cannot make an absolute path of '", given, "'");
   std::string canonical = fs::weakly_canonical(path, ec).string();
   if (ec) canonical = path;
   {
     std::lock_guard<std::mutex> lock(mu);
     if (std::find(seen_paths.begin(), seen_paths.end(), canonical) != seen_paths.end()) return Status::ok();
     seen_paths.push_back(canonical);
+  }
+  if (std::string why = runtime::unsafe_plugin_location(path); !why.empty()) {
+    Status st = make_status(StatusCode::kFailedPrecondition, why);
+    std::lock_guard<std::mutex> lock(mu);
+    errors.push_back({path, st.message()});
+    return std::move(st).with_context(path);
   }
   auto loaded = runtime::LoadedPlugin::load(path, load_options);
   if (!loaded.is_ok()) {
@@ -121,6 +159,11 @@ std::shared_ptr<BackendRegistry> BackendRegistry::create(const BackendDiscovery&
   Impl& impl = *r->impl_;
   auto scan = [&](const std::string& dir, bool explicit_path) {
     std::error_code ec;
+    if (fs::path(dir).is_relative() && !explicit_path) {
+      impl.errors.push_back({dir, "relative folder in KILN_BACKEND_PATH refused: plugins are found through absolute "
+                                  "paths only (give a relative one explicitly, e.g. --backend-path, to mean it)"});
+      return;
+    }
     if (!fs::is_directory(dir, ec)) {
       if (fs::exists(dir, ec)) {
         (void)impl.load_file(dir);
@@ -129,9 +172,13 @@ std::shared_ptr<BackendRegistry> BackendRegistry::create(const BackendDiscovery&
       }
       return;
     }
-    std::string canon = fs::weakly_canonical(dir, ec).string();
+    std::string canon = fs::weakly_canonical(fs::absolute(dir, ec), ec).string();
     if (ec) canon = dir;
     if (std::find(impl.dirs.begin(), impl.dirs.end(), canon) != impl.dirs.end()) return;
+    if (std::string why = runtime::unsafe_plugin_location(canon); !why.empty()) {
+      impl.errors.push_back({dir, why});
+      return;
+    }
     impl.dirs.push_back(canon);
     std::vector<std::string> files;
     for (const auto& e : fs::directory_iterator(dir, ec)) {
@@ -148,7 +195,7 @@ std::shared_ptr<BackendRegistry> BackendRegistry::create(const BackendDiscovery&
       while (start <= s.size()) {
         size_t end = s.find(':', start);
         if (end == std::string::npos) end = s.size();
-        if (end > start) scan(s.substr(start, end - start), true);
+        if (end > start) scan(s.substr(start, end - start), fs::path(s.substr(start, end - start)).is_absolute());
         start = end + 1;
       }
     }

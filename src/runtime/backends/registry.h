@@ -45,6 +45,11 @@ inline BackendRegistry::Impl& registry_impl(const BackendRegistry& r) { return R
 /// The default plugin folders: next to the executable (../lib/kiln/backends),
 /// the install prefix's, and the build tree's (development builds).
 std::vector<std::string> default_backend_dirs();
+
+/// Why plugins must not be loaded from `path` (a plugin file or a folder of
+/// them), or "" when they may: a folder or file writable by every user, or
+/// a file in such a folder without the sticky bit (docs/security.md).
+std::string unsafe_plugin_location(const std::string& path);
 }  // namespace runtime
 
 }  // namespace kiln

@@ -116,6 +116,26 @@ def test_run_with_backends_reports_the_placement(models):
     assert r.stdout.splitlines()[-1] == ref.stdout.splitlines()[-1]  # the same output preview
 
 
+def test_run_warns_about_claims_the_host_ignored(models):
+    # bad_claim claims a node index out of range besides its Relu nodes:
+    # `kiln run` says so on stderr (not only `kiln inspect`) and still runs.
+    plugin = os.path.join(FAKES, "host_checks", "libkiln_fake_bad_claim.so")
+    r = kiln("run", str(models / "mlp.onnx"), "--backends", "bad_claim", "--backend-path", plugin)
+    assert r.returncode == 0, r.stderr
+    warnings = [l for l in r.stderr.splitlines() if l.startswith("warning: ")]
+    assert len(warnings) == 1, r.stderr
+    assert warnings[0].startswith("warning: backend 'bad_claim': node index "), r.stderr
+    assert warnings[0].endswith(" nodes); ignored"), r.stderr
+
+
+def test_run_reports_a_plugin_crash_naming_backend_and_partition(models):
+    plugin = os.path.join(FAKES, "host_checks", "libkiln_fake_exec_crash.so")
+    r = kiln("run", str(models / "mlp.onnx"), "--backends", "exec_crash", "--backend-path", plugin)
+    assert r.returncode != 0
+    lines = [l for l in r.stderr.splitlines() if l.startswith("kiln: backend 'exec_crash' in partition 'exec_crash:")]
+    assert len(lines) == 1 and lines[0].endswith("' crashed (SIGSEGV)"), r.stderr
+
+
 def test_run_fallback_require_names_the_nodes(models):
     r = kiln("run", str(models / "mlp.onnx"), "--backends", "template", "--backend-path", TEMPLATE,
              "--fallback", "require")

@@ -163,6 +163,8 @@ struct PlacementReport {
   std::vector<PartitionInfo> partitions;
   std::vector<NodePlacement> nodes;   ///< every node of the main graph, in order
   std::vector<std::string> notes;     ///< skipped backends, split groups, plugin diagnostics
+  /// Load-time graph rewrites that applied, with how often ("conv+batchnorm", 20).
+  std::vector<std::pair<std::string, int>> rewrites;
   /// Nodes that run on portable kernels because no plugin claimed them.
   size_t num_fallback() const {
     size_t n = 0;

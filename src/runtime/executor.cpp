@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <optional>
 
 #include "core/tensor_access.h"
 #include "runtime/program.h"
@@ -113,6 +114,25 @@ uint64_t thread_number() {
   return id;
 }
 
+// Records the chunks pool workers run for the current step of a profiled run.
+class WorkerChunkLog final : public ChunkRecorder {
+ public:
+  WorkerChunkLog(RunProfile& profile, int64_t run_start) : profile_(profile), run_start_(run_start) {}
+  void set_step(const ir::Node* node) { node_ = node; }
+  void chunk(int64_t start_ns, int64_t end_ns) override {
+    const ir::Node& n = *node_;
+    std::lock_guard<std::mutex> lock(mu_);
+    profile_.worker_chunks.push_back(NodeEvent{n.name.empty() ? n.op_type : n.name, n.op_type, n.domain,
+                                               start_ns - run_start_, end_ns - start_ns, thread_number()});
+  }
+
+ private:
+  RunProfile& profile_;
+  const int64_t run_start_;
+  const ir::Node* node_ = nullptr;
+  std::mutex mu_;
+};
+
 }  // namespace
 
 Status compute_guarded(const kernels::Kernel& kernel, kernels::KernelContext& ctx) {
@@ -159,17 +179,23 @@ Result<std::vector<Value>> Program::run(std::span<const Value> inputs, std::span
   PlannedAllocator alloc(*st, plannable_);
   SubgraphRunnerImpl subgraphs(*this, *st, pool);
   Status status;
+  const ThreadPool::RunScope run_scope(pool);  // workers spin between this run's nodes
   const int64_t run_start = profile ? now_ns() : 0;
+  std::optional<WorkerChunkLog> chunk_log;
   if (profile) {
     profile->events.clear();
     profile->events.reserve(steps_.size());
+    profile->worker_chunks.clear();
     profile->start_ns = run_start;
+    chunk_log.emplace(*profile, run_start);
   }
+  const ScopedChunkRecorder recorder(chunk_log ? &*chunk_log : nullptr);
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Step& step = steps_[s];
     const uint32_t ib = st->in_begin[s], ob = st->out_begin[s];
     kernels::KernelContext ctx(*step.node, st->in_ptrs.data() + ib, st->in_begin[s + 1] - ib,
                                st->out_ptrs.data() + ob, st->out_begin[s + 1] - ob, &alloc, pool, &subgraphs);
+    if (chunk_log) chunk_log->set_step(step.node);
     const int64_t t0 = profile ? now_ns() : 0;
     status = compute_guarded(*step.kernel, ctx);
     if (profile) {

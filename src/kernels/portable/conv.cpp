@@ -10,7 +10,9 @@
 // Constant weights are packed for the GEMM once, at load; the bias is a
 // fused per-row epilogue. float16/bfloat16/double are staged through float32.
 // The same kernel runs com.microsoft FusedConv (Conv + optional sum input Z +
-// activation), the form ONNX Runtime saves optimized models in.
+// activation), the form ONNX Runtime saves optimized models in and the one
+// Kiln's optimizer (src/optimizer) fuses Conv + activation into; Kiln adds
+// the activations HardSwish and Silu (x * Sigmoid(x)) to ORT's list.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -215,7 +217,7 @@ void conv_depthwise_f32(const ConvProblem& p, const float* x, const float* w, co
 // input Z of Y's shape, then an activation. Relu and Clip are fused into the
 // GEMM epilogue; the others run as a pass over Y.
 struct ConvFusion {
-  enum class Act { kNone, kClamp, kLeakyRelu, kSigmoid, kTanh, kHardSigmoid };
+  enum class Act { kNone, kClamp, kLeakyRelu, kSigmoid, kTanh, kHardSigmoid, kHardSwish, kSilu };
   const float* z = nullptr;
   Act act = Act::kNone;
   float p0 = 0.f, p1 = 0.f;  // clamp: lo, hi; LeakyRelu: alpha; HardSigmoid: alpha, beta
@@ -238,6 +240,12 @@ void apply_activation(float* y, int64_t n, const ConvFusion& f) {
       break;
     case ConvFusion::Act::kHardSigmoid:
       for (int64_t i = 0; i < n; ++i) y[i] = std::min(1.f, std::max(0.f, f.p0 * y[i] + f.p1));
+      break;
+    case ConvFusion::Act::kHardSwish:  // as the HardSwish kernel computes it
+      for (int64_t i = 0; i < n; ++i) y[i] *= std::min(1.f, std::max(0.f, y[i] * (1.f / 6.f) + 0.5f));
+      break;
+    case ConvFusion::Act::kSilu:
+      for (int64_t i = 0; i < n; ++i) y[i] = y[i] / (1.f + std::exp(-y[i]));
       break;
   }
 }
@@ -407,9 +415,13 @@ class ConvKernel final : public Kernel {
       fusion_.act = Act::kTanh;
     } else if (act == "HardSigmoid") {
       fusion_ = {nullptr, Act::kHardSigmoid, params.size() > 0 ? params[0] : 0.2f, params.size() > 1 ? params[1] : 0.5f};
+    } else if (act == "HardSwish") {
+      fusion_.act = Act::kHardSwish;
+    } else if (act == "Silu") {
+      fusion_.act = Act::kSilu;
     } else {
       return invalid_argument("attribute activation is '", act,
-                              "', expected Relu, Clip, LeakyRelu, Sigmoid, Tanh or HardSigmoid");
+                              "', expected Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish or Silu");
     }
     return Status::ok();
   }

@@ -1,5 +1,5 @@
 // Phase A rewrites that fold constant arithmetic into the node before it:
-// BatchNormalization into Conv, a bias Add into MatMul (as Gemm).
+// BatchNormalization into Conv or ConvTranspose, a bias Add into MatMul (as Gemm).
 #include <cmath>
 
 #include "optimizer/graph_uses.h"
@@ -48,10 +48,22 @@ int fold_conv_batchnorm(GraphRewrite& rw) {
     const ir::Node& bn = g.nodes[ni];
     if (!inference_batchnorm(bn)) continue;
     ir::Node* conv = single_use_producer(rw, uses, bn.inputs[0], "Conv");
+    if (!conv) conv = single_use_producer(rw, uses, bn.inputs[0], "ConvTranspose");
     if (!conv || !conv->has_input(1)) continue;
     const Tensor* w = find_constant(rw.constants, conv->inputs[1]);
-    if (!w || w->dtype() != DType::kFloat32 || w->rank() < 3 || w->dim(0) == 0) continue;
-    const int64_t m = w->dim(0), per = w->numel() / m;
+    if (!w || w->dtype() != DType::kFloat32 || w->rank() < 3 || w->dim(0) == 0 || w->dim(1) == 0) continue;
+    // Output channel c's weights: Conv W[c, ...]; ConvTranspose W[g * C/g + i, j, ...]
+    // for c = g * (M/g) + j (its W is [C, M/group, k...]).
+    const bool transposed = conv->op_type == "ConvTranspose";
+    auto group = conv->attr_int("group", 1);
+    if (!group.is_ok() || *group < 1 || (transposed && w->dim(0) % *group != 0)) continue;
+    const int64_t m = transposed ? w->dim(1) * *group : w->dim(0);
+    const int64_t ksize = w->numel() / (w->dim(0) * w->dim(1));
+    auto channel_of = [&](int64_t flat) {  // the output channel a flat W index belongs to
+      if (!transposed) return flat / (w->numel() / m);
+      const int64_t row = flat / (w->dim(1) * ksize), j = (flat / ksize) % w->dim(1);
+      return row / (w->dim(0) / *group) * w->dim(1) + j;
+    };
     const float* b = nullptr;
     if (conv->has_input(2) && !(b = channel_vector(rw.constants, conv->inputs[2], m))) continue;
     const float* scale = channel_vector(rw.constants, bn.inputs[1], m);
@@ -66,11 +78,12 @@ int fold_conv_batchnorm(GraphRewrite& rw) {
     const float* wd = w->data<float>();
     float* w2d = w2.data<float>();
     float* b2d = b2.data<float>();
+    std::vector<double> s(static_cast<size_t>(m));
     for (int64_t c = 0; c < m; ++c) {
-      const double s = static_cast<double>(scale[c]) / std::sqrt(static_cast<double>(var[c]) + static_cast<double>(*eps));
-      for (int64_t k = 0; k < per; ++k) w2d[c * per + k] = static_cast<float>(wd[c * per + k] * s);
-      b2d[c] = static_cast<float>(((b ? b[c] : 0.0) - mean[c]) * s + shift[c]);
+      s[static_cast<size_t>(c)] = static_cast<double>(scale[c]) / std::sqrt(static_cast<double>(var[c]) + static_cast<double>(*eps));
+      b2d[c] = static_cast<float>(((b ? b[c] : 0.0) - mean[c]) * s[static_cast<size_t>(c)] + shift[c]);
     }
+    for (int64_t i = 0; i < w->numel(); ++i) w2d[i] = static_cast<float>(wd[i] * s[static_cast<size_t>(channel_of(i))]);
     const std::string base = conv->name.empty() ? g.value_name(bn.outputs[0]) : conv->name;
     const ir::ValueId wid = add_constant(g, rw.constants, base + "_W_bn", std::move(w2));
     const ir::ValueId bid = add_constant(g, rw.constants, base + "_B_bn", std::move(b2));

@@ -9,8 +9,8 @@ namespace kiln::optimizer {
 
 /// Identity, and Dropout in inference mode whose mask nobody reads.
 int remove_identities(GraphRewrite& rw);
-/// Conv (constant W, B) followed by BatchNormalization with constant
-/// parameters: W and B scaled, the BatchNormalization removed.
+/// Conv or ConvTranspose (constant W, B) followed by BatchNormalization
+/// with constant parameters: W and B scaled, the BatchNormalization removed.
 int fold_conv_batchnorm(GraphRewrite& rw);
 /// MatMul of 2-D operands followed by Add of a constant bias: one Gemm.
 int fuse_matmul_add(GraphRewrite& rw);

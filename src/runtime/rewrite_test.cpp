@@ -82,6 +82,20 @@ TEST(RewriteTest, ConvBatchNormActivation) {
   }
 }
 
+TEST(RewriteTest, ConvTransposeBatchNormWithGroups) {
+  TestGraph t;
+  const ir::ValueId x = t.input("x", Shape{1, 4, 5, 5});
+  const ir::ValueId y = t.node("ConvTranspose", {x, t.constant("w", random_f32(Shape{4, 3, 3, 3}, 1))},
+                               {optimizer::testing::attr_int("group", 2), attr_ints("strides", {2, 2})},
+                               Shape{1, 6, 11, 11});
+  t.output(t.node("BatchNormalization",
+                  {y, t.constant("s", random_f32(Shape{6}, 3)), t.constant("o", random_f32(Shape{6}, 4)),
+                   t.constant("m", random_f32(Shape{6}, 5)), t.constant("v", random_f32(Shape{6}, 6, 0.5f, 2.f))},
+                  {}, Shape{1, 6, 11, 11}));
+  const optimizer::RewriteStats stats = expect_same_results(t, {random_f32(Shape{1, 4, 5, 5}, 7)});
+  EXPECT_EQ(stats.count("conv+batchnorm"), 1) << stats.to_string();
+}
+
 TEST(RewriteTest, MatMulAddTransposeAndReshapeChains) {
   TestGraph t;
   const ir::ValueId a = t.input("a", Shape{4, 6});

@@ -109,6 +109,7 @@ int fuse_matmul_add(GraphRewrite& rw) {
       ir::Node* mm = single_use_producer(rw, uses, mm_out, "MatMul");
       const Tensor* c = find_constant(rw.constants, bias);
       if (!mm || !c || mm->opset < 7 || mm->inputs.size() != 2 || c->dtype() != DType::kFloat32) continue;
+      if (!mm->has_input(0) || !mm->has_input(1)) continue;
       const ir::ValueType& at = g.value(mm->inputs[0]).type;
       const ir::ValueType& bt = g.value(mm->inputs[1]).type;
       if (!at.is_tensor() || !bt.is_tensor() || at.dtype != DType::kFloat32 || bt.dtype != DType::kFloat32) continue;

@@ -32,10 +32,10 @@ struct Matcher {
     return constant_scalar(constants, v, &f) && std::fabs(f - want) <= tol;
   }
   bool is_float32(ir::ValueId v) const {
+    if (v < 0 || static_cast<size_t>(v) >= g.values.size()) return false;
     const ir::ValueType& t = g.value(v).type;
     return t.is_tensor() && t.dtype == DType::kFloat32;
   }
-  int32_t index_of(const ir::Node& n) const { return static_cast<int32_t>(&n - g.nodes.data()); }
 };
 
 ir::Attribute string_attr(const char* name, std::string value) {
@@ -178,7 +178,8 @@ void match_gelu(Matcher& m, size_t ni, std::vector<Fusion>* out) {
     int32_t ih = -1;
     ir::ValueId x = erf_branch(m, b, &nodes);
     const ir::Node* half = m.producer(a, "Mul", true, &ih);
-    if (x != ir::kNoValue && half && half->inputs.size() == 2) {
+    if (half && half->inputs.size() != 2) continue;
+    if (x != ir::kNoValue && half) {
       // Form 1: (x * 0.5) * branch.
       const bool ok = (half->inputs[0] == x && m.scalar_near(half->inputs[1], 0.5f, 0.f)) ||
                       (half->inputs[1] == x && m.scalar_near(half->inputs[0], 0.5f, 0.f));
@@ -249,12 +250,12 @@ void match_layernorm(Matcher& m, size_t ni, std::vector<Fusion>* out) {
       const ir::Node* div = m.producer(mul->inputs[static_cast<size_t>(j)], "Div", true, &i_div);
       if (!div || div->inputs.size() != 2) continue;
       const ir::Node* sqrt = m.producer(div->inputs[1], "Sqrt", true, &i_sqrt);
-      const ir::Node* eps_add = sqrt ? m.producer(sqrt->inputs[0], "Add", true, &i_eps) : nullptr;
+      const ir::Node* eps_add = sqrt && sqrt->has_input(0) ? m.producer(sqrt->inputs[0], "Add", true, &i_eps) : nullptr;
       if (!eps_add || eps_add->inputs.size() != 2) continue;
       float eps = 0.f;
       if (!constant_scalar(m.constants, eps_add->inputs[1], &eps)) continue;
       const ir::Node* var = m.producer(eps_add->inputs[0], "ReduceMean", true, &i_var);
-      const ir::Node* pow = var ? m.producer(var->inputs[0], "Pow", true, &i_pow) : nullptr;
+      const ir::Node* pow = var && var->has_input(0) ? m.producer(var->inputs[0], "Pow", true, &i_pow) : nullptr;
       if (!pow || pow->inputs.size() != 2 || !m.scalar_near(pow->inputs[1], 2.f, 0.f)) continue;
       const ir::ValueId d = div->inputs[0];
       if (pow->inputs[0] != d) continue;

@@ -1,5 +1,5 @@
-// Phase A rewrites that fold constant arithmetic into the node before it:
-// BatchNormalization into Conv or ConvTranspose, a bias Add into MatMul (as Gemm).
+// Phase A rewrite that folds constant arithmetic into the node before it:
+// BatchNormalization into Conv or ConvTranspose.
 #include <cmath>
 
 #include "optimizer/graph_uses.h"
@@ -91,45 +91,6 @@ int fold_conv_batchnorm(GraphRewrite& rw) {
     conv->outputs = {bn.outputs[0]};
     rw.removed[ni] = 1;
     ++count;
-  }
-  return count;
-}
-
-int fuse_matmul_add(GraphRewrite& rw) {
-  ir::Graph& g = rw.g;
-  const GraphUses uses(g, rw.removed);
-  int count = 0;
-  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
-    if (!rw.eligible[ni] || rw.removed[ni] || !is_onnx(g.nodes[ni], "Add")) continue;
-    const ir::Node& add = g.nodes[ni];
-    if (add.inputs.size() != 2 || !add.has_input(0) || !add.has_input(1) || !add.has_output(0)) continue;
-    for (int side = 0; side < 2; ++side) {
-      const ir::ValueId mm_out = add.inputs[static_cast<size_t>(side)];
-      const ir::ValueId bias = add.inputs[static_cast<size_t>(1 - side)];
-      ir::Node* mm = single_use_producer(rw, uses, mm_out, "MatMul");
-      const Tensor* c = find_constant(rw.constants, bias);
-      if (!mm || !c || mm->opset < 7 || mm->inputs.size() != 2 || c->dtype() != DType::kFloat32) continue;
-      if (!mm->has_input(0) || !mm->has_input(1)) continue;
-      const ir::ValueType& at = g.value(mm->inputs[0]).type;
-      const ir::ValueType& bt = g.value(mm->inputs[1]).type;
-      if (!at.is_tensor() || !bt.is_tensor() || at.dtype != DType::kFloat32 || bt.dtype != DType::kFloat32) continue;
-      if (!at.has_shape || !bt.has_shape || at.dims.size() != 2 || bt.dims.size() != 2) continue;
-      // C must broadcast to [M, N] without growing it (Gemm's C is unidirectional).
-      const ir::Dim& rows = at.dims[0];
-      const ir::Dim& cols = bt.dims[1];
-      auto fits = [](int64_t d, const ir::Dim& full) { return d == 1 || (full.known() && d == full.value); };
-      bool ok = false;
-      if (c->rank() == 0) ok = true;
-      if (c->rank() == 1) ok = fits(c->dim(0), cols);
-      if (c->rank() == 2) ok = fits(c->dim(0), rows) && fits(c->dim(1), cols);
-      if (!ok) continue;
-      mm->op_type = "Gemm";
-      mm->inputs.push_back(bias);
-      mm->outputs = {add.outputs[0]};
-      rw.removed[ni] = 1;
-      ++count;
-      break;
-    }
   }
   return count;
 }

@@ -39,7 +39,7 @@ Status rewrite_graph(GraphRewrite& rw) {
   };
   static constexpr Pass kPasses[] = {
       {"identity", remove_identities},           {"conv+batchnorm", fold_conv_batchnorm},
-      {"matmul+add", fuse_matmul_add},           {"transpose+transpose", merge_transposes},
+      {"transpose+transpose", merge_transposes},
       {"reshape chain", merge_reshapes},
   };
   // Each pass sees the others' results; a few rounds reach the fixed point

@@ -3,14 +3,16 @@
 // Phase A (rewrite_graph) runs after constant folding and before backends
 // partition the graph. Its results are plain ONNX that any backend can claim:
 // Identity/Dropout removed, constant BatchNormalization folded into the Conv
-// before it, MatMul + constant bias Add into Gemm (2-D), Transpose pairs
-// merged, Reshape/Squeeze/Unsqueeze/Flatten chains merged into one Reshape or
-// removed. It edits the graph in place and marks the nodes it removed.
+// (or ConvTranspose) before it, Transpose pairs merged, Reshape/Squeeze/
+// Unsqueeze/Flatten chains merged into one Reshape or removed. It edits the
+// graph in place and marks the nodes it removed.
 //
 // Phase B (find_portable_fusions) runs after partitioning, over the nodes no
 // backend claimed. It proposes single nodes that replace patterns: Conv +
 // activation as com.microsoft FusedConv (the portable conv kernel applies the
-// activation in its epilogue), the Erf form of Gelu as Gelu, and the
+// activation in its epilogue), 2-D MatMul + constant bias Add as Gemm (here,
+// not in phase A: a backend that claims MatMul and Add may not claim Gemm),
+// the Erf form of Gelu as Gelu, and the
 // ReduceMean/Sub/Pow/Sqrt/Div form of LayerNormalization as
 // LayerNormalization. It does not edit the graph: the program runs the fused
 // node in place of the pattern, and keeps the pattern where no kernel fits.
@@ -65,7 +67,7 @@ Status rewrite_graph(GraphRewrite& rw);
 /// One phase-B proposal: `node` computes what the nodes `replaces` (indices
 /// into g.nodes, in graph order) compute, with the same outputs.
 struct Fusion {
-  std::string name;  ///< the rewrite, as counted: "conv+relu", "gelu", "layernorm"
+  std::string name;  ///< the rewrite, as counted: "conv+relu", "matmul+add", "gelu", "layernorm"
   ir::Node node;
   std::vector<size_t> replaces;
 };

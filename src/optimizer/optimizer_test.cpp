@@ -105,12 +105,16 @@ TEST(OptimizerTest, MatMulAddBecomesGemmOnlyIn2D) {
   const ir::ValueId a3 = t.input("a3", Shape{1, 2, 3});
   const ir::ValueId mm3 = t.node("MatMul", {a3, w}, {}, Shape{1, 2, 2});
   t.output(t.node("Add", {mm3, t.constant("c3", f32({1, 2}, Shape{2}))}));
-  std::vector<uint8_t> removed;
-  EXPECT_EQ(run_phase_a(t, &removed).count("matmul+add"), 1);
-  EXPECT_EQ(t.g.nodes[0].op_type, "Gemm");
-  EXPECT_EQ(t.g.nodes[0].inputs.size(), 3u);
-  EXPECT_EQ(t.g.nodes[0].outputs[0], y);
-  EXPECT_EQ(t.g.nodes[2].op_type, "MatMul");
+  // A bias that would grow the product ([2, 2] + [3, 1, 2]) is no Gemm's C.
+  const ir::ValueId mm4 = t.node("MatMul", {a, w}, {}, Shape{2, 2});
+  t.output(t.node("Add", {mm4, t.constant("c4", f32({1, 2, 3, 4, 5, 6}, Shape{3, 1, 2}))}));
+  const std::vector<Fusion> fs = find_portable_fusions(t.g, t.constants, t.all_eligible());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].name, "matmul+add");
+  EXPECT_EQ(fs[0].node.op_type, "Gemm");
+  EXPECT_EQ(fs[0].node.inputs.size(), 3u);
+  EXPECT_EQ(fs[0].node.outputs[0], y);
+  EXPECT_EQ(fs[0].replaces, (std::vector<size_t>{0, 1}));
 }
 
 TEST(OptimizerTest, TransposesCancelOrMerge) {

@@ -12,8 +12,6 @@ int remove_identities(GraphRewrite& rw);
 /// Conv or ConvTranspose (constant W, B) followed by BatchNormalization
 /// with constant parameters: W and B scaled, the BatchNormalization removed.
 int fold_conv_batchnorm(GraphRewrite& rw);
-/// MatMul of 2-D operands followed by Add of a constant bias: one Gemm.
-int fuse_matmul_add(GraphRewrite& rw);
 /// Transpose of a Transpose: one Transpose, or none when they cancel.
 int merge_transposes(GraphRewrite& rw);
 /// Reshape/Squeeze/Unsqueeze/Flatten of another one: one Reshape to the

@@ -143,6 +143,38 @@ void match_conv_activation(Matcher& m, size_t ni, std::vector<Fusion>* out) {
   out->push_back(std::move(f));
 }
 
+// MatMul of 2-D float32 operands whose only reader is an Add of a constant
+// bias that broadcasts to the product without growing it: Gemm.
+void match_matmul_add(Matcher& m, size_t ni, std::vector<Fusion>* out) {
+  const ir::Node& mm = m.g.nodes[ni];
+  if (!mm.domain.empty() || mm.op_type != "MatMul" || mm.opset < 7 || mm.inputs.size() != 2) return;
+  if (!mm.has_input(0) || !mm.has_input(1) || !mm.has_output(0) || !m.uses.only_read_once(mm.outputs[0])) return;
+  const int32_t ai = m.uses.readers(mm.outputs[0])[0];
+  if (!m.eligible[static_cast<size_t>(ai)] || m.used[static_cast<size_t>(ai)]) return;
+  const ir::Node& add = m.g.nodes[static_cast<size_t>(ai)];
+  if (!add.domain.empty() || add.op_type != "Add" || add.inputs.size() != 2 || !add.has_output(0)) return;
+  const ir::ValueId bias = add.inputs[0] == mm.outputs[0] ? add.inputs[1] : add.inputs[0];
+  const Tensor* c = find_constant(m.constants, bias);
+  if (!c || c->dtype() != DType::kFloat32 || !m.is_float32(mm.inputs[0]) || !m.is_float32(mm.inputs[1])) return;
+  const ir::ValueType& at = m.g.value(mm.inputs[0]).type;
+  const ir::ValueType& bt = m.g.value(mm.inputs[1]).type;
+  if (!at.has_shape || !bt.has_shape || at.dims.size() != 2 || bt.dims.size() != 2) return;
+  // C must broadcast to [M, N] without growing it (Gemm's C is unidirectional).
+  auto fits = [](int64_t d, const ir::Dim& full) { return d == 1 || (full.known() && d == full.value); };
+  const bool ok = c->rank() == 0 || (c->rank() == 1 && fits(c->dim(0), bt.dims[1])) ||
+                  (c->rank() == 2 && fits(c->dim(0), at.dims[0]) && fits(c->dim(1), bt.dims[1]));
+  if (!ok) return;
+  Fusion f;
+  f.name = "matmul+add";
+  f.node = mm;
+  f.node.op_type = "Gemm";
+  f.node.inputs.push_back(bias);
+  f.node.outputs = {add.outputs[0]};
+  f.replaces = {ni, static_cast<size_t>(ai)};
+  std::sort(f.replaces.begin(), f.replaces.end());
+  out->push_back(std::move(f));
+}
+
 // Add(Erf(x / sqrt 2), 1), as Div or as Mul by 1/sqrt 2: x, and the nodes.
 ir::ValueId erf_branch(const Matcher& m, ir::ValueId v, std::vector<int32_t>* nodes) {
   int32_t ia = -1, ie = -1, id = -1;
@@ -303,6 +335,7 @@ std::vector<Fusion> find_portable_fusions(const ir::Graph& g, const ConstantMap&
     if (!eligible[ni] || m.used[ni]) continue;
     const size_t before = out.size();
     match_conv_activation(m, ni, &out);
+    if (out.size() == before) match_matmul_add(m, ni, &out);
     if (out.size() == before) match_gelu(m, ni, &out);
     if (out.size() == before) match_layernorm(m, ni, &out);
     for (size_t k = before; k < out.size(); ++k)

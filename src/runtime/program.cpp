@@ -251,6 +251,15 @@ Status fuse_portable(BuildWork& w, const std::vector<int32_t>& claimed_by) {
   for (size_t ni = 0; ni < eligible.size(); ++ni)
     eligible[ni] = w.state[ni] == NodeState::kOpen && (claimed_by.empty() || claimed_by[ni] < 0);
   for (optimizer::Fusion& f : optimizer::find_portable_fusions(g, w.constants, eligible)) {
+    // Every replaced node must have a kernel itself, so a model loads (or
+    // fails to) exactly as it would without the rewrite.
+    bool all_known = true;
+    for (size_t r : f.replaces) {
+      const ir::Node& n = g.nodes[r];
+      all_known = all_known && w.registry.find(n.domain, n.op_type, n.opset, describe_inputs(n, g, w.constants).dtypes,
+                                               nullptr) != nullptr;
+    }
+    if (!all_known) continue;
     const ir::Node& node = w.fused_nodes.emplace_back(std::move(f.node));
     const NodeInputs in = describe_inputs(node, g, w.constants);
     const kernels::KernelDef* def = w.registry.find(node.domain, node.op_type, node.opset, in.dtypes, nullptr);

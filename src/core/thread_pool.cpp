@@ -15,8 +15,10 @@ thread_local ChunkRecorder* t_recorder = nullptr;
 
 // How long an idle worker spins inside a run before it sleeps. Long enough
 // to bridge the serial stretch between two parallel nodes, short enough that
-// a long serial node does not keep a core busy for nothing.
-constexpr std::chrono::microseconds kSpin{500};
+// a long serial node does not keep a core busy for nothing. The spin yields
+// the CPU now and then, so on a machine with more runnable threads than
+// cores it gives way instead of taking the caller's core.
+constexpr std::chrono::microseconds kSpin{100};
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -81,7 +83,10 @@ void ThreadPool::spin_for_work() {
   for (int i = 1;; ++i) {
     if (queued_.load(std::memory_order_acquire) > 0 || runs_.load(std::memory_order_relaxed) == 0) return;
     cpu_relax();
-    if ((i & 63) == 0 && std::chrono::steady_clock::now() >= until) return;
+    if ((i & 63) == 0) {
+      if (std::chrono::steady_clock::now() >= until) return;
+      std::this_thread::yield();
+    }
   }
 }
 
@@ -156,7 +161,10 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, RangeFn fn) {
   const auto until = std::chrono::steady_clock::now() + kSpin;
   for (int i = 1; job.active.load(std::memory_order_acquire) != 0; ++i) {
     cpu_relax();
-    if ((i & 63) == 0 && std::chrono::steady_clock::now() >= until) break;
+    if ((i & 63) == 0) {
+      if (std::chrono::steady_clock::now() >= until) break;
+      std::this_thread::yield();
+    }
   }
   lock.lock();
   done_cv_.wait(lock, [&] { return job.active.load(std::memory_order_acquire) == 0; });

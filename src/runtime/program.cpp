@@ -339,7 +339,7 @@ Result<std::vector<Step>> order_steps(BuildWork& w, PartitionOutcome& parts) {
 Status Program::build_steps(const ProgramOptions& options) {
   const kernels::KernelRegistry& registry = options.registry ? *options.registry : kernels::portable_registry();
   ir::Graph& g = *graph_;
-  BuildWork w{g,       constants_, registry, options, std::vector<NodeState>(g.nodes.size(), NodeState::kOpen),
+  BuildWork w{g, constants_, registry, options, std::vector<NodeState>(g.nodes.size(), NodeState::kOpen),
               std::vector<Step>(g.nodes.size()), rewrites_, fused_nodes_};
   KILN_RETURN_IF_ERROR(fold_constants(w));
   KILN_RETURN_IF_ERROR(rewrite_graph(w));

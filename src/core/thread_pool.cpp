@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -18,7 +19,18 @@ thread_local ChunkRecorder* t_recorder = nullptr;
 // a long serial node does not keep a core busy for nothing. The spin yields
 // the CPU now and then, so on a machine with more runnable threads than
 // cores it gives way instead of taking the caller's core.
-constexpr std::chrono::microseconds kSpin{100};
+// KILN_POOL_SPIN_US overrides it (0: never spin; at most 10000), read once.
+std::chrono::microseconds spin_time() {
+  static const std::chrono::microseconds spin = [] {
+    const char* env = std::getenv("KILN_POOL_SPIN_US");
+    if (!env || !*env) return std::chrono::microseconds(100);
+    char* end = nullptr;
+    const long us = std::strtol(env, &end, 10);
+    if (*end != '\0' || us < 0) return std::chrono::microseconds(100);
+    return std::chrono::microseconds(std::min(us, 10000L));
+  }();
+  return spin;
+}
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -79,7 +91,7 @@ ThreadPool::Job* ThreadPool::take_job_locked() {
 }
 
 void ThreadPool::spin_for_work() {
-  const auto until = std::chrono::steady_clock::now() + kSpin;
+  const auto until = std::chrono::steady_clock::now() + spin_time();
   for (int i = 1;; ++i) {
     if (queued_.load(std::memory_order_acquire) > 0 || runs_.load(std::memory_order_relaxed) == 0) return;
     cpu_relax();
@@ -99,7 +111,7 @@ void ThreadPool::worker_loop() {
     Job* job = take_job_locked();
     if (!job) {
       // Inside a run: spin once (unlocked) before sleeping; between runs sleep.
-      if (!spun && runs_.load(std::memory_order_relaxed) > 0) {
+      if (!spun && runs_.load(std::memory_order_relaxed) > 0 && spin_time().count() > 0) {
         spun = true;
         lock.unlock();
         spin_for_work();
@@ -158,7 +170,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, RangeFn fn) {
   }
   if (job.active.load(std::memory_order_acquire) == 0) return;
   lock.unlock();
-  const auto until = std::chrono::steady_clock::now() + kSpin;
+  const auto until = std::chrono::steady_clock::now() + spin_time();
   for (int i = 1; job.active.load(std::memory_order_acquire) != 0; ++i) {
     cpu_relax();
     if ((i & 63) == 0) {

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/portable/cpu/x86/elementwise_simd.h"
 #include "kernels/portable/util/cv_common.h"
 #include "kernels/portable/util/gemm.h"
 #include "kernels/registry.h"
@@ -223,31 +224,36 @@ struct ConvFusion {
   float p0 = 0.f, p1 = 0.f;  // clamp: lo, hi; LeakyRelu: alpha; HardSigmoid: alpha, beta
 };
 
-void apply_activation(float* y, int64_t n, const ConvFusion& f) {
+void apply_activation_block(float* y, int64_t n, const ConvFusion& f) {
   switch (f.act) {
     case ConvFusion::Act::kNone: break;
-    case ConvFusion::Act::kClamp:
-      for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(y[i], f.p0), f.p1);
-      break;
-    case ConvFusion::Act::kLeakyRelu:
-      for (int64_t i = 0; i < n; ++i) y[i] = y[i] >= 0.f ? y[i] : y[i] * f.p0;
-      break;
-    case ConvFusion::Act::kSigmoid:
-      for (int64_t i = 0; i < n; ++i) y[i] = 1.f / (1.f + std::exp(-y[i]));
-      break;
-    case ConvFusion::Act::kTanh:
-      for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(y[i]);
-      break;
+    case ConvFusion::Act::kClamp: simd::clip_f32(y, y, n, f.p0, f.p1); break;
+    case ConvFusion::Act::kLeakyRelu: simd::leaky_relu_f32(y, y, n, f.p0); break;
+    case ConvFusion::Act::kSigmoid: simd::sigmoid_f32(y, y, n); break;
+    case ConvFusion::Act::kTanh: simd::tanh_f32(y, y, n); break;
     case ConvFusion::Act::kHardSigmoid:
       for (int64_t i = 0; i < n; ++i) y[i] = std::min(1.f, std::max(0.f, f.p0 * y[i] + f.p1));
       break;
     case ConvFusion::Act::kHardSwish:  // as the HardSwish kernel computes it
       for (int64_t i = 0; i < n; ++i) y[i] *= std::min(1.f, std::max(0.f, y[i] * (1.f / 6.f) + 0.5f));
       break;
-    case ConvFusion::Act::kSilu:
-      for (int64_t i = 0; i < n; ++i) y[i] = y[i] / (1.f + std::exp(-y[i]));
+    case ConvFusion::Act::kSilu: {  // x * sigmoid(x), as the Sigmoid and Mul kernels compute it
+      float s[256];
+      for (int64_t i = 0; i < n; i += 256) {
+        const int64_t len = std::min<int64_t>(256, n - i);
+        simd::sigmoid_f32(y + i, s, len);
+        for (int64_t k = 0; k < len; ++k) y[i + k] *= s[k];
+      }
       break;
+    }
   }
+}
+
+// The activation over all of Y (the paths that cannot apply it in the GEMM
+// epilogue), vectorized and split over the pool.
+void apply_activation(float* y, int64_t n, const ConvFusion& f, ThreadPool* pool) {
+  if (f.act == ConvFusion::Act::kNone) return;
+  parallel_for(pool, n, 16384, [&](int64_t b, int64_t e) { apply_activation_block(y + b, e - b, f); });
 }
 
 // Y = conv(X, W) + B for float32. `packed` holds W per group when W was
@@ -259,7 +265,7 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
     conv_depthwise_f32(p, x, w, bias, y, pool);
     if (fusion.z)
       for (int64_t i = 0; i < total; ++i) y[i] += fusion.z[i];
-    apply_activation(y, total, fusion);
+    apply_activation(y, total, fusion, pool);
     return;
   }
   const bool clamp = fusion.act == ConvFusion::Act::kClamp;
@@ -299,7 +305,7 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
   } else {
     for (int64_t t = 0; t < jobs; ++t) one(t / p.group, t % p.group, pool);
   }
-  if (!clamp) apply_activation(y, total, fusion);
+  if (!clamp) apply_activation(y, total, fusion, pool);
 }
 
 class ConvKernel final : public Kernel {

@@ -195,8 +195,11 @@ Result<std::vector<Value>> Program::run(std::span<const Value> inputs, std::span
     const uint32_t ib = st->in_begin[s], ob = st->out_begin[s];
     kernels::KernelContext ctx(*step.node, st->in_ptrs.data() + ib, st->in_begin[s + 1] - ib,
                                st->out_ptrs.data() + ob, st->out_begin[s + 1] - ob, &alloc, pool, &subgraphs);
-    if (chunk_log) chunk_log->set_step(step.node);
-    const int64_t t0 = profile ? now_ns() : 0;
+    int64_t t0 = 0;
+    if (profile) {
+      chunk_log->set_step(step.node);
+      t0 = now_ns();
+    }
     status = compute_guarded(*step.kernel, ctx);
     if (profile) {
       const ir::Node& n = *step.node;

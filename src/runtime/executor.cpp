@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <optional>
 
 #include "core/tensor_access.h"
 #include "runtime/program.h"
@@ -133,6 +132,49 @@ class WorkerChunkLog final : public ChunkRecorder {
   std::mutex mu_;
 };
 
+// The step loop of Program::run. `profile` and `chunk_log` are both null or
+// both set.
+Status run_steps(const std::vector<Step>& steps, RunState& st, PlannedAllocator& alloc,
+                                   SubgraphRunnerImpl& subgraphs, ThreadPool* pool, RunProfile* profile,
+                                   WorkerChunkLog* chunk_log, int64_t run_start) {
+  const ThreadPool::RunScope run_scope(pool);  // workers spin between this run's nodes
+  Status status;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const Step& step = steps[s];
+    const uint32_t ib = st.in_begin[s], ob = st.out_begin[s];
+    kernels::KernelContext ctx(*step.node, st.in_ptrs.data() + ib, st.in_begin[s + 1] - ib, st.out_ptrs.data() + ob,
+                               st.out_begin[s + 1] - ob, &alloc, pool, &subgraphs);
+    int64_t t0 = 0;
+    if (profile) {
+      chunk_log->set_step(step.node);
+      t0 = now_ns();
+    }
+    status = compute_guarded(*step.kernel, ctx);
+    if (profile) {
+      const ir::Node& n = *step.node;
+      profile->events.push_back(NodeEvent{n.name.empty() ? n.op_type : n.name, n.op_type, n.domain, t0 - run_start,
+                                          now_ns() - t0, thread_number()});
+    }
+    if (!status.is_ok()) return std::move(status).with_context("node " + step.node->label());
+    for (ir::ValueId id : step.release) st.slots[static_cast<size_t>(id)].reset();
+  }
+  return status;
+}
+
+// A profiled run's steps, with the worker-chunk recorder installed; out of
+// line so the profiling set-up leaves the unprofiled path as it was compiled.
+[[gnu::noinline]] Status run_profiled(const std::vector<Step>& steps, RunState& st, PlannedAllocator& alloc,
+                                      SubgraphRunnerImpl& subgraphs, ThreadPool* pool, RunProfile& profile,
+                                      int64_t run_start) {
+  profile.events.clear();
+  profile.events.reserve(steps.size());
+  profile.worker_chunks.clear();
+  profile.start_ns = run_start;
+  WorkerChunkLog chunk_log(profile, run_start);
+  const ScopedChunkRecorder recorder(&chunk_log);
+  return run_steps(steps, st, alloc, subgraphs, pool, &profile, &chunk_log, run_start);
+}
+
 }  // namespace
 
 Status compute_guarded(const kernels::Kernel& kernel, kernels::KernelContext& ctx) {
@@ -178,40 +220,9 @@ Result<std::vector<Value>> Program::run(std::span<const Value> inputs, std::span
 
   PlannedAllocator alloc(*st, plannable_);
   SubgraphRunnerImpl subgraphs(*this, *st, pool);
-  Status status;
-  const ThreadPool::RunScope run_scope(pool);  // workers spin between this run's nodes
   const int64_t run_start = profile ? now_ns() : 0;
-  std::optional<WorkerChunkLog> chunk_log;
-  if (profile) {
-    profile->events.clear();
-    profile->events.reserve(steps_.size());
-    profile->worker_chunks.clear();
-    profile->start_ns = run_start;
-    chunk_log.emplace(*profile, run_start);
-  }
-  const ScopedChunkRecorder recorder(chunk_log ? &*chunk_log : nullptr);
-  for (size_t s = 0; s < steps_.size(); ++s) {
-    const Step& step = steps_[s];
-    const uint32_t ib = st->in_begin[s], ob = st->out_begin[s];
-    kernels::KernelContext ctx(*step.node, st->in_ptrs.data() + ib, st->in_begin[s + 1] - ib,
-                               st->out_ptrs.data() + ob, st->out_begin[s + 1] - ob, &alloc, pool, &subgraphs);
-    int64_t t0 = 0;
-    if (profile) {
-      chunk_log->set_step(step.node);
-      t0 = now_ns();
-    }
-    status = compute_guarded(*step.kernel, ctx);
-    if (profile) {
-      const ir::Node& n = *step.node;
-      profile->events.push_back(NodeEvent{n.name.empty() ? n.op_type : n.name, n.op_type, n.domain, t0 - run_start,
-                                          now_ns() - t0, thread_number()});
-    }
-    if (!status.is_ok()) {
-      status = std::move(status).with_context("node " + step.node->label());
-      break;
-    }
-    for (ir::ValueId id : step.release) st->slots[static_cast<size_t>(id)].reset();
-  }
+  Status status = profile ? run_profiled(steps_, *st, alloc, subgraphs, pool, *profile, run_start)
+                          : run_steps(steps_, *st, alloc, subgraphs, pool, nullptr, nullptr, 0);
 
   std::vector<Value> outputs;
   if (status.is_ok()) {

@@ -23,7 +23,7 @@ if(KILN_SANITIZE OR KILN_FUZZ)
 endif()
 
 set(_srcs ${PROJECT_SOURCE_DIR}/src/api/session_runtime_only.cpp)
-foreach(_layer kiln_core kiln_ir kiln_kernel_api kiln_runtime kiln_program kiln_session_objs)
+foreach(_layer kiln_core kiln_ir kiln_optimizer kiln_kernel_api kiln_runtime kiln_program kiln_session_objs)
   get_target_property(_layer_srcs ${_layer} SOURCES)
   list(APPEND _srcs ${_layer_srcs})
 endforeach()

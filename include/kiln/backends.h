@@ -173,6 +173,8 @@ struct PlacementReport {
   /// Answers of a plugin the host ignored (a node index out of range, a node
   /// claimed twice): also in `notes`; `kiln run` prints these as warnings.
   std::vector<std::string> warnings;
+  /// Load-time graph rewrites that applied, with how often ("conv+batchnorm", 20).
+  std::vector<std::pair<std::string, int>> rewrites;
   /// Nodes that run on portable kernels because no plugin claimed them.
   size_t num_fallback() const {
     size_t n = 0;

@@ -19,6 +19,10 @@ struct NodeEvent {
 
 struct RunProfile {
   std::vector<NodeEvent> events;  ///< in execution order
+  /// Chunks that pool worker threads ran for the nodes in `events` (same
+  /// name and times; thread_id names the worker), in no particular order.
+  /// Traces show them on the workers' own tracks; they are not extra nodes.
+  std::vector<NodeEvent> worker_chunks;
   int64_t start_ns = 0;           ///< steady-clock time of the run's start
   int64_t total_ns = 0;
 };

@@ -30,6 +30,11 @@ struct SessionOptions {
   bool infer_shapes = true;
   /// Fold nodes whose inputs are all constant at load.
   bool fold_constants = true;
+  /// Apply the load-time graph rewrites (Conv+BatchNormalization,
+  /// Conv+activation, MatMul+Add, Gelu/LayerNorm patterns, Transpose and
+  /// Reshape chains; docs/architecture.md, "Optimizer"). Results stay within
+  /// float rounding of the unrewritten graph.
+  bool rewrite_graph = true;
 
   /// Backends to try, in order; "portable" may be named (it is implied
   /// last). Empty: every available plugin of priority > 0, highest first,

@@ -91,6 +91,7 @@ Result<std::unique_ptr<Session::Impl>> SessionFactory::make_impl(Result<ir::Mode
   runtime::ProgramOptions popts;
   popts.registry = &api::session_kernels();
   popts.fold_constants = options.fold_constants;
+  popts.rewrite = options.rewrite_graph;
   // Backends: a registry (given, or discovered for this session; none is
   // needed for portable only), then the partitioner inside Program::build.
   std::shared_ptr<BackendRegistry> registry = options.backend_registry;

@@ -1,12 +1,53 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace kiln {
 
 namespace {
 thread_local bool t_in_pool_task = false;
+thread_local ChunkRecorder* t_recorder = nullptr;
+
+// How long an idle worker spins inside a run before it sleeps. Long enough
+// to bridge the serial stretch between two parallel nodes, short enough that
+// a long serial node does not keep a core busy for nothing. The spin yields
+// the CPU now and then, so on a machine with more runnable threads than
+// cores it gives way instead of taking the caller's core.
+// KILN_POOL_SPIN_US overrides it (0: never spin; at most 10000), read once.
+std::chrono::microseconds spin_time() {
+  static const std::chrono::microseconds spin = [] {
+    const char* env = std::getenv("KILN_POOL_SPIN_US");
+    if (!env || !*env) return std::chrono::microseconds(100);
+    char* end = nullptr;
+    const long us = std::strtol(env, &end, 10);
+    if (*end != '\0' || us < 0) return std::chrono::microseconds(100);
+    return std::chrono::microseconds(std::min(us, 10000L));
+  }();
+  return spin;
 }
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+}  // namespace
+
+ScopedChunkRecorder::ScopedChunkRecorder(ChunkRecorder* recorder) : previous_(t_recorder) { t_recorder = recorder; }
+ScopedChunkRecorder::~ScopedChunkRecorder() { t_recorder = previous_; }
 
 ThreadPool::ThreadPool(int num_threads) {
   if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -22,32 +63,75 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::run_chunks(Job& job) {
+void ThreadPool::run_chunks(Job& job, bool worker) {
+  ChunkRecorder* rec = worker ? job.recorder : nullptr;
   for (;;) {
     int64_t c = job.next.fetch_add(1, std::memory_order_relaxed);
     if (c >= job.num_chunks) break;
     int64_t b = c * job.chunk;
+    const int64_t t0 = rec ? now_ns() : 0;
     job.fn(b, std::min(job.n, b + job.chunk));
+    if (rec) rec->chunk(t0, now_ns());
+  }
+}
+
+// A queued job with chunks left, entered (active + 1); fully handed-out jobs
+// are unlisted on the way (their callers wait for completion).
+ThreadPool::Job* ThreadPool::take_job_locked() {
+  while (!queue_.empty()) {
+    Job* job = queue_.front();
+    if (job->next.load(std::memory_order_relaxed) < job->num_chunks) {
+      job->active.fetch_add(1, std::memory_order_relaxed);
+      return job;
+    }
+    queue_.pop_front();
+    queued_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  return nullptr;
+}
+
+void ThreadPool::spin_for_work() {
+  const auto until = std::chrono::steady_clock::now() + spin_time();
+  for (int i = 1;; ++i) {
+    if (queued_.load(std::memory_order_acquire) > 0 || runs_.load(std::memory_order_relaxed) == 0) return;
+    cpu_relax();
+    if ((i & 63) == 0) {
+      if (std::chrono::steady_clock::now() >= until) return;
+      std::this_thread::yield();
+    }
   }
 }
 
 void ThreadPool::worker_loop() {
   t_in_pool_task = true;
   std::unique_lock<std::mutex> lock(mu_);
+  bool spun = false;
   for (;;) {
-    cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
     if (stop_) return;
-    Job* job = queue_.front();
-    if (job->next.load(std::memory_order_relaxed) >= job->num_chunks) {
-      queue_.pop_front();  // fully handed out; its caller waits for completion
+    Job* job = take_job_locked();
+    if (!job) {
+      // Inside a run: spin once (unlocked) before sleeping; between runs sleep.
+      if (!spun && runs_.load(std::memory_order_relaxed) > 0 && spin_time().count() > 0) {
+        spun = true;
+        lock.unlock();
+        spin_for_work();
+        lock.lock();
+        continue;
+      }
+      ++sleepers_;
+      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      --sleepers_;
+      spun = false;
       continue;
     }
-    ++job->active;
     lock.unlock();
-    run_chunks(*job);
+    run_chunks(*job, true);
+    // The caller cannot leave before active drops to 0; after that the job
+    // may be gone, so only the pool's own members are touched.
+    const bool last = job->active.fetch_sub(1, std::memory_order_acq_rel) == 1;
     lock.lock();
-    // The caller waits for active == 0 under mu_, so the job is alive here.
-    if (--job->active == 0) done_cv_.notify_all();
+    if (last) done_cv_.notify_all();
+    spun = false;
   }
 }
 
@@ -59,23 +143,43 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, RangeFn fn) {
     fn(0, n);
     return;
   }
-  // A few chunks per thread balances uneven work without much overhead.
+  // A few chunks per thread balances uneven work without much overhead; when
+  // there are few items, chunks of equal size so every thread gets a share.
   int64_t chunk = std::max(grain, (n + threads * 4 - 1) / (threads * 4));
-  Job job{fn, n, chunk, (n + chunk - 1) / chunk};
+  if (n < threads * 4 * grain) chunk = std::max(grain, (n + threads - 1) / threads);
+  Job job{fn, n, chunk, (n + chunk - 1) / chunk, t_recorder};
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(&job);
+    queued_.fetch_add(1, std::memory_order_release);
+    wake = sleepers_ > 0;
   }
-  cv_.notify_all();
+  if (wake) cv_.notify_all();
   t_in_pool_task = true;
-  run_chunks(job);
+  run_chunks(job, false);
   t_in_pool_task = false;
   std::unique_lock<std::mutex> lock(mu_);
   // Every chunk has been taken (our loop ran dry). Unlist the job so no new
-  // worker enters it, then wait for the workers still finishing a chunk.
+  // worker enters it, then wait for the workers still finishing a chunk:
+  // spinning first, since they are usually about to finish.
   auto it = std::find(queue_.begin(), queue_.end(), &job);
-  if (it != queue_.end()) queue_.erase(it);
-  done_cv_.wait(lock, [&] { return job.active == 0; });
+  if (it != queue_.end()) {
+    queue_.erase(it);
+    queued_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  if (job.active.load(std::memory_order_acquire) == 0) return;
+  lock.unlock();
+  const auto until = std::chrono::steady_clock::now() + spin_time();
+  for (int i = 1; job.active.load(std::memory_order_acquire) != 0; ++i) {
+    cpu_relax();
+    if ((i & 63) == 0) {
+      if (std::chrono::steady_clock::now() >= until) break;
+      std::this_thread::yield();
+    }
+  }
+  lock.lock();
+  done_cv_.wait(lock, [&] { return job.active.load(std::memory_order_acquire) == 0; });
 }
 
 }  // namespace kiln

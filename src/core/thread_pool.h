@@ -1,6 +1,10 @@
 // ThreadPool: intra-op parallelism. The calling thread takes part in every
-// parallel_for, so a pool of N threads has N-1 workers. Idle workers sleep on
-// a condition variable: a pool between runs costs no CPU.
+// parallel_for, so a pool of N threads has N-1 workers.
+//
+// Waking a sleeping thread costs more than many nodes take, so while a run
+// is in progress (RunScope) a worker that runs out of work spins for a short
+// while before it sleeps; between runs idle workers sleep on a condition
+// variable at once, so a pool between runs costs no CPU.
 //
 // parallel_for may be called from several threads at once (concurrent
 // Session::run calls share one pool) and from inside a task (it then runs
@@ -30,6 +34,29 @@ class RangeFn {
   void (*call_)(const void*, int64_t, int64_t);
 };
 
+/// Told about every chunk a pool worker runs for a parallel_for called while
+/// the recorder is installed on the calling thread (ScopedChunkRecorder);
+/// the profiler uses it to show workers on their own trace tracks.
+class ChunkRecorder {
+ public:
+  virtual ~ChunkRecorder() = default;
+  /// Called on the worker thread after each chunk, from several workers at
+  /// once; times are steady-clock nanoseconds.
+  virtual void chunk(int64_t start_ns, int64_t end_ns) = 0;
+};
+
+/// Installs `recorder` (may be null) on this thread for its lifetime.
+class ScopedChunkRecorder {
+ public:
+  explicit ScopedChunkRecorder(ChunkRecorder* recorder);
+  ~ScopedChunkRecorder();
+  ScopedChunkRecorder(const ScopedChunkRecorder&) = delete;
+  ScopedChunkRecorder& operator=(const ScopedChunkRecorder&) = delete;
+
+ private:
+  ChunkRecorder* previous_;
+};
+
 class ThreadPool {
  public:
   /// `num_threads` counts the caller; 0 means the number of hardware threads.
@@ -44,16 +71,36 @@ class ThreadPool {
   /// at least `grain` items (the last may hold fewer). Returns when all are done.
   void parallel_for(int64_t n, int64_t grain, RangeFn fn);
 
+  /// Marks a run in progress for its lifetime (runs may overlap and nest):
+  /// idle workers spin briefly instead of sleeping at once.
+  class RunScope {
+   public:
+    explicit RunScope(ThreadPool* pool) : pool_(pool) {
+      if (pool_) pool_->runs_.fetch_add(1, std::memory_order_relaxed);
+    }
+    ~RunScope() {
+      if (pool_) pool_->runs_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    RunScope(const RunScope&) = delete;
+    RunScope& operator=(const RunScope&) = delete;
+
+   private:
+    ThreadPool* pool_;
+  };
+
  private:
   struct Job {
     RangeFn fn;
     int64_t n;
     int64_t chunk;
     int64_t num_chunks;
+    ChunkRecorder* recorder = nullptr;
     std::atomic<int64_t> next{0};
-    int active = 0;  // workers inside run_chunks; guarded by mu_
+    std::atomic<int> active{0};  // workers inside run_chunks; entered under mu_
   };
-  static void run_chunks(Job& job);
+  static void run_chunks(Job& job, bool worker);
+  Job* take_job_locked();
+  void spin_for_work();
   void worker_loop();
 
   std::vector<std::thread> workers_;
@@ -61,6 +108,9 @@ class ThreadPool {
   std::condition_variable cv_;       // workers wait for jobs
   std::condition_variable done_cv_;  // callers wait for workers to leave their job
   std::deque<Job*> queue_;
+  std::atomic<int> queued_{0};  // queue_.size(), readable without mu_ (for spinning)
+  std::atomic<int> runs_{0};    // runs in progress (RunScope)
+  int sleepers_ = 0;            // workers waiting on cv_; guarded by mu_
   bool stop_ = false;
 };
 

@@ -114,6 +114,73 @@ uint64_t thread_number() {
   return id;
 }
 
+// Records the chunks pool workers run for the current step of a profiled run.
+class WorkerChunkLog final : public ChunkRecorder {
+ public:
+  WorkerChunkLog(RunProfile& profile, int64_t run_start) : profile_(profile), run_start_(run_start) {}
+  void set_step(const ir::Node* node) { node_ = node; }
+  void chunk(int64_t start_ns, int64_t end_ns) override {
+    const ir::Node& n = *node_;
+    std::lock_guard<std::mutex> lock(mu_);
+    profile_.worker_chunks.push_back(NodeEvent{n.name.empty() ? n.op_type : n.name, n.op_type, n.domain,
+                                               start_ns - run_start_, end_ns - start_ns, thread_number()});
+  }
+
+ private:
+  RunProfile& profile_;
+  const int64_t run_start_;
+  const ir::Node* node_ = nullptr;
+  std::mutex mu_;
+};
+
+// The step loop of Program::run. `profile` and `chunk_log` are both null or
+// both set.
+Status run_steps(const std::vector<Step>& steps, RunState& st, PlannedAllocator& alloc,
+                 SubgraphRunnerImpl& subgraphs, ThreadPool* pool, const RunOptions* options, RunProfile* profile,
+                 WorkerChunkLog* chunk_log, int64_t run_start) {
+  const ThreadPool::RunScope run_scope(pool);  // workers spin between this run's nodes
+  Status status;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const Step& step = steps[s];
+    if (options && options->stop_requested()) {  // between nodes: cancel flag, deadline
+      status = options->check().with_context("before node " + step.node->label());
+      if (!status.is_ok()) return status;
+    }
+    const uint32_t ib = st.in_begin[s], ob = st.out_begin[s];
+    kernels::KernelContext ctx(*step.node, st.in_ptrs.data() + ib, st.in_begin[s + 1] - ib, st.out_ptrs.data() + ob,
+                               st.out_begin[s + 1] - ob, &alloc, pool, &subgraphs);
+    ctx.set_run_options(options);
+    int64_t t0 = 0;
+    if (profile) {
+      chunk_log->set_step(step.node);
+      t0 = now_ns();
+    }
+    status = compute_guarded(*step.kernel, ctx);
+    if (profile) {
+      const ir::Node& n = *step.node;
+      profile->events.push_back(NodeEvent{n.name.empty() ? n.op_type : n.name, n.op_type, n.domain, t0 - run_start,
+                                          now_ns() - t0, thread_number()});
+    }
+    if (!status.is_ok()) return std::move(status).with_context("node " + step.node->label());
+    for (ir::ValueId id : step.release) st.slots[static_cast<size_t>(id)].reset();
+  }
+  return status;
+}
+
+// A profiled run's steps, with the worker-chunk recorder installed; out of
+// line so the profiling set-up leaves the unprofiled path as it was compiled.
+[[gnu::noinline]] Status run_profiled(const std::vector<Step>& steps, RunState& st, PlannedAllocator& alloc,
+                                      SubgraphRunnerImpl& subgraphs, ThreadPool* pool, const RunOptions* options,
+                                      RunProfile& profile, int64_t run_start) {
+  profile.events.clear();
+  profile.events.reserve(steps.size());
+  profile.worker_chunks.clear();
+  profile.start_ns = run_start;
+  WorkerChunkLog chunk_log(profile, run_start);
+  const ScopedChunkRecorder recorder(&chunk_log);
+  return run_steps(steps, st, alloc, subgraphs, pool, options, &profile, &chunk_log, run_start);
+}
+
 }  // namespace
 
 Status compute_guarded(const kernels::Kernel& kernel, kernels::KernelContext& ctx) {
@@ -159,36 +226,9 @@ Result<std::vector<Value>> Program::run(std::span<const Value> inputs, std::span
 
   PlannedAllocator alloc(*st, plannable_);
   SubgraphRunnerImpl subgraphs(*this, *st, pool, options);
-  Status status;
   const int64_t run_start = profile ? now_ns() : 0;
-  if (profile) {
-    profile->events.clear();
-    profile->events.reserve(steps_.size());
-    profile->start_ns = run_start;
-  }
-  for (size_t s = 0; s < steps_.size(); ++s) {
-    const Step& step = steps_[s];
-    if (options && options->stop_requested()) {  // between nodes: cancel flag, deadline
-      status = options->check().with_context("before node " + step.node->label());
-      if (!status.is_ok()) break;
-    }
-    const uint32_t ib = st->in_begin[s], ob = st->out_begin[s];
-    kernels::KernelContext ctx(*step.node, st->in_ptrs.data() + ib, st->in_begin[s + 1] - ib,
-                               st->out_ptrs.data() + ob, st->out_begin[s + 1] - ob, &alloc, pool, &subgraphs);
-    ctx.set_run_options(options);
-    const int64_t t0 = profile ? now_ns() : 0;
-    status = compute_guarded(*step.kernel, ctx);
-    if (profile) {
-      const ir::Node& n = *step.node;
-      profile->events.push_back(NodeEvent{n.name.empty() ? n.op_type : n.name, n.op_type, n.domain, t0 - run_start,
-                                          now_ns() - t0, thread_number()});
-    }
-    if (!status.is_ok()) {
-      status = std::move(status).with_context("node " + step.node->label());
-      break;
-    }
-    for (ir::ValueId id : step.release) st->slots[static_cast<size_t>(id)].reset();
-  }
+  Status status = profile ? run_profiled(steps_, *st, alloc, subgraphs, pool, options, *profile, run_start)
+                          : run_steps(steps_, *st, alloc, subgraphs, pool, options, nullptr, nullptr, 0);
 
   std::vector<Value> outputs;
   if (status.is_ok()) {

@@ -80,6 +80,7 @@ Result<std::unique_ptr<Program>> Program::build(std::shared_ptr<ir::Graph> graph
         sub_options.partition = nullptr;
         sub_options.prepack = nullptr;
         sub_options.stored_plan = nullptr;
+        sub_options.rewrite = false;  // a subgraph may be shared with the caller's copy of the model
         KILN_ASSIGN_OR_RETURN(auto sub, build(g, sub_options));
         sub->outer_bindings_ = std::move(bindings);
         p->subprograms_.emplace(g.get(), std::move(sub));
@@ -133,6 +134,8 @@ struct BuildWork {
   const ProgramOptions& options;
   std::vector<NodeState> state;
   std::vector<Step> steps;
+  optimizer::RewriteStats& stats;
+  std::deque<ir::Node>& fused_nodes;
 };
 
 Result<std::unique_ptr<kernels::Kernel>> make_kernel(const kernels::KernelDef& def, const ir::Node& node,
@@ -219,6 +222,76 @@ Status fold_constants(BuildWork& w) {
   return Status::ok();
 }
 
+// Drops the nodes marked in `removed` from the graph, keeping each remaining
+// node's state and (folded-but-large) step with it.
+void compact_nodes(BuildWork& w, const std::vector<uint8_t>& removed) {
+  ir::Graph& g = w.g;
+  size_t kept = 0;
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+    if (removed[ni]) continue;
+    if (kept != ni) {
+      g.nodes[kept] = std::move(g.nodes[ni]);
+      w.state[kept] = w.state[ni];
+      w.steps[kept] = std::move(w.steps[ni]);
+    }
+    ++kept;
+  }
+  g.nodes.resize(kept);
+  w.state.resize(kept);
+  w.steps.resize(kept);
+  for (size_t ni = 0; ni < kept; ++ni)
+    if (w.steps[ni].kernel) w.steps[ni].node = &g.nodes[ni];
+}
+
+// Step 1b: the optimizer's phase A over the nodes still open.
+Status rewrite_graph(BuildWork& w) {
+  if (!w.options.rewrite) return Status::ok();
+  std::vector<uint8_t> eligible(w.g.nodes.size());
+  for (size_t ni = 0; ni < eligible.size(); ++ni) eligible[ni] = w.state[ni] == NodeState::kOpen;
+  optimizer::GraphRewrite rw{w.g, w.constants, std::move(eligible), {}, &w.stats};
+  KILN_RETURN_IF_ERROR(optimizer::rewrite_graph(rw));
+  compact_nodes(w, rw.removed);
+  return Status::ok();
+}
+
+// Step 3a: the optimizer's phase B over the nodes no backend claimed. A
+// fused node takes the slot of the last node it replaces; where no kernel
+// fits it, the pattern's nodes stay as they are.
+Status fuse_portable(BuildWork& w, const std::vector<int32_t>& claimed_by) {
+  if (!w.options.rewrite) return Status::ok();
+  const ir::Graph& g = w.g;
+  std::vector<uint8_t> eligible(g.nodes.size());
+  for (size_t ni = 0; ni < eligible.size(); ++ni)
+    eligible[ni] = w.state[ni] == NodeState::kOpen && (claimed_by.empty() || claimed_by[ni] < 0);
+  for (optimizer::Fusion& f : optimizer::find_portable_fusions(g, w.constants, eligible)) {
+    // Every replaced node must have a kernel itself, so a model loads (or
+    // fails to) exactly as it would without the rewrite.
+    bool all_known = true;
+    for (size_t r : f.replaces) {
+      const ir::Node& n = g.nodes[r];
+      all_known = all_known && w.registry.find(n.domain, n.op_type, n.opset, describe_inputs(n, g, w.constants).dtypes,
+                                               nullptr) != nullptr;
+    }
+    if (!all_known) continue;
+    const ir::Node& node = w.fused_nodes.emplace_back(std::move(f.node));
+    const NodeInputs in = describe_inputs(node, g, w.constants);
+    const kernels::KernelDef* def = w.registry.find(node.domain, node.op_type, node.opset, in.dtypes, nullptr);
+    if (!def) {
+      w.fused_nodes.pop_back();
+      continue;
+    }
+    auto kernel = make_kernel(*def, node, g, in);
+    if (!kernel.is_ok()) {
+      w.fused_nodes.pop_back();
+      continue;
+    }
+    w.steps[f.replaces.back()] = Step{&node, std::move(*kernel), def->flags, {}};
+    for (size_t r : f.replaces) w.state[r] = NodeState::kPortable;
+    w.stats.add(f.name);
+  }
+  return Status::ok();
+}
+
 // Step 2: hands parts of the graph to the selected backends (none: nothing).
 Result<PartitionOutcome> partition(BuildWork& w) {
   if (!w.options.partition) return PartitionOutcome{};
@@ -281,12 +354,15 @@ Status Program::build_steps(const ProgramOptions& options) {
   const kernels::KernelRegistry& registry = options.registry ? *options.registry : kernels::default_registry();
   ir::Graph& g = *graph_;
   BuildWork w{g, constants_, registry, options, std::vector<NodeState>(g.nodes.size(), NodeState::kOpen),
-              std::vector<Step>(g.nodes.size())};
+              std::vector<Step>(g.nodes.size()), rewrites_, fused_nodes_};
   KILN_RETURN_IF_ERROR(fold_constants(w));
+  KILN_RETURN_IF_ERROR(rewrite_graph(w));
   KILN_ASSIGN_OR_RETURN(PartitionOutcome parts, partition(w));
+  KILN_RETURN_IF_ERROR(fuse_portable(w, parts.claimed_by));
   KILN_RETURN_IF_ERROR(make_kernels(w, parts.claimed_by));
   KILN_ASSIGN_OR_RETURN(steps_, order_steps(w, parts));
   if (options.partition) placement_ = std::move(parts.report);
+  placement_.rewrites = rewrites_.entries();
   return Status::ok();
 }
 

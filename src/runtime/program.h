@@ -4,6 +4,7 @@
 // may be called from several threads at once.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -18,6 +19,7 @@
 #include "kiln/backends.h"
 #include "kiln/profile.h"
 #include "kiln/run_options.h"
+#include "optimizer/optimizer.h"
 #include "runtime/memory_plan.h"
 
 namespace kiln::runtime {
@@ -27,6 +29,10 @@ struct PartitionRequest;
 struct ProgramOptions {
   const kernels::KernelRegistry* registry = nullptr;  // null: kernels::default_registry()
   bool fold_constants = true;
+  /// Load-time graph rewrites (src/optimizer): phase A after folding and
+  /// before partitioning, phase B on the nodes left to portable kernels.
+  /// Main graphs only: subgraphs keep their nodes as imported.
+  bool rewrite = true;
   /// Largest output (bytes) a folded node may produce; bigger stays a node.
   size_t max_folded_bytes = size_t{64} << 20;
   /// Backends to partition the main graph over (runtime/backends/
@@ -90,6 +96,9 @@ class Program {
   /// Initializers and values folded at load, by id.
   const std::unordered_map<ir::ValueId, Tensor>& constants() const { return constants_; }
 
+  /// The load-time rewrites that applied, with counts.
+  const optimizer::RewriteStats& rewrites() const { return rewrites_; }
+
   /// Arena bytes of the static plan (0 if there is none yet).
   size_t static_arena_bytes() const;
   /// The plan made (or taken from ProgramOptions::stored_plan) at build for
@@ -112,6 +121,9 @@ class Program {
   std::shared_ptr<ir::Graph> graph_;
   std::vector<Step> steps_;
   PlacementReport placement_;
+  optimizer::RewriteStats rewrites_;
+  // Nodes the optimizer's phase B made (steps point at them; stable addresses).
+  std::deque<ir::Node> fused_nodes_;
   std::unordered_map<ir::ValueId, Tensor> constants_;  // initializers + folded values
   std::vector<Lifetime> lifetimes_;
   std::vector<int8_t> plannable_;  // per value: may live in the arena

@@ -218,6 +218,11 @@ void print_placement_text(const std::string& model, const PlacementReport& r, st
   os << "backends tried: " << join(r.backends, ", ") << " (fallback: " << fallback_policy_name(r.fallback) << ")\n";
   os << "nodes: " << r.nodes.size() << " (" << placed << " in " << r.partitions.size() << " partitions, "
      << r.num_fallback() << " on portable, " << folded << " folded at load)\n";
+  if (!r.rewrites.empty()) {
+    os << "rewrites applied: ";
+    for (size_t i = 0; i < r.rewrites.size(); ++i) os << (i ? ", " : "") << r.rewrites[i].first << " " << r.rewrites[i].second;
+    os << "\n";
+  }
   if (!r.partitions.empty()) os << "\npartitions:\n";
   for (const PartitionInfo& p : r.partitions) {
     os << "  " << p.id << "  " << p.backend << "  " << p.nodes.size() << " node" << (p.nodes.size() == 1 ? "" : "s")
@@ -275,7 +280,10 @@ void print_placement_json(const std::string& model, const PlacementReport& r, st
     }
     os << "]}";
   }
-  os << "\n  ],\n  \"notes\": " << json_list(r.notes) << ",\n  \"fallback_nodes\": " << r.num_fallback() << "\n}\n";
+  os << "\n  ],\n  \"rewrites\": {";
+  for (size_t i = 0; i < r.rewrites.size(); ++i)
+    os << (i ? ", " : "") << json_quote(r.rewrites[i].first) << ": " << r.rewrites[i].second;
+  os << "},\n  \"notes\": " << json_list(r.notes) << ",\n  \"fallback_nodes\": " << r.num_fallback() << "\n}\n";
 }
 
 }  // namespace kiln::cli

@@ -53,6 +53,7 @@ test_data_set_0 when it has one, else they are deterministic random values
                     https://ui.perfetto.dev or chrome://tracing): one slice per run,
                     enclosing one slice per node on the thread that ran it
   --json            print one JSON object instead of tables (samples included)
+  --no-rewrites     load without the load-time graph rewrites (to measure what they do)
 
 Timed runs are never profiled: profiling costs two clock reads per node.
 
@@ -64,6 +65,7 @@ constexpr FlagSpec kFlags[] = {
     {"--threads", true, false},    {"--seed", true, false},
     {"--profile", false, false},   {"--top", true, false},    {"--profile-runs", true, false},
     {"--trace", true, false},      {"--json", false, false},  {"--help", false, false},
+    {"--no-rewrites", false, false},
 };
 
 struct BenchConfig {
@@ -117,6 +119,7 @@ Result<BenchConfig> parse_config(const Args& args) {
     c.trace_path = *t;
   }
   c.json = args.has("--json");
+  c.session.rewrite_graph = !args.has("--no-rewrites");
 
   // MODEL: a file, or a backend-test folder.
   std::error_code ec;

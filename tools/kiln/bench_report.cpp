@@ -191,9 +191,17 @@ void write_chrome_trace(std::ostream& out, const std::vector<RunProfile>& runs, 
   std::set<uint64_t> threads;
   for (const RunProfile& run : runs)
     for (const NodeEvent& e : run.events) threads.insert(e.thread_id);
+  std::set<uint64_t> workers;
+  for (const RunProfile& run : runs)
+    for (const NodeEvent& e : run.worker_chunks)
+      if (!threads.count(e.thread_id)) workers.insert(e.thread_id);
   for (uint64_t tid : threads) {
     out << ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" << kPid << ",\"tid\":" << tid
         << ",\"args\":{\"name\":" << json_string("kiln thread " + std::to_string(tid)) << "}}";
+  }
+  for (uint64_t tid : workers) {
+    out << ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" << kPid << ",\"tid\":" << tid
+        << ",\"args\":{\"name\":" << json_string("kiln pool worker " + std::to_string(tid)) << "}}";
   }
   for (size_t r = 0; r < runs.size(); ++r) {
     const RunProfile& run = runs[r];
@@ -208,6 +216,13 @@ void write_chrome_trace(std::ostream& out, const std::vector<RunProfile>& runs, 
           << ",\"ph\":\"X\",\"ts\":" << us(run_ts + e.start_ns) << ",\"dur\":" << us(e.duration_ns)
           << ",\"pid\":" << kPid << ",\"tid\":" << e.thread_id << ",\"args\":{\"op_type\":" << json_string(e.op_type)
           << ",\"domain\":" << json_string(e.domain) << ",\"run\":" << r << "}}";
+    }
+    // Pool workers' chunks, on the workers' tracks, in the "chunk" category.
+    for (const NodeEvent& e : run.worker_chunks) {
+      out << ",\n{\"name\":" << json_string(e.name) << ",\"cat\":\"chunk\",\"ph\":\"X\",\"ts\":"
+          << us(run_ts + e.start_ns) << ",\"dur\":" << us(e.duration_ns) << ",\"pid\":" << kPid
+          << ",\"tid\":" << e.thread_id << ",\"args\":{\"op_type\":" << json_string(e.op_type) << ",\"run\":" << r
+          << "}}";
     }
   }
   out << "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{";

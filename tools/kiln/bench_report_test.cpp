@@ -100,6 +100,22 @@ TEST(BenchReportTest, TraceNestsNodeSlicesInRunSlices) {
   EXPECT_NE(json.find("\"otherData\":{\"model\":\"m.onnx\"}"), std::string::npos) << json;
 }
 
+TEST(BenchReportTest, TracePutsWorkerChunksOnTheirOwnTracks) {
+  RunProfile r;
+  r.start_ns = 1'000'000'000;
+  r.total_ns = 5000;
+  r.events = {event("conv", "Conv", 100, 2000, 1)};
+  r.worker_chunks = {event("conv", "Conv", 150, 900, 7), event("conv", "Conv", 1100, 800, 7)};
+  std::ostringstream out;
+  write_chrome_trace(out, {r}, "kiln test", {});
+  const std::string json = out.str();
+  EXPECT_NE(json.find("\"tid\":7,\"args\":{\"name\":\"kiln pool worker 7\"}"), std::string::npos) << json;
+  EXPECT_NE(json.find("{\"name\":\"conv\",\"cat\":\"chunk\",\"ph\":\"X\",\"ts\":0.150,\"dur\":0.900,\"pid\":1,\"tid\":7"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"ts\":1.100,\"dur\":0.800,\"pid\":1,\"tid\":7"), std::string::npos) << json;
+}
+
 TEST(BenchReportTest, JsonStringEscapes) {
   EXPECT_EQ(json_string("a\"b\\c\nd\te"), "\"a\\\"b\\\\c\\nd\\te\"");
   EXPECT_EQ(json_string(std::string("\x01", 1)), "\"\\u0001\"");

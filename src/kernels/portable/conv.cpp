@@ -10,7 +10,9 @@
 // Constant weights are packed for the GEMM once, at load; the bias is a
 // fused per-row epilogue. float16/bfloat16/double are staged through float32.
 // The same kernel runs com.microsoft FusedConv (Conv + optional sum input Z +
-// activation), the form ONNX Runtime saves optimized models in.
+// activation), the form ONNX Runtime saves optimized models in and the one
+// Kiln's optimizer (src/optimizer) fuses Conv + activation into; Kiln adds
+// the activations HardSwish and Silu (x * Sigmoid(x)) to ORT's list.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -18,6 +20,7 @@
 #include <string>
 
 #include "kernels/portable/conv_depthwise.h"
+#include "kernels/portable/cpu/x86/elementwise_simd.h"
 #include "kernels/portable/util/cv_common.h"
 #include "kernels/portable/util/gemm.h"
 #include "kernels/portable/util/gemm_prepack.h"
@@ -83,31 +86,42 @@ class Im2colSource final : public BPanelSource {
 // input Z of Y's shape, then an activation. Relu and Clip are fused into the
 // GEMM epilogue; the others run as a pass over Y.
 struct ConvFusion {
-  enum class Act { kNone, kClamp, kLeakyRelu, kSigmoid, kTanh, kHardSigmoid };
+  enum class Act { kNone, kClamp, kLeakyRelu, kSigmoid, kTanh, kHardSigmoid, kHardSwish, kSilu };
   const float* z = nullptr;
   Act act = Act::kNone;
   float p0 = 0.f, p1 = 0.f;  // clamp: lo, hi; LeakyRelu: alpha; HardSigmoid: alpha, beta
 };
 
-void apply_activation(float* y, int64_t n, const ConvFusion& f) {
+void apply_activation_block(float* y, int64_t n, const ConvFusion& f) {
   switch (f.act) {
     case ConvFusion::Act::kNone: break;
-    case ConvFusion::Act::kClamp:
-      for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(y[i], f.p0), f.p1);
-      break;
-    case ConvFusion::Act::kLeakyRelu:
-      for (int64_t i = 0; i < n; ++i) y[i] = y[i] >= 0.f ? y[i] : y[i] * f.p0;
-      break;
-    case ConvFusion::Act::kSigmoid:
-      for (int64_t i = 0; i < n; ++i) y[i] = 1.f / (1.f + std::exp(-y[i]));
-      break;
-    case ConvFusion::Act::kTanh:
-      for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(y[i]);
-      break;
+    case ConvFusion::Act::kClamp: simd::clip_f32(y, y, n, f.p0, f.p1); break;
+    case ConvFusion::Act::kLeakyRelu: simd::leaky_relu_f32(y, y, n, f.p0); break;
+    case ConvFusion::Act::kSigmoid: simd::sigmoid_f32(y, y, n); break;
+    case ConvFusion::Act::kTanh: simd::tanh_f32(y, y, n); break;
     case ConvFusion::Act::kHardSigmoid:
       for (int64_t i = 0; i < n; ++i) y[i] = std::min(1.f, std::max(0.f, f.p0 * y[i] + f.p1));
       break;
+    case ConvFusion::Act::kHardSwish:  // as the HardSwish kernel computes it
+      for (int64_t i = 0; i < n; ++i) y[i] *= std::min(1.f, std::max(0.f, y[i] * (1.f / 6.f) + 0.5f));
+      break;
+    case ConvFusion::Act::kSilu: {  // x * sigmoid(x), as the Sigmoid and Mul kernels compute it
+      float s[256];
+      for (int64_t i = 0; i < n; i += 256) {
+        const int64_t len = std::min<int64_t>(256, n - i);
+        simd::sigmoid_f32(y + i, s, len);
+        for (int64_t k = 0; k < len; ++k) y[i + k] *= s[k];
+      }
+      break;
+    }
   }
+}
+
+// The activation over all of Y (the paths that cannot apply it in the GEMM
+// epilogue), vectorized and split over the pool.
+void apply_activation(float* y, int64_t n, const ConvFusion& f, ThreadPool* pool) {
+  if (f.act == ConvFusion::Act::kNone) return;
+  parallel_for(pool, n, 16384, [&](int64_t b, int64_t e) { apply_activation_block(y + b, e - b, f); });
 }
 
 // Y = conv(X, W) + B for float32. `packed` holds W per group when W was
@@ -119,7 +133,7 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
     depthwise_conv_f32(depthwise_geometry(p), x, w, bias, y, pool);
     if (fusion.z)
       for (int64_t i = 0; i < total; ++i) y[i] += fusion.z[i];
-    apply_activation(y, total, fusion);
+    apply_activation(y, total, fusion, pool);
     return;
   }
   const bool clamp = fusion.act == ConvFusion::Act::kClamp;
@@ -159,7 +173,7 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
   } else {
     for (int64_t t = 0; t < jobs; ++t) one(t / p.group, t % p.group, pool);
   }
-  if (!clamp) apply_activation(y, total, fusion);
+  if (!clamp) apply_activation(y, total, fusion, pool);
 }
 
 class ConvKernel final : public Kernel {
@@ -275,9 +289,13 @@ class ConvKernel final : public Kernel {
       fusion_.act = Act::kTanh;
     } else if (act == "HardSigmoid") {
       fusion_ = {nullptr, Act::kHardSigmoid, params.size() > 0 ? params[0] : 0.2f, params.size() > 1 ? params[1] : 0.5f};
+    } else if (act == "HardSwish") {
+      fusion_.act = Act::kHardSwish;
+    } else if (act == "Silu") {
+      fusion_.act = Act::kSilu;
     } else {
       return invalid_argument("attribute activation is '", act,
-                              "', expected Relu, Clip, LeakyRelu, Sigmoid, Tanh or HardSigmoid");
+                              "', expected Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish or Silu");
     }
     return Status::ok();
   }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/portable/cpu/x86/elementwise_simd.h"
 #include "kernels/portable/util/cv_common.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
@@ -193,6 +194,17 @@ class CumProdKernel final : public Kernel {
 
 enum class Act { kGelu, kGeluTanh, kSwish, kMish };
 
+// 0.5 * x * (1 + erf(x / sqrt 2)) through the vectorized erf, in parallel
+// blocks (the optimizer makes Gelu of BERT's Erf pattern: it must not be
+// slower than the five nodes it replaces).
+void gelu_f32(const float* x, float* y, int64_t n, ThreadPool* pool) {
+  parallel_for(pool, n, 16384, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) y[i] = x[i] * static_cast<float>(M_SQRT1_2);
+    simd::erf_f32(y + b, y + b, e - b);
+    for (int64_t i = b; i < e; ++i) y[i] = 0.5f * x[i] * (1.f + y[i]);
+  });
+}
+
 class ActivationKernel final : public Kernel {
  public:
   explicit ActivationKernel(Act act, float alpha) : act_(act), alpha_(alpha) {}
@@ -205,6 +217,10 @@ class ActivationKernel final : public Kernel {
     KILN_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, x.dtype(), x.shape()));
     if (x.dtype() == DType::kFloat64) {
       apply(x.data<double>(), out->data<double>(), x.numel());
+      return Status::ok();
+    }
+    if (x.dtype() == DType::kFloat32 && act_ == Act::kGelu) {
+      gelu_f32(x.data<float>(), out->data<float>(), x.numel(), ctx.pool());
       return Status::ok();
     }
     std::vector<float> v = to_float_vector(x);

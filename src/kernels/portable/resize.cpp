@@ -152,6 +152,7 @@ class ResizeKernel final : public Kernel {
       build_taps(x.dim(a), out_shape[a], scale[a], roi[a], roi[static_cast<size_t>(rank) + a], strides[a], &taps[a]);
     }
 
+    if (x.dtype() == DType::kFloat32 && run_planar_f32(x, taps, out, ctx.pool())) return Status::ok();
     Status st;
     visit_dtype(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
@@ -395,6 +396,67 @@ class ResizeKernel final : public Kernel {
     } else {
       return static_cast<T>(v);
     }
+  }
+
+  // float32 nearest/linear with at most two taps on the last two axes, one
+  // unit tap on every other and nothing outside (NCHW upsampling, the common
+  // case): each output row blends two input rows through a per-column table
+  // of (offset, weight) pairs, in float. False when the taps do not fit.
+  bool run_planar_f32(const Tensor& x, const std::vector<AxisTaps>& taps, Tensor* out, ThreadPool* pool) const {
+    const size_t rank = taps.size();
+    if (rank < 2 || mode_ == Mode::kCubic) return false;
+    for (size_t d = 0; d < rank; ++d) {
+      const AxisTaps& t = taps[d];
+      for (size_t o = 0; o + 1 < t.start.size(); ++o) {
+        const auto b = static_cast<size_t>(t.start[o]);
+        const int64_t k = t.start[o + 1] - t.start[o];
+        if (t.outside[o] || k < 1 || k > 2 || (d + 2 < rank && (k != 1 || t.weight[b] != 1.0))) return false;
+      }
+    }
+    const AxisTaps& ty = taps[rank - 2];
+    const AxisTaps& tx = taps[rank - 1];
+    const Shape& os = out->shape();
+    const int64_t out_h = os[rank - 2], out_w = os[rank - 1];
+    std::vector<int64_t> x0(static_cast<size_t>(out_w)), x1(static_cast<size_t>(out_w));
+    std::vector<float> w0(static_cast<size_t>(out_w)), w1(static_cast<size_t>(out_w));
+    for (size_t o = 0; o < x0.size(); ++o) {
+      const auto b = static_cast<size_t>(tx.start[o]);
+      const bool two = tx.start[o + 1] - tx.start[o] == 2;
+      x0[o] = tx.offset[b];
+      w0[o] = static_cast<float>(tx.weight[b]);
+      x1[o] = two ? tx.offset[b + 1] : x0[o];
+      w1[o] = two ? static_cast<float>(tx.weight[b + 1]) : 0.f;
+    }
+    const float* in = x.data<float>();
+    float* dst = out->data<float>();
+    const bool nearest = mode_ == Mode::kNearest;
+    auto body = [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        // The plane's base: the one tap of every outer axis.
+        int64_t rem = r / out_h, base = 0;
+        for (size_t d = rank - 2; d-- > 0;) {
+          base += taps[d].offset[static_cast<size_t>(taps[d].start[static_cast<size_t>(rem % os[d])])];
+          rem /= os[d];
+        }
+        const auto b = static_cast<size_t>(ty.start[static_cast<size_t>(r % out_h)]);
+        const bool two = ty.start[static_cast<size_t>(r % out_h) + 1] - ty.start[static_cast<size_t>(r % out_h)] == 2;
+        const float* ra = in + base + ty.offset[b];
+        const float* rb = two ? in + base + ty.offset[b + 1] : ra;
+        const float wa = static_cast<float>(ty.weight[b]), wb = two ? static_cast<float>(ty.weight[b + 1]) : 0.f;
+        float* row = dst + r * out_w;
+        if (nearest) {
+          for (int64_t o = 0; o < out_w; ++o) row[o] = ra[x0[static_cast<size_t>(o)]];
+          continue;
+        }
+        for (int64_t o = 0; o < out_w; ++o) {
+          const auto i = static_cast<size_t>(o);
+          row[o] = wa * (w0[i] * ra[x0[i]] + w1[i] * ra[x1[i]]) + wb * (w0[i] * rb[x0[i]] + w1[i] * rb[x1[i]]);
+        }
+      }
+    };
+    parallel_for(pool, out->numel() / std::max<int64_t>(1, out_w), std::max<int64_t>(1, 16384 / std::max<int64_t>(out_w, 1)),
+                 body);
+    return true;
   }
 
   template <class T>

@@ -1,0 +1,152 @@
+// The optimizer's rewrites inside Program::build, on the portable kernels:
+// each rewritten graph must give the unrewritten graph's results (within
+// float rounding), and the rewrite must actually have applied.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "optimizer/test_graph.h"
+#include "runtime/program.h"
+
+namespace kiln::runtime {
+namespace {
+
+using optimizer::testing::attr_float;
+using optimizer::testing::attr_ints;
+using optimizer::testing::TestGraph;
+
+Tensor random_f32(const Shape& s, uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(s.numel()));
+  for (float& f : v) f = dist(rng);
+  return Tensor::from_vector<float>(v, s);
+}
+
+// Builds `t` twice (rewrites off and on), runs both on `inputs`, compares
+// every output and returns the rewritten program's stats.
+optimizer::RewriteStats expect_same_results(const TestGraph& t, const std::vector<Tensor>& inputs) {
+  std::vector<Value> in;
+  for (const Tensor& x : inputs) in.emplace_back(x);
+  std::vector<std::vector<Value>> results;
+  optimizer::RewriteStats stats;
+  for (bool rewrite : {false, true}) {
+    ProgramOptions opts;
+    opts.rewrite = rewrite;
+    auto program = Program::build(std::make_shared<ir::Graph>(t.g), opts);
+    EXPECT_TRUE(program.is_ok()) << program.status().message();
+    if (!program.is_ok()) return stats;
+    auto out = (*program)->run(in, {}, nullptr);
+    EXPECT_TRUE(out.is_ok()) << out.status().message();
+    if (!out.is_ok()) return stats;
+    results.push_back(std::move(*out));
+    if (rewrite) stats = (*program)->rewrites();
+  }
+  EXPECT_EQ(results[0].size(), results[1].size());
+  for (size_t o = 0; o < results[0].size() && o < results[1].size(); ++o) {
+    const Tensor& a = results[0][o].tensor();
+    const Tensor& b = results[1][o].tensor();
+    EXPECT_EQ(a.shape(), b.shape()) << "output " << o;
+    if (a.shape() != b.shape()) continue;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const float x = a.data<float>()[i], y = b.data<float>()[i];
+      if (std::fabs(x - y) > 1e-5f + 1e-5f * std::fabs(x)) {
+        ADD_FAILURE() << "output " << o << " element " << i << ": " << y << " rewritten, " << x << " not";
+        break;
+      }
+    }
+  }
+  return stats;
+}
+
+TEST(RewriteTest, ConvBatchNormActivation) {
+  for (const char* act : {"Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Silu"}) {
+    TestGraph t;
+    t.opset = 14;  // HardSwish
+    const ir::ValueId x = t.input("x", Shape{1, 3, 9, 9});
+    const ir::ValueId w = t.constant("w", random_f32(Shape{8, 3, 3, 3}, 1));
+    const ir::ValueId y = t.node("Conv", {x, w, t.constant("b", random_f32(Shape{8}, 2))},
+                                 {attr_ints("pads", {1, 1, 1, 1})}, Shape{1, 8, 9, 9});
+    const ir::ValueId z = t.node("BatchNormalization",
+                                 {y, t.constant("s", random_f32(Shape{8}, 3)), t.constant("o", random_f32(Shape{8}, 4)),
+                                  t.constant("m", random_f32(Shape{8}, 5)), t.constant("v", random_f32(Shape{8}, 6, 0.5f, 2.f))},
+                                 {attr_float("epsilon", 1e-3f)}, Shape{1, 8, 9, 9});
+    ir::ValueId out;
+    const std::string a = act;
+    if (a == "Clip") out = t.node("Clip", {z, t.scalar("lo", 0.f), t.scalar("hi", 0.5f)});
+    else if (a == "Silu") out = t.node("Mul", {z, t.node("Sigmoid", {z})});
+    else out = t.node(a, {z});
+    t.output(out);
+    const optimizer::RewriteStats stats = expect_same_results(t, {random_f32(Shape{1, 3, 9, 9}, 7, -3.f, 3.f)});
+    EXPECT_EQ(stats.count("conv+batchnorm"), 1) << act;
+    std::string fused = "conv+" + a;
+    for (char& c : fused) c = static_cast<char>(std::tolower(c));
+    EXPECT_EQ(stats.count(fused), 1) << act << ": " << stats.to_string();
+  }
+}
+
+// A pattern node without a kernel of its own (HardSwish before opset 14)
+// fails the load as it would unrewritten, instead of hiding in a fusion.
+TEST(RewriteTest, FusionNeverHidesANodeWithoutAKernel) {
+  TestGraph t;
+  const ir::ValueId x = t.input("x", Shape{1, 1, 3, 3});
+  const ir::ValueId y = t.node("Conv", {x, t.constant("w", random_f32(Shape{1, 1, 2, 2}, 1))}, {}, Shape{1, 1, 2, 2});
+  t.output(t.node("HardSwish", {y}));
+  auto program = Program::build(std::make_shared<ir::Graph>(t.g), ProgramOptions{});
+  ASSERT_FALSE(program.is_ok());
+  EXPECT_NE(program.status().message().find("HardSwish"), std::string::npos) << program.status().message();
+}
+
+TEST(RewriteTest, ConvTransposeBatchNormWithGroups) {
+  TestGraph t;
+  const ir::ValueId x = t.input("x", Shape{1, 4, 5, 5});
+  const ir::ValueId y = t.node("ConvTranspose", {x, t.constant("w", random_f32(Shape{4, 3, 3, 3}, 1))},
+                               {optimizer::testing::attr_int("group", 2), attr_ints("strides", {2, 2})},
+                               Shape{1, 6, 11, 11});
+  t.output(t.node("BatchNormalization",
+                  {y, t.constant("s", random_f32(Shape{6}, 3)), t.constant("o", random_f32(Shape{6}, 4)),
+                   t.constant("m", random_f32(Shape{6}, 5)), t.constant("v", random_f32(Shape{6}, 6, 0.5f, 2.f))},
+                  {}, Shape{1, 6, 11, 11}));
+  const optimizer::RewriteStats stats = expect_same_results(t, {random_f32(Shape{1, 4, 5, 5}, 7)});
+  EXPECT_EQ(stats.count("conv+batchnorm"), 1) << stats.to_string();
+}
+
+TEST(RewriteTest, MatMulAddTransposeAndReshapeChains) {
+  TestGraph t;
+  const ir::ValueId a = t.input("a", Shape{4, 6});
+  const ir::ValueId mm = t.node("MatMul", {a, t.constant("w", random_f32(Shape{6, 5}, 1))}, {}, Shape{4, 5});
+  const ir::ValueId g = t.node("Add", {mm, t.constant("c", random_f32(Shape{5}, 2))}, {}, Shape{4, 5});
+  const ir::ValueId t1 = t.node("Transpose", {g}, {attr_ints("perm", {1, 0})}, Shape{5, 4});
+  const ir::ValueId t2 = t.node("Transpose", {t1}, {attr_ints("perm", {1, 0})}, Shape{4, 5});
+  const ir::ValueId r1 = t.node("Reshape", {t2, t.constant("s1", Tensor::from_vector<int64_t>({2, 10}, Shape{2}))}, {},
+                                Shape{2, 10});
+  const ir::ValueId r2 = t.node("Unsqueeze", {r1, t.constant("ax", Tensor::from_vector<int64_t>({0}, Shape{1}))}, {},
+                                Shape{1, 2, 10});
+  t.output(t.node("Relu", {r2}, {}, Shape{1, 2, 10}));
+  const optimizer::RewriteStats stats = expect_same_results(t, {random_f32(Shape{4, 6}, 3)});
+  EXPECT_EQ(stats.count("matmul+add"), 1) << stats.to_string();
+  EXPECT_EQ(stats.count("transpose+transpose"), 1) << stats.to_string();
+  EXPECT_EQ(stats.count("reshape chain"), 1) << stats.to_string();
+}
+
+TEST(RewriteTest, GeluAndLayerNorm) {
+  TestGraph t;
+  const ir::ValueId x = t.input("x", Shape{3, 16});
+  const ir::ValueId half = t.node("Mul", {x, t.scalar("h", 0.5f)});
+  const ir::ValueId e = t.node("Erf", {t.node("Div", {x, t.scalar("r2", 1.4142135f)})});
+  const ir::ValueId gelu = t.node("Mul", {half, t.node("Add", {e, t.scalar("one", 1.f)})}, {}, Shape{3, 16});
+  const ir::ValueId mean = t.node("ReduceMean", {gelu}, {attr_ints("axes", {-1})});
+  const ir::ValueId d = t.node("Sub", {gelu, mean});
+  const ir::ValueId var = t.node("ReduceMean", {t.node("Pow", {d, t.scalar("two", 2.f)})}, {attr_ints("axes", {-1})});
+  const ir::ValueId n = t.node("Div", {d, t.node("Sqrt", {t.node("Add", {var, t.scalar("eps", 1e-5f)})})});
+  const ir::ValueId y = t.node("Add", {t.node("Mul", {n, t.constant("g", random_f32(Shape{16}, 1))}),
+                                       t.constant("b", random_f32(Shape{16}, 2))});
+  t.output(y);
+  const optimizer::RewriteStats stats = expect_same_results(t, {random_f32(Shape{3, 16}, 3, -3.f, 3.f)});
+  EXPECT_EQ(stats.count("gelu"), 1) << stats.to_string();
+  EXPECT_EQ(stats.count("layernorm"), 1) << stats.to_string();
+}
+
+}  // namespace
+}  // namespace kiln::runtime

@@ -313,6 +313,10 @@ Result<Tensor> parse_npy(std::span<const uint8_t> bytes, const std::string& what
   if (__builtin_mul_overflow(static_cast<uint64_t>(numel), static_cast<uint64_t>(descr.item_size), &data_bytes)) {
     return npy_error(what, "shape is too large");
   }
+  if (descr.dtype == DType::kString && descr.item_size == 0 && numel > 0) {
+    // Zero bytes per element: the file's size would bound nothing.
+    return npy_error(what, "zero-width string dtype '" + printable(header.descr) + "' is not supported");
+  }
   const size_t data_start = header_start + header_len;
   const size_t available = bytes.size() - data_start;
   if (data_bytes > available) {

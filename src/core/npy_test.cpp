@@ -146,6 +146,21 @@ TEST(NpyTest, RejectsByteStringsThatAreNotUtf8) {
   EXPECT_EQ(back->data<std::string>()[0], "\xc3\xa9");
 }
 
+// Found by fuzz_npy: '<U0' read through a null pointer (UBSan), and a
+// zero-width dtype let a tiny file claim any number of strings.
+TEST(NpyTest, RejectsZeroWidthStrings) {
+  for (const char* descr : {"<U0", ">U0", "|S0"}) {
+    const std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (3, 5)}";
+    EXPECT_NE(error_of(make_npy(1, dict, {})).find("zero-width string dtype"), std::string::npos) << descr;
+  }
+  EXPECT_NE(error_of(make_npy(1, "{'descr': '|S0', 'fortran_order': False, 'shape': (1000000000000,)}", {}))
+                .find("zero-width string dtype '|S0'"),
+            std::string::npos);
+  Result<Tensor> empty = parse_npy(make_npy(1, "{'descr': '<U0', 'fortran_order': False, 'shape': (0,)}", {}));
+  ASSERT_TRUE(empty.is_ok()) << empty.status().to_string();
+  EXPECT_EQ(empty->numel(), 0);
+}
+
 TEST(NpyTest, NormalizesBoolBytes) {
   auto file = make_npy(1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,)}", {0, 1, 2});
   Result<Tensor> t = parse_npy(file);

@@ -274,6 +274,9 @@ class RotaryEmbeddingKernel final : public Kernel {
       return invalid_argument("rotary_embedding_dim ", dim, " does not fit head size ", h.d);
     const std::vector<float> cosv = to_float_vector(ctx.input(1)), sinv = to_float_vector(ctx.input(2));
     const Tensor& cache = ctx.input(1);
+    if (ctx.input(2).shape() != cache.shape())  // rows of both are read at the same offsets
+      return invalid_argument("sin_cache ", ctx.input(2).shape().to_string(), " differs from cos_cache ",
+                              cache.shape().to_string());
     const int64_t row = cache.rank() ? cache.dim(cache.rank() - 1) : 0;
     std::vector<int64_t> pos;
     if (ctx.has_input(3)) {

@@ -33,7 +33,9 @@ test: build san-build
 # The same suites built with clang-14 under AddressSanitizer and
 # UndefinedBehaviorSanitizer (LeakSanitizer included). `make test` runs them
 # after the plain build; `make test-sanitize` adds the libFuzzer targets
-# (fuzz.import, fuzz.session) for FUZZ_SECONDS each. Fuzzing is not part of
+# (fuzz.import, fuzz.session, fuzz.program, fuzz.tensor_proto, fuzz.npy,
+# fuzz.options; corpora seeded by tests/fuzz/make_seeds.sh) for FUZZ_SECONDS
+# each. Fuzzing is not part of
 # `make test`: it explores new inputs each run, so it would make CI flaky;
 # what it finds becomes a regression test.
 SAN_BUILD ?= build-san

@@ -40,6 +40,9 @@ struct BackendOption {
 };
 /// Parses "NAME.KEY=VALUE" (the key may hold dots; the value anything).
 Result<BackendOption> parse_backend_option(std::string_view text);
+/// Splits a `--backends` list ("template,portable") into names in order; an
+/// empty name (",", "a,,b", "") is an error that quotes the list.
+Result<std::vector<std::string>> parse_backend_list(std::string_view text);
 
 struct BackendOptionInfo {
   std::string name;

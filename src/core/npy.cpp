@@ -259,7 +259,8 @@ bool decode_utf8(const std::string& s, std::vector<uint32_t>* out) {
       if ((cc & 0xc0) != 0x80) return false;
       cp = cp << 6 | (cc & 0x3fu);
     }
-    if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    static constexpr uint32_t kMinOfLength[] = {0, 0x80, 0x800, 0x10000};  // shorter forms are overlong
+    if (cp < kMinOfLength[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
     out->push_back(cp);
     i += static_cast<size_t>(n) + 1;
   }
@@ -312,6 +313,10 @@ Result<Tensor> parse_npy(std::span<const uint8_t> bytes, const std::string& what
   if (__builtin_mul_overflow(static_cast<uint64_t>(numel), static_cast<uint64_t>(descr.item_size), &data_bytes)) {
     return npy_error(what, "shape is too large");
   }
+  if (descr.dtype == DType::kString && descr.item_size == 0 && numel > 0) {
+    // Zero bytes per element: the file's size would bound nothing.
+    return npy_error(what, "zero-width string dtype '" + printable(header.descr) + "' is not supported");
+  }
   const size_t data_start = header_start + header_len;
   const size_t available = bytes.size() - data_start;
   if (data_bytes > available) {
@@ -331,6 +336,11 @@ Result<Tensor> parse_npy(std::span<const uint8_t> bytes, const std::string& what
         size_t n = descr.item_size;
         while (n > 0 && item[n - 1] == 0) --n;
         s.assign(reinterpret_cast<const char*>(item), n);
+        std::vector<uint32_t> cps;  // string tensors hold UTF-8, as ONNX requires
+        if (!decode_utf8(s, &cps)) {
+          return npy_error(what, "element " + std::to_string(i) + " of '" + printable(header.descr) +
+                                     "' is not valid UTF-8 (byte strings are read as UTF-8 text)");
+        }
       } else {
         size_t n = descr.item_size / 4;
         std::vector<uint32_t> cps(n);

@@ -128,6 +128,39 @@ TEST(NpyTest, ReadsByteStrings) {
   EXPECT_EQ(t->data<std::string>()[1], "x");
 }
 
+// Found by fuzz_npy: '|S' bytes that are not UTF-8 made a string tensor that
+// serialize_npy then refused; an overlong "\xc0\x80" read back as "".
+TEST(NpyTest, RejectsByteStringsThatAreNotUtf8) {
+  const std::string dict = "{'descr': '|S3', 'fortran_order': False, 'shape': (1,)}";
+  for (std::vector<uint8_t> item : {std::vector<uint8_t>{0xff, 'a'}, {0xc0, 0x80}, {0xe0, 0x80, 0x80}, {0xed, 0xa0, 0x80}}) {
+    item.resize(3, 0);
+    const std::string err = error_of(make_npy(1, dict, item));
+    EXPECT_NE(err.find("element 0 of '|S3' is not valid UTF-8"), std::string::npos) << err;
+  }
+  Result<Tensor> ok = parse_npy(make_npy(1, dict, {0xc3, 0xa9, 0}));
+  ASSERT_TRUE(ok.is_ok()) << ok.status().to_string();
+  Result<std::vector<uint8_t>> bytes = serialize_npy(*ok);
+  ASSERT_TRUE(bytes.is_ok());
+  Result<Tensor> back = parse_npy(*bytes);
+  ASSERT_TRUE(back.is_ok());
+  EXPECT_EQ(back->data<std::string>()[0], "\xc3\xa9");
+}
+
+// Found by fuzz_npy: '<U0' read through a null pointer (UBSan), and a
+// zero-width dtype let a tiny file claim any number of strings.
+TEST(NpyTest, RejectsZeroWidthStrings) {
+  for (const char* descr : {"<U0", ">U0", "|S0"}) {
+    const std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (3, 5)}";
+    EXPECT_NE(error_of(make_npy(1, dict, {})).find("zero-width string dtype"), std::string::npos) << descr;
+  }
+  EXPECT_NE(error_of(make_npy(1, "{'descr': '|S0', 'fortran_order': False, 'shape': (1000000000000,)}", {}))
+                .find("zero-width string dtype '|S0'"),
+            std::string::npos);
+  Result<Tensor> empty = parse_npy(make_npy(1, "{'descr': '<U0', 'fortran_order': False, 'shape': (0,)}", {}));
+  ASSERT_TRUE(empty.is_ok()) << empty.status().to_string();
+  EXPECT_EQ(empty->numel(), 0);
+}
+
 TEST(NpyTest, NormalizesBoolBytes) {
   auto file = make_npy(1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,)}", {0, 1, 2});
   Result<Tensor> t = parse_npy(file);

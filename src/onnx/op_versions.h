@@ -34,7 +34,18 @@ struct OpVersion {
   int min_inputs, max_inputs;
   int min_outputs, max_outputs;
   std::span<const OpAttr> attributes;
+  // The formal names of the required inputs, comma-separated: exactly the
+  // first min_inputs inputs (no listed version has a required input after
+  // an optional one, nor variadic inputs), so none of them may be given as
+  // an empty name.
+  const char* required_inputs = "";
 };
+
+/// Every listed op version (for tests of the table itself).
+std::span<const OpVersion> op_versions();
+
+/// The formal name of required input `i` of `v` ("" when out of range).
+std::string_view required_input_name(const OpVersion& v, int i);
 
 /// The newest listed version of `op` with since_version <= `opset`; null
 /// when none is listed (then libonnx's schema, if any, applies).

@@ -180,6 +180,16 @@ Result<Value> read_value_file(const std::string& path, const ir::ValueType* expe
   }
 }
 
+Result<Value> read_value_bytes(std::span<const uint8_t> bytes, const std::string& base_dir,
+                               const ir::ValueType* expected, std::string* name) {
+  try {
+    ExternalData external(base_dir);
+    return read_adapted(bytes, expected, &external, name);
+  } catch (const std::exception& e) {
+    return internal_error("reading a value failed: ", e.what());
+  }
+}
+
 Status write_value_file(const std::string& path, const Value& value, const std::string& name) {
   try {
     std::string bytes;

@@ -136,6 +136,12 @@ std::string node_label(const onnx::NodeProto& n) {
   return s;
 }
 
+// A formal input the schema requires (option Single) given as "": kernels
+// read required inputs without checking, so the model is refused here.
+Status empty_required_input(const std::string& label, int i, std::string_view formal) {
+  return invalid_argument(label, ": input ", i, " (", formal, ") is required but given as ''");
+}
+
 }  // namespace
 
 namespace {
@@ -164,6 +170,8 @@ Status check_against(const onnx::NodeProto& n, const OpVersion& v, int n_in, int
   if (n_out < v.min_outputs || n_out > v.max_outputs)
     return invalid_argument(label, " has ", n_out, " outputs; ", n.op_type(), "-", v.since_version, " produces ",
                             v.min_outputs, " to ", v.max_outputs);
+  for (int i = 0; i < v.min_inputs && i < n_in; ++i)
+    if (n.input(i).empty()) return empty_required_input(label, i, required_input_name(v, i));
   for (const OpAttr& attr : v.attributes) {
     const onnx::AttributeProto* given = nullptr;
     for (const auto& a : n.attribute())
@@ -221,8 +229,7 @@ Status check_node_schema(const onnx::NodeProto& n, const OpsetMap& opsets) {
       const auto& formals = schema->inputs();
       for (int i = 0; i < n_in && i < static_cast<int>(formals.size()); ++i) {
         if (formals[static_cast<size_t>(i)].GetOption() == onnx::OpSchema::Single && n.input(i).empty()) {
-          return invalid_argument(label, ": required input ", i, " (", formals[static_cast<size_t>(i)].GetName(),
-                                  ") is missing");
+          return empty_required_input(label, i, formals[static_cast<size_t>(i)].GetName());
         }
       }
       for (const auto& [name, attr] : schema->attributes()) {

@@ -12,17 +12,7 @@ std::vector<FlagSpec> with_backend_flags(std::span<const FlagSpec> base) {
 
 Status apply_backend_flags(const Args& args, SessionOptions* options) {
   if (auto list = args.value("--backends")) {
-    options->backends.clear();
-    std::string s = *list;
-    size_t start = 0;
-    while (start <= s.size()) {
-      size_t end = s.find(',', start);
-      if (end == std::string::npos) end = s.size();
-      std::string name = s.substr(start, end - start);
-      if (name.empty()) return invalid_argument("--backends '", s, "' has an empty name (write e.g. template,portable)");
-      options->backends.push_back(name);
-      start = end + 1;
-    }
+    KILN_ASSIGN_OR_RETURN(options->backends, parse_backend_list(*list));
   }
   for (const std::string& p : args.values("--backend-path")) options->backend_paths.push_back(p);
   for (const std::string& o : args.values("--backend-option")) {

@@ -76,7 +76,8 @@ Result<Heads> concat_past(const KernelContext& ctx, size_t past_index, Heads cur
 // padded with -inf.
 class Mask {
  public:
-  Status init(const KernelContext& ctx, size_t index) {
+  // `scores` is [B, H, Sq]: each of the mask's leading dims is 1 or that size.
+  Status init(const KernelContext& ctx, size_t index, const int64_t (&scores)[3]) {
     if (!ctx.has_input(index)) return Status::ok();
     const Tensor& m = ctx.input(index);
     if (m.rank() > 4 || m.rank() < 1)
@@ -84,6 +85,10 @@ class Mask {
     present_ = true;
     int64_t dims[4] = {1, 1, 1, 1};
     for (size_t i = 0; i < m.rank(); ++i) dims[4 - m.rank() + i] = m.dim(i);
+    for (int d = 0; d < 3; ++d)
+      if (dims[d] != 1 && dims[d] != scores[d])
+        return invalid_argument("attn_mask ", m.shape().to_string(), " does not broadcast to the scores [", scores[0],
+                                ", ", scores[1], ", ", scores[2], ", kv]");
     int64_t stride = 1;
     for (int d = 3; d >= 0; --d) {
       stride_[d] = dims[d] == 1 ? 0 : stride;
@@ -143,7 +148,7 @@ class AttentionKernel final : public Kernel {
                               ctx.input(1).shape().to_string(), " and V ", ctx.input(2).shape().to_string(),
                               " do not fit (batch, head size, and K/V heads dividing Q heads must agree)");
     Mask mask;
-    KILN_RETURN_IF_ERROR(mask.init(ctx, 3));
+    KILN_RETURN_IF_ERROR(mask.init(ctx, 3, {q.b, q.h, q.s}));
     std::vector<int64_t> nonpad;
     if (ctx.has_input(6)) {
       KILN_ASSIGN_OR_RETURN(nonpad, to_int64_vector(ctx.input(6)));
@@ -274,6 +279,9 @@ class RotaryEmbeddingKernel final : public Kernel {
       return invalid_argument("rotary_embedding_dim ", dim, " does not fit head size ", h.d);
     const std::vector<float> cosv = to_float_vector(ctx.input(1)), sinv = to_float_vector(ctx.input(2));
     const Tensor& cache = ctx.input(1);
+    if (ctx.input(2).shape() != cache.shape())  // rows of both are read at the same offsets
+      return invalid_argument("sin_cache ", ctx.input(2).shape().to_string(), " differs from cos_cache ",
+                              cache.shape().to_string());
     const int64_t row = cache.rank() ? cache.dim(cache.rank() - 1) : 0;
     std::vector<int64_t> pos;
     if (ctx.has_input(3)) {

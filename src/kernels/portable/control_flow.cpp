@@ -261,6 +261,8 @@ class ScanKernel final : public Kernel {
     const auto m = static_cast<size_t>(spec_.num_scan_inputs);
     if (m > n_in) return invalid_argument("num_scan_inputs exceeds the inputs");
     const size_t n_state = n_in - m;
+    if (spec_.body->outputs.size() < n_state)
+      return invalid_argument("the body has ", spec_.body->outputs.size(), " outputs, fewer than the ", n_state, " states");
     for (size_t i = first; i < ctx.num_inputs(); ++i)
       if (!ctx.has_input(i)) return invalid_argument("input ", i, " is missing");
     if (!opset8_) {
@@ -276,7 +278,20 @@ class ScanKernel final : public Kernel {
       return Status::ok();
     }
     // Opset 8: every input has a leading batch dim; scan axis is 1 (0 after slicing the batch).
+    for (size_t i = first; i < ctx.num_inputs(); ++i)
+      if (ctx.input(i).rank() == 0) return invalid_argument("input ", i, " has no batch dimension");
     const int64_t batch = ctx.input(first).dim(0);
+    if (batch == 0) {  // nothing to run: states pass through, scan outputs are [0, len, ...]
+      const int64_t len = m > 0 && ctx.input(first + n_state).rank() > 1 ? ctx.input(first + n_state).dim(1) : 0;
+      for (size_t i = 0; i < n_state; ++i) ctx.set_output_value(i, *ctx.input_value(first + i));
+      for (size_t k = n_state; k < spec_.body->outputs.size(); ++k) {
+        const Tensor e = empty_scan_output(spec_.body->value(spec_.body->outputs[k]).type);  // [0, ...]
+        Shape s{0, len};
+        for (size_t d = 1; d < e.rank(); ++d) s.push_back(e.dim(d));
+        ctx.set_output_value(k, Value(Tensor::allocate(e.dtype(), s)));
+      }
+      return Status::ok();
+    }
     std::vector<int64_t> lens;
     if (ctx.has_input(0)) {
       KILN_ASSIGN_OR_RETURN(lens, to_int64_vector(ctx.input(0)));

@@ -10,6 +10,7 @@
 #include "kernels/portable/util/low_precision.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
+#include "kernels/util/dtype_attr.h"
 #include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
@@ -85,7 +86,7 @@ class QuantizeKernel final : public Kernel {
     axis_ = init.attr_int("axis", 1);
     block_ = init.attr_int("block_size", 0);
     saturate_ = init.attr_int("saturate", 1) != 0;
-    output_dtype_ = static_cast<DType>(init.attr_int("output_dtype", 0));
+    KILN_ASSIGN_OR_RETURN(output_dtype_, dtype_attr(init, "output_dtype", DType::kUndefined));
     if (block_ < 0) return invalid_argument("block_size is negative");
     return Status::ok();
   }
@@ -155,7 +156,7 @@ class DequantizeKernel final : public Kernel {
   Status init(const KernelInit& init) {
     axis_ = init.attr_int("axis", 1);
     block_ = init.attr_int("block_size", 0);
-    output_dtype_ = static_cast<DType>(init.attr_int("output_dtype", 0));
+    KILN_ASSIGN_OR_RETURN(output_dtype_, dtype_attr(init, "output_dtype", DType::kUndefined));
     if (block_ < 0) return invalid_argument("block_size is negative");
     return Status::ok();
   }

@@ -21,6 +21,7 @@
 
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
+#include "kernels/util/dtype_attr.h"
 #include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
@@ -114,7 +115,7 @@ class RandomFill final : public Kernel {
       if (!(b_ >= a_)) return invalid_argument("attribute high (", b_, ") must not be below low (", a_, ")");
     }
     if (init.node.has_attr("dtype")) {
-      dtype_ = static_cast<DType>(init.attr_int("dtype", 1));
+      KILN_ASSIGN_OR_RETURN(dtype_, dtype_attr(init, "dtype", DType::kFloat32));
       if (!is_real_float(dtype_)) {
         return invalid_argument("attribute dtype ", init.attr_int("dtype", 1),
                                 " is not a float type (float16, float, double, bfloat16)");
@@ -180,7 +181,7 @@ class Bernoulli final : public Kernel {
   Status init(const KernelInit& init) {
     seed_.read(init);
     if (init.node.has_attr("dtype")) {
-      dtype_ = static_cast<DType>(init.attr_int("dtype", 1));
+      KILN_ASSIGN_OR_RETURN(dtype_, dtype_attr(init, "dtype", DType::kFloat32));
       if (!(dtype_is_float(dtype_) || dtype_is_integer(dtype_) || dtype_ == DType::kBool)) {
         return invalid_argument("attribute dtype ", init.attr_int("dtype", 1),
                                 " is not a numeric or bool type");
@@ -214,7 +215,7 @@ class Multinomial final : public Kernel {
  public:
   Status init(const KernelInit& init) {
     seed_.read(init);
-    dtype_ = static_cast<DType>(init.attr_int("dtype", static_cast<int64_t>(DType::kInt32)));
+    KILN_ASSIGN_OR_RETURN(dtype_, dtype_attr(init, "dtype", DType::kInt32));
     if (dtype_ != DType::kInt32 && dtype_ != DType::kInt64)
       return invalid_argument("attribute dtype must be int32 (6) or int64 (7)");
     samples_ = init.attr_int("sample_size", 1);

@@ -144,5 +144,21 @@ TEST(RandomTest, RegisteredNondeterministicAndRejectsBadAttributes) {
   EXPECT_NE(dtype.status().message().find("not a float type"), std::string::npos);
 }
 
+// Found by fuzz_session: Bernoulli with dtype 1342177279 kept the low byte
+// (255) and shifted a dtype bit mask by 255 (UBSan); 257 passed as float.
+TEST(RandomTest, RejectsDtypeAttributesNoDtypeHas) {
+  for (int64_t v : {int64_t{1342177279}, int64_t{257}, int64_t{-1}, int64_t{kNumDTypes}}) {
+    auto b = run_op1("Bernoulli", {Tensor::from_vector<float>({0.5f})}, {attr("dtype", v)}, 15);
+    ASSERT_FALSE(b.ok()) << v;
+    EXPECT_NE(b.status().message().find("attribute 'dtype' is " + std::to_string(v) + ", not an ONNX element type"),
+              std::string::npos)
+        << b.status().message();
+    auto u = run_op1("RandomUniform", {}, {attr("shape", std::vector<int64_t>{2}), attr("dtype", v)}, 1);
+    EXPECT_FALSE(u.ok()) << v;
+    auto m = run_op1("Multinomial", {Tensor::from_vector<float>({0.f, 1.f}, {1, 2})}, {attr("dtype", v)}, 15);
+    EXPECT_FALSE(m.ok()) << v;
+  }
+}
+
 }  // namespace
 }  // namespace kiln

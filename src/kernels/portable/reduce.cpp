@@ -13,6 +13,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/portable/util/elementwise.h"
 #include "kernels/portable/util/strided_copy.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
@@ -74,14 +75,22 @@ inline A combine(A acc, A v) {
   }
 }
 
+// A libm result back in the accumulator type: integer accumulators saturate
+// (log(0) is -inf, and a float outside the integer's range is UB to cast).
+template <class A>
+inline A from_double(double v) {
+  if constexpr (std::is_integral_v<A>) return ew::float_to_int<A>(v);
+  else return static_cast<A>(v);
+}
+
 template <Op OP, class A>
 inline A post(A acc, int64_t k) {
   if constexpr (OP == Op::kMean) {
     return acc / static_cast<A>(k);
   } else if constexpr (OP == Op::kL2) {
-    return static_cast<A>(std::sqrt(static_cast<double>(acc)));
+    return from_double<A>(std::sqrt(static_cast<double>(acc)));
   } else if constexpr (OP == Op::kLogSum) {
-    return static_cast<A>(std::log(static_cast<double>(acc)));
+    return from_double<A>(std::log(static_cast<double>(acc)));
   } else {
     return acc;
   }
@@ -97,7 +106,7 @@ Acc<T> reduce_run(const T* x, int64_t k, int64_t stride) {
     if (!(m > init_value<Op::kMax, A>())) return m;  // empty, or every value -inf
     double s = 0;
     for (int64_t i = 0; i < k; ++i) s += std::exp(static_cast<double>(static_cast<A>(x[i * stride]) - m));
-    return static_cast<A>(static_cast<double>(m) + std::log(s));
+    return from_double<A>(static_cast<double>(m) + std::log(s));
   } else {
     if (stride == 1 && k >= 16) {
       // Eight independent accumulators let the compiler vectorize without
@@ -152,7 +161,7 @@ void reduce_cols(const T* in, T* out, int64_t a, int64_t k, int64_t b, ThreadPoo
               acc[j] += static_cast<A>(std::exp(static_cast<double>(static_cast<A>(src[r * b + j]) - mx[j])));
         for (int64_t j = 0; j < n; ++j)
           dst[j] = static_cast<T>(mx[j] > init_value<Op::kMax, A>()
-                                      ? static_cast<A>(static_cast<double>(mx[j]) + std::log(static_cast<double>(acc[j])))
+                                      ? from_double<A>(static_cast<double>(mx[j]) + std::log(static_cast<double>(acc[j])))
                                       : mx[j]);
       } else {
         for (int64_t j = 0; j < n; ++j) acc[j] = init_value<OP, A>();

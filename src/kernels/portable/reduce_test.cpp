@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "kernels/testing/tensor_builders.h"
@@ -104,6 +105,17 @@ TEST(ReduceTest, IntegersAndHalf) {
   r = run_op1("ReduceSum", {h});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(static_cast<float>(*r->data<Float16>()), 4.f);
+}
+
+// Found by fuzz_session: ReduceLogSum of integer zeros cast log(0) = -inf to
+// int64 (UB); integer results of log/sqrt now saturate like Cast.
+TEST(ReduceTest, IntegerLogSumOfZerosSaturates) {
+  Tensor x = Tensor::zeros(DType::kInt64, Shape{2, 3});
+  for (int64_t axis : {0, 1}) {  // column and row paths
+    auto r = run_op1("ReduceLogSum", {x}, {attr("axes", std::vector<int64_t>{axis}), attr("keepdims", int64_t{0})}, 13);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    for (int64_t v : vals<int64_t>(*r)) EXPECT_EQ(v, std::numeric_limits<int64_t>::min()) << axis;
+  }
 }
 
 TEST(ReduceTest, EmptyReductionGivesIdentity) {

@@ -120,6 +120,7 @@ class ResizeKernel final : public Kernel {
   }
 
   Status compute(KernelContext& ctx) const override {
+    if (!ctx.has_input(0)) return invalid_argument("input 0 (X) is missing");
     const Tensor& x = ctx.input(0);
     const auto rank = static_cast<int64_t>(x.rank());
 

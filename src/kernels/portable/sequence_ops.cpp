@@ -8,6 +8,7 @@
 
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
+#include "kernels/util/dtype_attr.h"
 #include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
@@ -36,7 +37,7 @@ Result<int64_t> position(const KernelContext& ctx, size_t i, int64_t size, int64
 class SequenceEmpty final : public Kernel {
  public:
   Status init(const KernelInit& init) {
-    dtype_ = static_cast<DType>(init.attr_int("dtype", static_cast<int64_t>(DType::kFloat32)));
+    KILN_ASSIGN_OR_RETURN(dtype_, dtype_attr(init, "dtype", DType::kFloat32));
     return Status::ok();
   }
   Status compute(KernelContext& ctx) const override {

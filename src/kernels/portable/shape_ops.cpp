@@ -11,6 +11,7 @@
 #include "kernels/portable/util/strided_copy.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
+#include "kernels/util/dtype_attr.h"
 #include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
@@ -542,9 +543,8 @@ class EyeLikeKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
     k_ = init.attr_int("k", 0);
-    dtype_ = static_cast<DType>(init.attr_int("dtype", 0));
-    if (init.node.has_attr("dtype") && (static_cast<int>(dtype_) >= kNumDTypes || dtype_ == DType::kString ||
-                                        dtype_size(dtype_) == 0)) {
+    KILN_ASSIGN_OR_RETURN(dtype_, dtype_attr(init, "dtype", DType::kUndefined));
+    if (init.node.has_attr("dtype") && (dtype_ == DType::kString || dtype_size(dtype_) == 0)) {
       return invalid_argument("attribute 'dtype' ", init.attr_int("dtype", 0),
                               " is not a supported type");
     }

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <string>
 
+#include "kernels/portable/util/elementwise.h"
 #include "kernels/portable/util/strided_copy.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
@@ -442,7 +443,10 @@ class PadKernel final : public Kernel {
     } else if (opset_ < 11) {
       visit_dtype(dt, [&](auto tag) {
         using T = decltype(tag);
-        if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+        if constexpr (std::is_integral_v<T>) {  // saturating: a float outside T's range is UB to cast
+          T v = std::is_same_v<T, bool> ? attr_value_ != 0.f : ew::float_to_int<T>(attr_value_);
+          std::memcpy(value_buf, &v, sizeof(T));
+        } else if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
           T v = static_cast<T>(attr_value_);
           std::memcpy(value_buf, &v, sizeof(T));
         }

@@ -30,6 +30,19 @@ Result<BackendOption> parse_backend_option(std::string_view text) {
                        std::string(text.substr(eq + 1))};
 }
 
+Result<std::vector<std::string>> parse_backend_list(std::string_view text) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string_view::npos) end = text.size();
+    if (end == start) return invalid_argument("--backends '", text, "' has an empty name (write e.g. template,portable)");
+    names.emplace_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return names;
+}
+
 namespace runtime {
 
 std::string unsafe_plugin_location(const std::string& path) {

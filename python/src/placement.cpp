@@ -49,6 +49,9 @@ pyb::dict placement_dict(const std::string& model, const PlacementReport& r) {
   out["nodes"] = nodes;
   out["notes"] = r.notes;
   out["warnings"] = r.warnings;
+  pyb::dict rewrites;
+  for (const auto& [name, count] : r.rewrites) rewrites[pyb::str(name)] = count;
+  out["rewrites"] = rewrites;
   out["fallback_nodes"] = r.num_fallback();
   return out;
 }

@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "api/program_session.h"
+#include "api/session_flavor.h"
 #include "runtime/backends/selection.h"
 #include "runtime/backends/subgroup.h"
 #include "runtime/program.h"
@@ -290,9 +291,11 @@ Result<VerifyReport> verify_model(const std::string& model_path, const VerifyOpt
                        why.empty() ? std::string("it was not selected") : why);
   }
   runtime::ProgramOptions with_opts;
+  with_opts.registry = &api::session_kernels();
   with_opts.partition = &request;
   KILN_ASSIGN_OR_RETURN(auto with, runtime::Program::build(std::make_shared<ir::Graph>(original), with_opts));
   runtime::ProgramOptions ref_opts;
+  ref_opts.registry = &api::session_kernels();
   ref_opts.fold_constants = false;  // every intermediate computed, none a constant
   KILN_ASSIGN_OR_RETURN(auto ref, runtime::Program::build(returning_everything(original), ref_opts));
 

@@ -280,7 +280,7 @@ Status fuse_portable(BuildWork& w, const std::vector<int32_t>& claimed_by) {
       w.fused_nodes.pop_back();
       continue;
     }
-    auto kernel = make_kernel(*def, node, g, in);
+    auto kernel = make_kernel(*def, node, g, in, w.options.prepack);  // packed weights stored in programs too
     if (!kernel.is_ok()) {
       w.fused_nodes.pop_back();
       continue;

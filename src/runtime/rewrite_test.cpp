@@ -8,6 +8,7 @@
 
 #include "optimizer/test_graph.h"
 #include "runtime/program.h"
+#include "kernels/registry.h"
 
 namespace kiln::runtime {
 namespace {
@@ -33,6 +34,7 @@ optimizer::RewriteStats expect_same_results(const TestGraph& t, const std::vecto
   optimizer::RewriteStats stats;
   for (bool rewrite : {false, true}) {
     ProgramOptions opts;
+    opts.registry = &kernels::portable_registry();
     opts.rewrite = rewrite;
     auto program = Program::build(std::make_shared<ir::Graph>(t.g), opts);
     EXPECT_TRUE(program.is_ok()) << program.status().message();
@@ -93,7 +95,9 @@ TEST(RewriteTest, FusionNeverHidesANodeWithoutAKernel) {
   const ir::ValueId x = t.input("x", Shape{1, 1, 3, 3});
   const ir::ValueId y = t.node("Conv", {x, t.constant("w", random_f32(Shape{1, 1, 2, 2}, 1))}, {}, Shape{1, 1, 2, 2});
   t.output(t.node("HardSwish", {y}));
-  auto program = Program::build(std::make_shared<ir::Graph>(t.g), ProgramOptions{});
+  ProgramOptions opts;
+  opts.registry = &kernels::portable_registry();
+  auto program = Program::build(std::make_shared<ir::Graph>(t.g), opts);
   ASSERT_FALSE(program.is_ok());
   EXPECT_NE(program.status().message().find("HardSwish"), std::string::npos) << program.status().message();
 }

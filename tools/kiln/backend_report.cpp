@@ -283,7 +283,8 @@ void print_placement_json(const std::string& model, const PlacementReport& r, st
   os << "\n  ],\n  \"rewrites\": {";
   for (size_t i = 0; i < r.rewrites.size(); ++i)
     os << (i ? ", " : "") << json_quote(r.rewrites[i].first) << ": " << r.rewrites[i].second;
-  os << "},\n  \"notes\": " << json_list(r.notes) << ",\n  \"fallback_nodes\": " << r.num_fallback() << "\n}\n";
+  os << "},\n  \"notes\": " << json_list(r.notes) << ",\n  \"warnings\": " << json_list(r.warnings)
+     << ",\n  \"fallback_nodes\": " << r.num_fallback() << "\n}\n";
 }
 
 }  // namespace kiln::cli

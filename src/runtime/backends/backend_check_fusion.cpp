@@ -12,6 +12,7 @@
 #include <random>
 
 #include "kiln/backend_check.h"
+#include "kernels/registry.h"
 #include "runtime/backends/backend_check_util.h"
 #include "runtime/backends/graph_view.h"
 #include "runtime/backends/selection.h"
@@ -294,10 +295,12 @@ void check_fusion(const Options& o, const std::string& name, Report& r) {
   for (const auto& [k, v] : o.backend_options) bopts.push_back({l.plugin->name(), k, v});
   auto request = runtime::select_backends(*l.registry, {l.plugin->name()}, bopts, FallbackPolicy::kAllow);
   if (!request.is_ok()) return r.fail(row, request.status().message());
-  runtime::ProgramOptions with;
+  runtime::ProgramOptions portable;
+  portable.registry = &kernels::portable_registry();
+  runtime::ProgramOptions with = portable;
   with.partition = &*request;
   auto program = runtime::Program::build(std::make_shared<ir::Graph>(*graph), with);
-  auto reference = runtime::Program::build(std::make_shared<ir::Graph>(*graph), runtime::ProgramOptions{});
+  auto reference = runtime::Program::build(std::make_shared<ir::Graph>(*graph), portable);
   if (!program.is_ok()) return r.fail(row, "building the probe through the plugin failed: " + program.status().message());
   if (!reference.is_ok()) return r.fail(row, "portable kernels cannot build the probe: " + reference.status().message());
   const PlacementReport& rep = (*program)->placement();

@@ -4,6 +4,7 @@
 
 #include <oneapi/dnnl/dnnl_types.h>
 
+#include "kiln/c/backend_blob.hpp"
 #include "kiln/c/backend_sdk.hpp"
 
 namespace kiln_onednn {
@@ -15,30 +16,8 @@ namespace {
 constexpr uint32_t kVersion = 2;  // 2: checksum32 instead of byte-wise FNV-1a
 constexpr size_t kMaxCount = size_t{1} << 28;
 
-// The blob's checksum: four 64-bit multiply-xor lanes over 8-byte words
-// (independent, so the CPU overlaps them; tens of megabytes of weights
-// check in milliseconds, where a byte-at-a-time FNV-1a took most of an
-// import), folded and finished to 32 bits; trailing bytes one at a time.
-uint32_t checksum32(const uint8_t* p, size_t n) {
-  constexpr uint64_t kMul = 0x100000001b3ull;
-  uint64_t h[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full};
-  size_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    for (int k = 0; k < 4; ++k) {
-      uint64_t w;
-      std::memcpy(&w, p + i + 8 * k, 8);
-      h[k] = (h[k] ^ w) * kMul;
-      h[k] ^= h[k] >> 29;
-    }
-  }
-  uint64_t x = h[0] ^ (h[1] << 17 | h[1] >> 47) ^ (h[2] << 31 | h[2] >> 33) ^ (h[3] << 47 | h[3] >> 17);
-  for (; i < n; ++i) x = (x ^ p[i]) * kMul;
-  x ^= n;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  return static_cast<uint32_t>(x ^ (x >> 32));
-}
+// The blob's checksum is the SDK's (kiln/c/backend_blob.hpp).
+using kiln::sdk::blob_checksum32;
 
 class Writer {
  public:
@@ -238,7 +217,7 @@ std::vector<uint8_t> Program::serialize() const {
       w.put<int32_t>(p.value);
     }
   }
-  w.put<uint32_t>(checksum32(w.out.data(), w.out.size()));
+  w.put<uint32_t>(blob_checksum32(w.out.data(), w.out.size()));
   return w.out;
 }
 
@@ -247,7 +226,7 @@ Program Program::parse(const uint8_t* bytes, size_t size) {
     fail(KILN_STATUS_INVALID_ARGUMENT, "not a oneDNN backend compiled partition (bad magic or too short)");
   uint32_t stored;
   std::memcpy(&stored, bytes + size - 4, 4);
-  if (stored != checksum32(bytes, size - 4)) fail(KILN_STATUS_INVALID_ARGUMENT, "compiled blob is corrupt (checksum mismatch)");
+  if (stored != blob_checksum32(bytes, size - 4)) fail(KILN_STATUS_INVALID_ARGUMENT, "compiled blob is corrupt (checksum mismatch)");
   Reader r(bytes + 4, size - 8);
   const uint32_t version = r.get<uint32_t>("version");
   if (version != kVersion)

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "kiln/c/backend_blob.hpp"
 #include "kiln/c/backend_sdk.hpp"
 
 namespace kiln_xnnpack {
@@ -78,30 +79,8 @@ void arity(OpKind k, size_t* lo, size_t* hi) {
   }
 }
 
-// The blob's checksum: four 64-bit multiply-xor lanes over 8-byte words
-// (independent, so the CPU overlaps them; tens of megabytes of weights
-// check in milliseconds, where a byte-at-a-time FNV-1a took most of an
-// import), folded and finished to 32 bits; trailing bytes one at a time.
-uint32_t checksum32(const uint8_t* p, size_t n) {
-  constexpr uint64_t kMul = 0x100000001b3ull;
-  uint64_t h[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full};
-  size_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    for (int k = 0; k < 4; ++k) {
-      uint64_t w;
-      std::memcpy(&w, p + i + 8 * k, 8);
-      h[k] = (h[k] ^ w) * kMul;
-      h[k] ^= h[k] >> 29;
-    }
-  }
-  uint64_t x = h[0] ^ (h[1] << 17 | h[1] >> 47) ^ (h[2] << 31 | h[2] >> 33) ^ (h[3] << 47 | h[3] >> 17);
-  for (; i < n; ++i) x = (x ^ p[i]) * kMul;
-  x ^= n;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  return static_cast<uint32_t>(x ^ (x >> 32));
-}
+// The blob's checksum is the SDK's (kiln/c/backend_blob.hpp).
+using kiln::sdk::blob_checksum32;
 
 class Writer {
  public:
@@ -270,7 +249,7 @@ std::vector<uint8_t> Program::serialize() const {
     w.put<uint32_t>(static_cast<uint32_t>(op.floats.size()));
     w.put_array(op.floats);
   }
-  w.put<uint32_t>(checksum32(w.out.data(), w.out.size()));
+  w.put<uint32_t>(blob_checksum32(w.out.data(), w.out.size()));
   return std::move(w.out);
 }
 
@@ -285,7 +264,7 @@ Program Program::parse(const uint8_t* bytes, size_t size) {
     fail(KILN_STATUS_INVALID_ARGUMENT, "compiled blob has format version " + std::to_string(version) +
                                            "; this xnnpack plugin reads version " + std::to_string(kFormatVersion));
   }
-  if (checksum32(bytes, size - 4) != stored) fail(KILN_STATUS_INVALID_ARGUMENT, "compiled blob checksum mismatch (corrupt)");
+  if (blob_checksum32(bytes, size - 4) != stored) fail(KILN_STATUS_INVALID_ARGUMENT, "compiled blob checksum mismatch (corrupt)");
   Program p;
   p.values.resize(r.count("value", 12));
   for (ValueInfo& v : p.values) {

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "kiln/c/backend_blob.hpp"
 #include "abi_test_util.h"
 #include "kiln/backends.h"
 #include "runtime/backends/partition_kernel.h"
@@ -156,26 +157,7 @@ TEST(XnnpackPlugin, ExportImportRoundTripsWithAVersionCheck) {
     EXPECT_FALSE(plugin.check_compiled(bytes->data(), n).is_ok()) << n << " bytes";
   // Corrupt bytes under a valid checksum reach the parser's own checks: each
   // answer is an error or a program that validates, never a crash.
-  auto fnv = [](const uint8_t* p, size_t n) {  // checksum32 of xnn_program.cpp
-    constexpr uint64_t kMul = 0x100000001b3ull;
-    uint64_t h[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full};
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-      for (int k = 0; k < 4; ++k) {
-        uint64_t w;
-        std::memcpy(&w, p + i + 8 * k, 8);
-        h[k] = (h[k] ^ w) * kMul;
-        h[k] ^= h[k] >> 29;
-      }
-    }
-    uint64_t x = h[0] ^ (h[1] << 17 | h[1] >> 47) ^ (h[2] << 31 | h[2] >> 33) ^ (h[3] << 47 | h[3] >> 17);
-    for (; i < n; ++i) x = (x ^ p[i]) * kMul;
-    x ^= n;
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return static_cast<uint32_t>(x ^ (x >> 32));
-  };
+  const auto fnv = kiln::sdk::blob_checksum32;  // the plugin's blob checksum
   for (size_t pos = 8; pos + 4 < bytes->size(); pos += 1 + pos / 32) {
     std::vector<uint8_t> b = *bytes;
     b[pos] ^= 0xA5;

@@ -114,6 +114,16 @@ Result<ir::Model> import_proto(onnx::ModelProto& m, const ImportOptions& options
     KILN_RETURN_IF_ERROR(convert_main_graph(m.mutable_graph(), nullptr, check, &scratch.graph));
     try {
       KILN_RETURN_IF_ERROR(check_schemas(m.graph(), opsets));
+      // Model-local function bodies are inlined into the graph: their nodes
+      // meet the same schemas, under the function's own opset imports.
+      for (const auto& f : m.functions()) {
+        OpsetMap f_opsets = opsets;
+        for (const auto& p : f.opset_import()) f_opsets[normalize_domain(p.domain())] = static_cast<int>(p.version());
+        for (const auto& n : f.node()) {
+          Status s = check_node_schema(n, f_opsets);
+          if (!s.is_ok()) return std::move(s).with_context("model-local function '" + f.name() + "'");
+        }
+      }
     } catch (const std::exception& e) {
       return invalid_argument("checking nodes against their ONNX schemas failed: ", e.what());
     }

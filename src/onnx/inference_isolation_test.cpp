@@ -109,6 +109,29 @@ g (float[2, 2] X, int64[2] S) => (float[4, 4] Y)
   }
 }
 
+// Nodes of model-local functions (inlined into the graph) are checked too.
+TEST(SchemaCheckTest, LocalFunctionNodesMeetTheirSchemas) {
+  auto m = parse_text(R"(
+<ir_version: 8, opset_import: ["" : 18, "local" : 1]>
+g (float[2, 2] X) => (float[2, 2] Y)
+{
+  Y = local.F(X)
+}
+<domain: "local", opset_import: ["" : 18]>
+F (A) => (B)
+{
+  B = Relu(A)
+}
+)");
+  ASSERT_TRUE(import_proto(m).ok());
+  auto* n = m.mutable_functions(0)->mutable_node(0);
+  n->set_op_type("Resize");
+  n->clear_input();
+  for (const char* i : {"", "", "", "A"}) n->add_input(i);
+  expect_error_has(import_proto(m), "input 0 (X) is required but given as ''");
+  expect_error_has(import_proto(m), "model-local function 'F'");
+}
+
 // Kiln's table names exactly its min_inputs required inputs, each non-empty.
 TEST(SchemaCheckTest, OwnSchemaDataNamesEveryRequiredInput) {
   for (const OpVersion& v : op_versions()) {

@@ -281,6 +281,9 @@ class ScanKernel final : public Kernel {
     for (size_t i = first; i < ctx.num_inputs(); ++i)
       if (ctx.input(i).rank() == 0) return invalid_argument("input ", i, " has no batch dimension");
     const int64_t batch = ctx.input(first).dim(0);
+    for (size_t i = first + 1; i < ctx.num_inputs(); ++i)  // each is sliced per batch entry
+      if (ctx.input(i).dim(0) != batch)
+        return invalid_argument("input ", i, " has batch ", ctx.input(i).dim(0), ", input ", first, " has ", batch);
     if (batch == 0) {  // nothing to run: states pass through, scan outputs are [0, len, ...]
       const int64_t len = m > 0 && ctx.input(first + n_state).rank() > 1 ? ctx.input(first + n_state).dim(1) : 0;
       for (size_t i = 0; i < n_state; ++i) ctx.set_output_value(i, *ctx.input_value(first + i));

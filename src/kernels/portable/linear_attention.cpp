@@ -7,6 +7,7 @@
 // and read as out_t = scale * q_t^T S. Query heads share key/value heads in
 // groups (q head h reads kv head h / (Hq / Hkv)). Inputs are [B, T, H * D];
 // past_state / present_state are [B, Hkv, Dk, Dv]. Computed in float32.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -46,12 +47,16 @@ class LinearAttentionKernel final : public Kernel {
     const Tensor& k = ctx.input(1);
     const Tensor& v = ctx.input(2);
     if (q.rank() != 3 || k.rank() != 3 || v.rank() != 3 || q.dim(2) % q_heads_ || k.dim(2) % kv_heads_ ||
-        v.dim(2) % kv_heads_ || k.dim(0) != q.dim(0) || k.dim(1) != q.dim(1) || v.dim(1) != q.dim(1))
+        v.dim(2) % kv_heads_ || k.dim(0) != q.dim(0) || k.dim(1) != q.dim(1) || v.dim(0) != q.dim(0) ||
+        v.dim(1) != q.dim(1))
       return invalid_argument("query ", q.shape().to_string(), ", key ", k.shape().to_string(),
                               " and value ", v.shape().to_string(), " do not fit the head counts");
     Dims d{q.dim(0), q.dim(1), q.dim(2) / q_heads_, v.dim(2) / kv_heads_};
     if (k.dim(2) / kv_heads_ != d.dk) return invalid_argument("key and query head sizes differ");
-    const size_t state_size = static_cast<size_t>(d.b * kv_heads_ * d.dk * d.dv);
+    // Dims of an empty tensor are unbounded: the products below must fit.
+    KILN_ASSIGN_OR_RETURN(const int64_t state_numel, checked_numel(Shape{d.b, kv_heads_, d.dk, d.dv}));
+    KILN_RETURN_IF_ERROR(checked_numel(Shape{d.b, d.t, q_heads_, std::max(d.dk, d.dv)}).status());
+    const size_t state_size = static_cast<size_t>(state_numel);
     std::vector<float> state(state_size, 0.f);
     if (ctx.has_input(3)) {
       if (static_cast<size_t>(ctx.input(3).numel()) != state_size)
@@ -69,10 +74,15 @@ class LinearAttentionKernel final : public Kernel {
       if (!ctx.has_input(5)) return invalid_argument("the delta rules need input 5 (beta)");
       beta = to_float_vector(ctx.input(5));
     }
-    const int64_t decay_per = decay.size() / static_cast<size_t>(d.b * d.t * kv_heads_);  // 1 or Dk
-    const int64_t beta_per = beta.size() / static_cast<size_t>(d.b * d.t);                // 1 or Hkv
-    if (gated && decay_per != 1 && decay_per != d.dk)
-      return invalid_argument("decay has ", decay.size(), " values");
+    // decay: one value per [B, T, Hkv] or per [B, T, Hkv, Dk]; beta: per [B, T] or [B, T, Hkv].
+    const auto steps = static_cast<size_t>(d.b * d.t);
+    const auto heads = static_cast<size_t>(kv_heads_);
+    const int64_t decay_per = decay.size() == steps * heads ? 1 : d.dk;
+    const int64_t beta_per = beta.size() == steps ? 1 : kv_heads_;
+    if (gated && decay.size() != steps * heads * static_cast<size_t>(decay_per))
+      return invalid_argument("decay has ", decay.size(), " values, not B*T*Hkv (*Dk)");
+    if (delta && beta.size() != steps * static_cast<size_t>(beta_per))
+      return invalid_argument("beta has ", beta.size(), " values, not B*T (*Hkv)");
     const std::vector<float> qv = to_float_vector(q), kv = to_float_vector(k), vv = to_float_vector(v);
     std::vector<float> out(static_cast<size_t>(d.b * d.t * q_heads_ * d.dv));
     const float scale = scale_ != 0.f ? scale_ : 1.f / std::sqrt(static_cast<float>(d.dk));

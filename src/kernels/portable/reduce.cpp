@@ -86,6 +86,9 @@ inline A from_double(double v) {
 template <Op OP, class A>
 inline A post(A acc, int64_t k) {
   if constexpr (OP == Op::kMean) {
+    // An integer mean over no elements is 0 (the empty sum); floats give NaN.
+    if constexpr (std::is_integral_v<A>)
+      if (k == 0) return A(0);
     return acc / static_cast<A>(k);
   } else if constexpr (OP == Op::kL2) {
     return from_double<A>(std::sqrt(static_cast<double>(acc)));

@@ -128,6 +128,19 @@ TEST(ReduceTest, EmptyReductionGivesIdentity) {
   EXPECT_EQ(vals<float>(*r), (std::vector<float>{1, 1}));
 }
 
+// An integer mean over no elements is 0 (fuzz_session: it divided by zero).
+TEST(ReduceTest, IntegerMeanOfEmptyAxisIsZero) {
+  Tensor x = Tensor::allocate(DType::kInt32, Shape{2, 0});
+  for (int64_t axis : {0, 1}) {
+    auto r = run_op1("ReduceMean", {x}, {attr("axes", std::vector<int64_t>{axis}), attr("keepdims", int64_t{0})}, 13);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    for (int32_t v : vals<int32_t>(*r)) EXPECT_EQ(v, 0) << axis;
+  }
+  auto r = run_op1("ReduceMean", {x}, {attr("axes", std::vector<int64_t>{1}), attr("keepdims", int64_t{0})}, 13);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->numel(), 2);
+}
+
 TEST(ReduceTest, BadAxesAreErrors) {
   EXPECT_FALSE(run_op1("ReduceSum", {iota_f({2, 2}), ints({2})}).ok());
   EXPECT_FALSE(run_op1("ReduceSum", {iota_f({2, 2}), ints({1, -1})}).ok());

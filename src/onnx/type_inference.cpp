@@ -341,12 +341,17 @@ std::unique_ptr<onnx::ModelProto> run(onnx::ModelProto& m, const OpsetMap& opset
     return nullptr;
   }
   // The child infers, sends the typed copy and leaves without running atexit handlers.
+  // Bounded: a child forked while another thread of the application held a
+  // lock it then needs (seen with ASan's allocator under concurrent loads)
+  // would otherwise hang the load; past the bound the model is imported
+  // without inferred types, as when inference crashes.
+  constexpr int kInferenceTimeoutS = 120;
   Result<ChildResult> child = run_in_child([&](int fd) {
     const onnx::ShapeInferenceOptions opts(/*check_type=*/false, /*error_mode=*/0, data_propagation);
     onnx::shape_inference::InferShapes(*copy, onnx::OpSchemaRegistry::Instance(), opts);
     std::string out;
     return copy->SerializeToString(&out) && write_all(fd, out) ? 0 : 1;
-  });
+  }, kInferenceTimeoutS);
   if (!child.is_ok()) return nullptr;
   // (With SIGCHLD ignored by the application the child cannot be waited for;
   // the received bytes then decide.)

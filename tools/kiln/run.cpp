@@ -142,6 +142,47 @@ std::string plural(size_t n, const char* word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
+// The values to feed: random (seeded) when no input files are given, else
+// read and checked against the model's inputs; one table row per input.
+Status gather_feeds(const Args& args, const std::vector<IoInfo>& inputs, const std::vector<InputSource>& sources,
+                    uint64_t seed, std::vector<NamedValue>* feeds, std::vector<std::vector<std::string>>* rows) {
+  const bool random = !args.has("--input-dir") && !args.has("--input");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const IoInfo& info = inputs[i];
+    if (random) {
+      KILN_ASSIGN_OR_RETURN(Value v, make_random_value(info, seed + i * 0x9e3779b97f4a7c15ull));
+      rows->push_back({info.name, describe_type(v), "random"});
+      feeds->emplace_back(info.name, std::move(v));
+      continue;
+    }
+    if (sources[i].path.empty()) continue;  // an absent optional input
+    Result<Value> v = read_value_for(sources[i].path, info);
+    if (!v.is_ok()) return invalid_argument("cannot read input '", info.name, "': ", v.status().message());
+    KILN_RETURN_IF_ERROR(check_value_for(info, *v, sources[i].path));
+    rows->push_back({info.name, describe_type(*v), sources[i].path});
+    feeds->emplace_back(info.name, std::move(v).value());
+  }
+  return Status::ok();
+}
+
+// Writes the outputs as output_<i>.pb into `dir`; returns the line to print.
+Result<std::string> write_outputs(const std::string& dir, const std::vector<Value>& result,
+                                  const std::vector<IoInfo>& outputs) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    return invalid_argument("cannot create output directory '", dir, "': ", ec ? ec.message() : "not a directory");
+  }
+  for (size_t i = 0; i < result.size(); ++i) {
+    const std::string path = (fs::path(dir) / ("output_" + std::to_string(i) + ".pb")).string();
+    const std::string name = i < outputs.size() ? outputs[i].name : "";
+    if (Status s = importer::write_value_file(path, result[i], name); !s.is_ok()) {
+      return invalid_argument("cannot write output '", name, "' to '", path, "': ", s.message());
+    }
+  }
+  return "wrote " + plural(result.size(), "file") + " to " + dir;
+}
+
 }  // namespace
 
 int run_command(std::span<const std::string> argv) {
@@ -185,25 +226,9 @@ int run_command(std::span<const std::string> argv) {
   std::vector<InputSource> sources;
   if (Status s = resolve_input_files(args, inputs, &sources); !s.is_ok()) return fail(s.message());
 
-  const bool random = !args.has("--input-dir") && !args.has("--input");
   std::vector<NamedValue> feeds;
   std::vector<std::vector<std::string>> input_rows;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const IoInfo& info = inputs[i];
-    if (random) {
-      Result<Value> v = make_random_value(info, seed + i * 0x9e3779b97f4a7c15ull);
-      if (!v.is_ok()) return fail(v.status().message());
-      input_rows.push_back({info.name, describe_type(*v), "random"});
-      feeds.emplace_back(info.name, std::move(v).value());
-      continue;
-    }
-    if (sources[i].path.empty()) continue;  // an absent optional input
-    Result<Value> v = read_value_for(sources[i].path, info);
-    if (!v.is_ok()) return fail("cannot read input '" + info.name + "': " + v.status().message());
-    if (Status s = check_value_for(info, *v, sources[i].path); !s.is_ok()) return fail(s.message());
-    input_rows.push_back({info.name, describe_type(*v), sources[i].path});
-    feeds.emplace_back(info.name, std::move(v).value());
-  }
+  if (Status s = gather_feeds(args, inputs, sources, seed, &feeds, &input_rows); !s.is_ok()) return fail(s.message());
 
   const auto start = std::chrono::steady_clock::now();
   Result<std::vector<Value>> result = (*session)->run(feeds);
@@ -212,18 +237,9 @@ int run_command(std::span<const std::string> argv) {
 
   std::string written;
   if (auto dir = args.value("--output-dir")) {
-    fs::create_directories(*dir, ec);
-    if (ec || !fs::is_directory(*dir)) {
-      return fail("cannot create output directory '" + *dir + "': " + (ec ? ec.message() : "not a directory"));
-    }
-    for (size_t i = 0; i < result->size(); ++i) {
-      const std::string path = (fs::path(*dir) / ("output_" + std::to_string(i) + ".pb")).string();
-      const std::string name = i < outputs.size() ? outputs[i].name : "";
-      if (Status s = importer::write_value_file(path, (*result)[i], name); !s.is_ok()) {
-        return fail("cannot write output '" + name + "' to '" + path + "': " + s.message());
-      }
-    }
-    written = "wrote " + plural(result->size(), "file") + " to " + *dir;
+    Result<std::string> w = write_outputs(*dir, *result, outputs);
+    if (!w.is_ok()) return fail(w.status().message());
+    written = *w;
   }
 
   std::cout << "model " << model_path << ": " << plural((*session)->num_nodes(), "node") << ", "

@@ -25,6 +25,15 @@ std::vector<ir::ValueId> implicit_inputs(const ir::Node& node, const ir::Graph& 
   return out;
 }
 
+std::vector<ir::ValueId> reads_of(const ir::Node& n, const ir::Graph& g) {
+  std::vector<ir::ValueId> r;
+  for (ir::ValueId v : n.inputs)
+    if (v != ir::kNoValue && std::find(r.begin(), r.end(), v) == r.end()) r.push_back(v);
+  for (ir::ValueId v : implicit_inputs(n, g))
+    if (std::find(r.begin(), r.end(), v) == r.end()) r.push_back(v);
+  return r;
+}
+
 std::unique_ptr<kiln_graph> make_graph_view(const ir::Graph& g,
                                             const std::unordered_map<ir::ValueId, Tensor>* constants,
                                             std::span<const int32_t> offered,

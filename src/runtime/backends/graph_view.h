@@ -55,6 +55,8 @@ namespace kiln::runtime {
 /// The values a node reads through its subgraph attributes (outer references
 /// of If/Loop/Scan bodies, resolved in `g`, nested bodies included).
 std::vector<ir::ValueId> implicit_inputs(const ir::Node& node, const ir::Graph& g);
+/// Every value a node reads, once each: its inputs and its subgraphs' outer references.
+std::vector<ir::ValueId> reads_of(const ir::Node& n, const ir::Graph& g);
 
 /// Builds a view of `g` offering the nodes `offered` (ir node indices, in
 /// topological order). `constants` (null: g's initializers) maps values the

@@ -13,15 +13,6 @@
 namespace kiln::runtime {
 namespace {
 
-// Every value a node reads: its inputs and its subgraphs' outer references.
-std::vector<ir::ValueId> reads_of(const ir::Node& n, const ir::Graph& g) {
-  std::vector<ir::ValueId> r;
-  for (ir::ValueId v : n.inputs)
-    if (v != ir::kNoValue && std::find(r.begin(), r.end(), v) == r.end()) r.push_back(v);
-  for (ir::ValueId v : implicit_inputs(n, g))
-    if (std::find(r.begin(), r.end(), v) == r.end()) r.push_back(v);
-  return r;
-}
 
 const char* kind_name(ir::ValueType::Kind k) {
   switch (k) {

@@ -6,18 +6,6 @@
 #include "runtime/backends/guarded_outputs.h"
 
 namespace kiln::runtime {
-namespace {
-
-std::vector<ir::ValueId> reads_of(const ir::Node& n, const ir::Graph& g) {
-  std::vector<ir::ValueId> r;
-  for (ir::ValueId v : n.inputs)
-    if (v != ir::kNoValue && std::find(r.begin(), r.end(), v) == r.end()) r.push_back(v);
-  for (ir::ValueId v : implicit_inputs(n, g))
-    if (std::find(r.begin(), r.end(), v) == r.end()) r.push_back(v);
-  return r;
-}
-
-}  // namespace
 
 SubgroupRunner::SubgroupRunner(const Program& program)
     : program_(program), g_(program.graph()), producers_(program.graph().producers()) {

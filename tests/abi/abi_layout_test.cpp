@@ -83,7 +83,15 @@ KILN_PIN_SLOT(kiln_host_api_t, attribute_graph, 54);
 KILN_PIN_SLOT(kiln_host_api_t, attribute_type_proto, 55);
 // 1.0 ended here (56 entries); 1.1 appends:
 KILN_PIN_SLOT(kiln_host_api_t, exec_should_cancel, 56);
-static_assert(sizeof(kiln_host_api_t) == 8 + 8 * 57, "kiln_host_api_t 1.1 has 57 entries");
+KILN_PIN_SLOT(kiln_host_api_t, fence_signal, 57);
+KILN_PIN_SLOT(kiln_host_api_t, fence_wait, 58);
+KILN_PIN_SLOT(kiln_host_api_t, fence_value, 59);
+KILN_PIN_SLOT(kiln_host_api_t, exec_workspace, 60);
+KILN_PIN_SLOT(kiln_host_api_t, exec_trace_enabled, 61);
+KILN_PIN_SLOT(kiln_host_api_t, exec_trace_event, 62);
+KILN_PIN_SLOT(kiln_host_api_t, trace_now_ns, 63);
+KILN_PIN_SLOT(kiln_host_api_t, value_constant_info, 64);
+static_assert(sizeof(kiln_host_api_t) == 8 + 8 * 65, "kiln_host_api_t 1.1 has 65 entries");
 
 KILN_PIN_SLOT(kiln_backend_api_t, plugin_release, 0);
 KILN_PIN_SLOT(kiln_backend_api_t, plugin_get_info, 1);
@@ -106,7 +114,13 @@ KILN_PIN_SLOT(kiln_backend_api_t, plugin_check_compiled, 17);
 KILN_PIN_SLOT(kiln_backend_api_t, instance_import, 18);
 KILN_PIN_SLOT(kiln_backend_api_t, plugin_get_custom_op_count, 19);
 KILN_PIN_SLOT(kiln_backend_api_t, plugin_get_custom_op_info, 20);
-static_assert(sizeof(kiln_backend_api_t) == 8 + 8 * 21, "kiln_backend_api_t 1.0 has 21 entries");
+// 1.0 ended here (21 entries); 1.1 appends:
+KILN_PIN_SLOT(kiln_backend_api_t, instance_alloc, 21);
+KILN_PIN_SLOT(kiln_backend_api_t, instance_free, 22);
+KILN_PIN_SLOT(kiln_backend_api_t, instance_copy, 23);
+KILN_PIN_SLOT(kiln_backend_api_t, instance_stream_wait, 24);
+KILN_PIN_SLOT(kiln_backend_api_t, compiled_execute_async, 25);
+static_assert(sizeof(kiln_backend_api_t) == 8 + 8 * 26, "kiln_backend_api_t 1.1 has 26 entries");
 
 #define KILN_PIN(type, member, offset) static_assert(offsetof(type, member) == (offset), #type "." #member " moved")
 
@@ -119,7 +133,9 @@ KILN_PIN(kiln_tensor_t, rank, 8);
 KILN_PIN(kiln_tensor_t, dims, 16);
 KILN_PIN(kiln_tensor_t, data, 24);
 KILN_PIN(kiln_tensor_t, nbytes, 32);
-static_assert(sizeof(kiln_tensor_t) == 40);
+KILN_PIN(kiln_tensor_t, memory_kind, 40);  // 1.1
+KILN_PIN(kiln_tensor_t, device_index, 44);
+static_assert(sizeof(kiln_tensor_t) == 48);
 KILN_PIN(kiln_plugin_info_t, name, 8);
 KILN_PIN(kiln_plugin_info_t, version, 16);
 KILN_PIN(kiln_plugin_info_t, vendor, 24);
@@ -161,7 +177,28 @@ static_assert(sizeof(kiln_partition_t) == 64);
 KILN_PIN(kiln_compiled_info_t, concurrency, 4);
 KILN_PIN(kiln_compiled_info_t, num_inputs, 8);
 KILN_PIN(kiln_compiled_info_t, num_outputs, 16);
-static_assert(sizeof(kiln_compiled_info_t) == 24);
+KILN_PIN(kiln_compiled_info_t, flags, 24);  // 1.1
+KILN_PIN(kiln_compiled_info_t, input_memory_kinds, 32);
+KILN_PIN(kiln_compiled_info_t, output_memory_kinds, 40);
+KILN_PIN(kiln_compiled_info_t, workspace_bytes, 48);
+KILN_PIN(kiln_compiled_info_t, num_inplace, 80);
+KILN_PIN(kiln_compiled_info_t, inplace_pairs, 88);
+KILN_PIN(kiln_compiled_info_t, num_owned_constants, 96);
+KILN_PIN(kiln_compiled_info_t, owned_constants, 104);
+static_assert(sizeof(kiln_compiled_info_t) == 112);
+KILN_PIN(kiln_copy_t, src, 8);
+KILN_PIN(kiln_copy_t, src_kind, 16);
+KILN_PIN(kiln_copy_t, src_device, 20);
+KILN_PIN(kiln_copy_t, dst, 24);
+KILN_PIN(kiln_copy_t, dst_kind, 32);
+KILN_PIN(kiln_copy_t, dst_device, 36);
+KILN_PIN(kiln_copy_t, bytes, 40);
+static_assert(sizeof(kiln_copy_t) == 48);
+KILN_PIN(kiln_constant_info_t, content_hash, 8);
+KILN_PIN(kiln_constant_info_t, external_path, 24);
+KILN_PIN(kiln_constant_info_t, external_offset, 32);
+KILN_PIN(kiln_constant_info_t, external_length, 40);
+static_assert(sizeof(kiln_constant_info_t) == 48);
 KILN_PIN(kiln_custom_op_info_t, domain, 8);
 KILN_PIN(kiln_custom_op_info_t, op_type, 16);
 KILN_PIN(kiln_custom_op_info_t, since_version, 24);

@@ -16,6 +16,15 @@
  *         -> compiled_export / plugin_check_compiled / instance_import
  *         -> compiled_release -> instance_release -> plugin_release -> unload
  *
+ * Device plugins (\since 1.1, all opt-in): a compiled handle declares the
+ * memory kind of each input and output and its scratch per kind
+ * (kiln_compiled_info_t); the host then plans device buffers with
+ * instance_alloc, keeps an edge between two partitions of one instance on
+ * the device, stages edges to portable kernels through pinned memory with
+ * instance_copy (one copy each way), and, for KILN_COMPILED_ASYNC handles,
+ * enqueues compiled_execute_async behind timeline fences (kiln_fence_t),
+ * waiting only where a portable kernel or the caller needs the data.
+ *
  * Rules that hold for every call (written once here):
  *
  *  - Plain C. This header includes only stdint.h, stddef.h and stdbool.h and
@@ -213,7 +222,17 @@ typedef enum kiln_plugin_flag {
    * mapped until the process exits. Without it the host unloads the library
    * once its last object is released.
    */
-  KILN_PLUGIN_NO_UNLOAD = 1
+  KILN_PLUGIN_NO_UNLOAD = 1,
+  /**
+   * \since 1.1. Instances may be shared: the host may hand one instance
+   * (same device, same options) to several sessions of one registry and call
+   * instance_compile / instance_import on it from different threads, never
+   * concurrently (the host serializes instance-level calls). Compiled handles
+   * of one shared instance may then share device copies of constants with
+   * the same content hash (see kiln_constant_info_t). Without it each session
+   * creates its own instances.
+   */
+  KILN_PLUGIN_SHARED_INSTANCES = 2
 } kiln_plugin_flag_t;
 
 /** Kinds of devices. */
@@ -232,6 +251,43 @@ typedef enum kiln_concurrency {
   KILN_CONCURRENCY_REENTRANT = 1
 } kiln_concurrency_t;
 
+/**
+ * Where the bytes of a tensor live. \since 1.1; 0 (host) is the 1.0
+ * behaviour: every tensor a 1.0 plugin sees is host memory.
+ */
+typedef enum kiln_memory_kind {
+  /** Ordinary host memory (the host's memory plan). */
+  KILN_MEMORY_HOST = 0,
+  /**
+   * Host memory the device can transfer from and to directly (page-locked).
+   * The host reads and writes it; the host allocates it with instance_alloc.
+   */
+  KILN_MEMORY_HOST_PINNED = 1,
+  /**
+   * Memory of the device. The host never dereferences such a pointer: it
+   * passes it back to the plugin that allocated it (execute, copy, free).
+   */
+  KILN_MEMORY_DEVICE = 2,
+  /**
+   * Device memory the host may read and write directly (unified or mapped
+   * memory). Only after the work that writes it has completed (its fence).
+   */
+  KILN_MEMORY_DEVICE_HOST_VISIBLE = 3
+} kiln_memory_kind_t;
+
+/** Number of kiln_memory_kind_t values (sizes arrays indexed by kind). */
+#define KILN_MEMORY_KIND_COUNT 4
+
+/** Bits of kiln_compiled_info_t.flags. \since 1.1; 0 is the 1.0 behaviour. */
+typedef enum kiln_compiled_flag {
+  /**
+   * The handle implements compiled_execute_async: the host may enqueue it
+   * behind fences and wait only where the data is needed. Without it the
+   * host calls compiled_execute and the call's return means done.
+   */
+  KILN_COMPILED_ASYNC = 1
+} kiln_compiled_flag_t;
+
 /* ------------------------------------------------------------------------ */
 /* Opaque handles                                                           */
 /* ------------------------------------------------------------------------ */
@@ -244,6 +300,13 @@ typedef struct kiln_node kiln_node_t;                 /**< a node of a graph vie
 typedef struct kiln_value kiln_value_t;               /**< a value (edge) of a graph view */
 typedef struct kiln_attribute kiln_attribute_t;       /**< a node attribute */
 typedef struct kiln_exec_context kiln_exec_context_t; /**< one compiled_execute call */
+/**
+ * A timeline fence (\since 1.1): a 64-bit counter that only grows, with
+ * waiters. Work enqueued asynchronously says it is done by signalling a
+ * value; anyone waits for "at least value". The host owns fences; plugins
+ * signal and wait on them through kiln_host_api_t.
+ */
+typedef struct kiln_fence kiln_fence_t;
 
 /** Plugin objects (the host frees them with the plugin's release functions). */
 typedef struct kiln_plugin kiln_plugin_t;     /**< the plugin, once per entry call */
@@ -266,6 +329,15 @@ typedef struct kiln_tensor {
   const int64_t* dims;  /**< rank entries, each >= 0 */
   void* data;           /**< the elements; may be NULL when nbytes is 0 */
   size_t nbytes;        /**< product(dims) * size of dtype */
+  /**
+   * \since 1.1: a kiln_memory_kind_t; 0 (host) as in 1.0. The host passes a
+   * non-host tensor only to a compiled handle that declared that kind for
+   * that input or output (kiln_compiled_info_t), so a 1.0 plugin only ever
+   * sees host memory.
+   */
+  int32_t memory_kind;
+  /** \since 1.1: for device kinds, which of the instance's devices (0: its first). */
+  uint32_t device_index;
 } kiln_tensor_t;
 
 /** What a plugin says about itself (plugin_get_info). */
@@ -355,7 +427,82 @@ typedef struct kiln_compiled_info {
   int32_t concurrency; /**< a kiln_concurrency_t */
   size_t num_inputs;   /**< inputs compiled_execute expects */
   size_t num_outputs;  /**< outputs it allocates */
+
+  /* \since 1.1; every member's zero (NULL) is the 1.0 behaviour. */
+  /** kiln_compiled_flag_t bits. */
+  uint32_t flags;
+  /**
+   * Per input (num_inputs entries), the kiln_memory_kind_t the handle wants
+   * it in; NULL: all host. The host delivers each input in that kind: when
+   * the producer is a partition of the same instance it passes the device
+   * buffer through untouched, otherwise it stages it with instance_copy
+   * (one copy per edge). Borrowed from the plugin until compiled_release.
+   */
+  const int32_t* input_memory_kinds;
+  /**
+   * Per output (num_outputs entries), the kind exec_allocate_output hands
+   * out for it; NULL: all host. The host plans such buffers from memory it
+   * obtained with instance_alloc, and copies to host memory only where a
+   * portable kernel, another plugin or the caller reads the value.
+   */
+  const int32_t* output_memory_kinds;
+  /**
+   * Scratch the handle needs per call, in bytes per memory kind (indexed by
+   * kiln_memory_kind_t). The host provides it from its plan for the call's
+   * duration (exec_workspace), so the plugin allocates nothing per run.
+   */
+  uint64_t workspace_bytes[KILN_MEMORY_KIND_COUNT];
+  /**
+   * In-place pairs: inplace_pairs[2*i] is an input index, inplace_pairs[2*i+1]
+   * an output index whose buffer may be the input's (same kind, enough bytes).
+   * The host honours a pair when the input is read by nothing after this
+   * partition; exec_allocate_output then returns the input's buffer.
+   */
+  size_t num_inplace;
+  const size_t* inplace_pairs; /**< 2 * num_inplace entries, borrowed like input_memory_kinds */
+  /**
+   * Constants (graph value names) the handle has copied into memory of its
+   * own and will never read from the host again: when nothing else reads
+   * one, the host drops its host copy (peak RSS falls). Borrowed like
+   * input_memory_kinds.
+   */
+  size_t num_owned_constants;
+  const char* const* owned_constants;
 } kiln_compiled_info_t;
+
+/** One transfer of a batched instance_copy. \since 1.1 */
+typedef struct kiln_copy {
+  uint32_t struct_size;
+  const void* src;
+  int32_t src_kind;      /**< a kiln_memory_kind_t */
+  uint32_t src_device;   /**< for device kinds, which of the instance's devices */
+  void* dst;
+  int32_t dst_kind;      /**< a kiln_memory_kind_t */
+  uint32_t dst_device;
+  size_t bytes;
+} kiln_copy_t;
+
+/**
+ * Where a constant comes from, for sharing and deduplication
+ * (value_constant_info). \since 1.1
+ */
+typedef struct kiln_constant_info {
+  uint32_t struct_size;
+  /**
+   * A hash of the constant's dtype, dims and bytes (the host's content key):
+   * equal hashes mean equal contents, across sessions and models.
+   */
+  uint64_t content_hash[2];
+  /**
+   * The ONNX external-data file the bytes live in (an absolute path; NULL
+   * when the constant is stored inside the model), and where in it. A plugin
+   * may map the file itself instead of copying the host's bytes. Borrowed for
+   * the duration of the call that gave the graph view.
+   */
+  const char* external_path;
+  uint64_t external_offset;
+  uint64_t external_length;
+} kiln_constant_info_t;
 
 /**
  * A custom op: an op of the plugin's own domain that portable kernels do not
@@ -554,6 +701,59 @@ typedef struct kiln_host_api {
    * has no such entry (the SDK's ExecContext::should_cancel does).
    */
   bool (*exec_should_cancel)(kiln_exec_context_t* ctx);
+
+  /* --- fences (\since 1.1) ------------------------------------------------ */
+  /**
+   * Completes `fence` up to `value` (values below the fence's current one
+   * are ignored) and wakes its waiters. Callable from any thread, also after
+   * the call that received the fence has returned. With a non-NULL `error`
+   * (whose ownership passes to the host) the work failed: waiters of this
+   * value and above get that status. Every fence a plugin was handed must be
+   * signalled exactly once for its value, error or not.
+   */
+  void (*fence_signal)(kiln_fence_t* fence, uint64_t value, kiln_status_t* error);
+  /**
+   * Blocks until `fence` reaches `value` or `timeout_ns` passes (UINT64_MAX:
+   * no limit). NULL when reached; the work's error when it failed;
+   * KILN_STATUS_DEADLINE_EXCEEDED on timeout.
+   */
+  kiln_status_t* (*fence_wait)(kiln_fence_t* fence, uint64_t value, uint64_t timeout_ns);
+  /** The highest value `fence` has reached (0 for a new fence or NULL). */
+  uint64_t (*fence_value)(const kiln_fence_t* fence);
+
+  /* --- workspace (\since 1.1) --------------------------------------------- */
+  /**
+   * The scratch the handle declared for memory kind `memory_kind`
+   * (kiln_compiled_info_t.workspace_bytes), valid until the call's fence is
+   * signalled (synchronous calls: until they return). Sets *out_size to its
+   * size. NULL when nothing was declared for that kind.
+   */
+  void* (*exec_workspace)(kiln_exec_context_t* ctx, int32_t memory_kind, size_t* out_size);
+
+  /* --- tracing (\since 1.1) ----------------------------------------------- */
+  /**
+   * True when the run is being traced (`kiln bench --trace`, a profiled
+   * run): only then are the calls below worth making. False for NULL.
+   */
+  bool (*exec_trace_enabled)(kiln_exec_context_t* ctx);
+  /**
+   * Records a slice `name` (copied) on the plugin's track `track` (a small
+   * number the plugin chooses: 0 compute, 1 copies, ...; each shows as its
+   * own row, "plugin name / track") from `begin_ns` to `end_ns`, both on the
+   * host's clock (CLOCK_MONOTONIC nanoseconds; convert device timestamps).
+   * Callable from any thread until the call's fence is signalled.
+   */
+  void (*exec_trace_event)(kiln_exec_context_t* ctx, const char* name, int32_t track, uint64_t begin_ns,
+                           uint64_t end_ns);
+  /** The host's clock for exec_trace_event: CLOCK_MONOTONIC in nanoseconds. */
+  uint64_t (*trace_now_ns)(void);
+
+  /* --- shared weights (\since 1.1) ---------------------------------------- */
+  /**
+   * Fills `out_info` for a constant value of a graph view (see
+   * kiln_constant_info_t). INVALID_ARGUMENT for a value that is not constant.
+   */
+  kiln_status_t* (*value_constant_info)(const kiln_value_t* value, kiln_constant_info_t* out_info);
 } kiln_host_api_t;
 
 /* ------------------------------------------------------------------------ */
@@ -646,6 +846,49 @@ typedef struct kiln_backend_api {
   kiln_status_t* (*plugin_get_custom_op_count)(kiln_plugin_t* plugin, size_t* out_count);
   /** Optional with plugin_get_custom_op_count. */
   kiln_status_t* (*plugin_get_custom_op_info)(kiln_plugin_t* plugin, size_t index, kiln_custom_op_info_t* out_info);
+
+  /* --- memory (\since 1.1; optional: NULL means host memory only) ---------- */
+  /**
+   * Allocates `size` bytes of kind `memory_kind` (a kiln_memory_kind_t other
+   * than HOST) on the instance's device `device_index`, aligned to
+   * `alignment` (a power of two; 0 means 64). RESOURCE_EXHAUSTED when the
+   * device is out of memory. The host keeps such buffers for the session's
+   * life (its memory plan), not per run.
+   */
+  kiln_status_t* (*instance_alloc)(kiln_instance_t* instance, int32_t memory_kind, uint32_t device_index,
+                                   size_t size, size_t alignment, void** out_ptr);
+  /** Frees memory from instance_alloc. Accepts NULL. */
+  void (*instance_free)(kiln_instance_t* instance, int32_t memory_kind, void* ptr);
+  /**
+   * Performs `num_copies` transfers between host, pinned and device memory of
+   * this instance. With a NULL `fence` it returns when they are done; with a
+   * fence it may return at once and signals `fence` to `value` when all are
+   * done (copies queued on one instance run in order with its executions).
+   */
+  kiln_status_t* (*instance_copy)(kiln_instance_t* instance, const kiln_copy_t* copies, size_t num_copies,
+                                  kiln_fence_t* fence, uint64_t value);
+  /**
+   * Makes work queued on the instance after this call wait until `fence`
+   * reaches `value` (another instance's or the host's fence), without
+   * blocking the caller. Optional with instance_copy: when NULL, the host
+   * waits on the fence itself before queueing more work.
+   */
+  kiln_status_t* (*instance_stream_wait)(kiln_instance_t* instance, kiln_fence_t* fence, uint64_t value);
+
+  /* --- asynchronous execution (\since 1.1; for KILN_COMPILED_ASYNC) -------- */
+  /**
+   * Like compiled_execute, but may return before the work is done: it must
+   * obtain every output (exec_allocate_output) before returning, and signals
+   * `fence` to `value` (with an error status when the work fails) once the
+   * outputs are written. `ctx` and the input tensors' memory stay valid until
+   * then (so the work may poll exec_should_cancel, use exec_workspace and
+   * record trace events); the tensor view structs themselves only during the
+   * call. A non-NULL return means nothing was queued and the fence will not
+   * be signalled by the plugin. Work queued on one instance runs in order.
+   */
+  kiln_status_t* (*compiled_execute_async)(kiln_compiled_t* compiled, kiln_exec_context_t* ctx,
+                                           const kiln_tensor_t* const* inputs, size_t num_inputs,
+                                           kiln_fence_t* fence, uint64_t value);
 } kiln_backend_api_t;
 
 /* ------------------------------------------------------------------------ */

@@ -214,7 +214,7 @@ kiln_status_t* value_constant(const kiln_value_t* v, kiln_tensor_t* out) noexcep
     if (!v || !out) return make_c_status(invalid_argument("value_constant: NULL value or out_tensor"));
     if (!v->constant) return make_c_status(invalid_argument("value '", v->name, "' is not a constant"));
     const uint32_t size = out->struct_size;
-    Status st = tensor_view(*v->constant, out);
+    Status st = tensor_view(*v->constant, out, size);
     out->struct_size = size;
     if (!st.is_ok()) return make_c_status(std::move(st).with_context(std::string("value '") + v->name + "'"));
     return nullptr;
@@ -300,7 +300,7 @@ kiln_status_t* attribute_tensor(const kiln_attribute_t* a, size_t i, kiln_tensor
                                             ir::attr_type_name(x.type), ")"));
     }
     const uint32_t size = out->struct_size;
-    Status st = tensor_view(*t, out);
+    Status st = tensor_view(*t, out, size);
     out->struct_size = size;
     return make_c_status(std::move(st).with_context("attribute '" + x.name + "'"));
   } catch (...) {

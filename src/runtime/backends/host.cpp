@@ -1,5 +1,6 @@
 #include "runtime/backends/host.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -192,7 +193,7 @@ kiln_status_t* exec_allocate_output(kiln_exec_context_t* ctx, size_t index, int3
     if (!t.is_ok()) return make_c_status(t.status());
     // Fill the caller's struct without touching its struct_size.
     const uint32_t caller_size = out->struct_size;
-    Status st = tensor_view(**t, out);
+    Status st = tensor_view(**t, out, caller_size);
     out->struct_size = caller_size;
     return make_c_status(st);
   } catch (const std::bad_alloc&) {
@@ -294,14 +295,17 @@ DType dtype_from_c(int32_t dtype) {
 
 kiln_dtype_t dtype_to_c(DType dtype) { return static_cast<kiln_dtype_t>(static_cast<int>(dtype)); }
 
-Status tensor_view(const Tensor& t, kiln_tensor_t* out) {
+Status tensor_view(const Tensor& t, kiln_tensor_t* out, size_t capacity) {
   if (t.dtype() == DType::kString) return invalid_argument("string tensors cannot cross the backend ABI");
-  out->struct_size = sizeof(kiln_tensor_t);
+  out->struct_size = static_cast<uint32_t>(std::min(capacity, sizeof(kiln_tensor_t)));
   out->dtype = static_cast<int32_t>(t.dtype());
   out->rank = t.rank();
   out->dims = t.shape().data();
   out->data = const_cast<void*>(t.raw_data());
   out->nbytes = t.nbytes();
+  // 1.1 members only where the caller's struct has them (a 1.0 plugin's is shorter).
+  if (KILN_ABI_HAS(kiln_tensor_t, memory_kind, capacity)) out->memory_kind = KILN_MEMORY_HOST;
+  if (KILN_ABI_HAS(kiln_tensor_t, device_index, capacity)) out->device_index = 0;
   return Status::ok();
 }
 

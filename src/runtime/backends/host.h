@@ -70,9 +70,11 @@ kiln_status_t* make_c_status(const Status& status);
 DType dtype_from_c(int32_t dtype);
 kiln_dtype_t dtype_to_c(DType dtype);
 
-/// Fills a view of `t` (struct_size set to sizeof(kiln_tensor_t)). String
+/// Fills a view of `t` in host memory. `capacity` is the struct's size as
+/// its owner compiled it (a 1.0 plugin's view is shorter): members past it
+/// are not written, and struct_size is set to the smaller of the two. String
 /// tensors cannot be viewed.
-Status tensor_view(const Tensor& t, kiln_tensor_t* out);
+Status tensor_view(const Tensor& t, kiln_tensor_t* out, size_t capacity = sizeof(kiln_tensor_t));
 
 }  // namespace kiln::runtime
 

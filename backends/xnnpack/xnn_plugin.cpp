@@ -162,13 +162,17 @@ class XnnInstance final : public Instance {
   std::unique_ptr<Compiled> compile(const Graph& graph, const Partition& part) override {
     auto program = std::make_shared<const Program>(lower_partition(graph, part));
     auto c = std::make_unique<XnnCompiled>(program, pools_, options_.get_int("threads"));
+    // One line per partition; kiln inspect prints it under the partition.
     if (options_.get_bool("verbose") || graph.host().log_enabled(KILN_LOG_INFO)) {
+      const Runtime& r = c->runtime();
+      const size_t t = program->num_transposes();
       graph.host().log(KILN_LOG_INFO, "compiled " + part.id + ": " + std::to_string(part.nodes.size()) + " nodes -> " +
                                           std::to_string(program->ops.size()) + " XNNPACK ops in " +
-                                          std::to_string(c->runtime().num_segments()) + " segments (" +
-                                          std::to_string(c->runtime().num_direct_convs()) + " convolutions write into their Concat), " +
-                                          std::to_string(program->num_transposes()) + " boundary transposes, " +
-                                          std::to_string(c->runtime().scratch_bytes()) + " bytes of plugin buffers");
+                                          std::to_string(r.num_segments()) + " segment" + (r.num_segments() == 1 ? "" : "s") +
+                                          " (" + std::to_string(r.num_direct_convs()) +
+                                          " convolutions write into their Concat), " + std::to_string(t) +
+                                          " boundary transpose" + (t == 1 ? "" : "s") + " (NCHW<->NHWC), " +
+                                          std::to_string(r.scratch_bytes()) + " bytes of plugin buffers");
     }
     return c;
   }

@@ -154,6 +154,9 @@ struct PartitionInfo {
   int64_t boundary_bytes = -1;       ///< bytes crossing the boundary per run; -1 when shapes are dynamic
   bool serial = true;                ///< the plugin declared its handle non-reentrant
   bool custom_op = false;            ///< a custom op of the plugin's domain
+  /// What the plugin logged (info and up) while compiling it, e.g. xnnpack's
+  /// op count and boundary layout transposes; empty when imported from a cache.
+  std::vector<std::string> diagnostics;
 };
 
 /// Where one node of the main graph went.

@@ -232,6 +232,7 @@ void print_placement_text(const std::string& model, const PlacementReport& r, st
     os << "    outputs:  " << value_list(p.outputs) << "\n";
     os << "    boundary: " << bytes_text(p.boundary_bytes) << " per run"
        << (p.serial ? " (serial: runs one at a time)" : "") << "\n";
+    for (const std::string& d : p.diagnostics) os << "    plugin:   " << d << "\n";
   }
   if (r.num_fallback() > 0) print_fallback_by_reason(r, os);
   if (r.num_fallback() > 0 && verbose) {
@@ -266,7 +267,7 @@ void print_placement_json(const std::string& model, const PlacementReport& r, st
     os << "}, \"nodes\": " << json_list(p.nodes) << ", \"inputs\": " << json_list(p.inputs)
        << ", \"outputs\": " << json_list(p.outputs) << ", \"boundary_bytes\": " << p.boundary_bytes
        << ", \"serial\": " << (p.serial ? "true" : "false") << ", \"custom_op\": " << (p.custom_op ? "true" : "false")
-       << "}";
+       << ", \"diagnostics\": " << json_list(p.diagnostics) << "}";
   }
   os << "\n  ],\n  \"nodes\": [";
   for (size_t k = 0; k < r.nodes.size(); ++k) {

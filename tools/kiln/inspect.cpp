@@ -1,6 +1,7 @@
 // kiln inspect: how a model would be partitioned: each partition (id,
 // backend, node count, op histogram, boundary inputs and outputs, bytes
-// crossing the boundary) and, for every node left on portable kernels, each
+// crossing the boundary, what the plugin said compiling it) and, for every
+// node left on portable kernels, each
 // backend's reason.
 #include <cstdlib>
 #include <filesystem>
@@ -23,8 +24,10 @@ where every node went and why nodes fell back to portable kernels.
 
   --json              print JSON instead of text
   --verbose           also list each node left on portable kernels with its
-                      reasons, and log each plugin's compile diagnostics
-                      (e.g. xnnpack's boundary transposes) to stderr
+                      reasons, and log the plugins' messages to stderr
+
+Under each partition, "plugin:" lines are what its plugin said compiling it
+(xnnpack: ops, segments, boundary NCHW<->NHWC transposes, buffer bytes).
 )";
 
 constexpr FlagSpec kFlags[] = {{"--json", false, false}, {"--verbose", false, false}, {"--help", false, false}};

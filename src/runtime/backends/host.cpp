@@ -140,8 +140,12 @@ void host_log(kiln_host_t* host, int32_t level, const char* message) noexcept {
   }
 }
 
+// The innermost ScopedLogCapture of this thread (null: none).
+thread_local std::vector<std::string>* t_log_capture = nullptr;
+
 bool host_log_enabled(kiln_host_t* host, int32_t level) noexcept {
-  return host && log_level_of(level) >= host->log_level;
+  const kiln_log_level_t lv = log_level_of(level);
+  return host && (lv >= host->log_level || (t_log_capture && lv >= KILN_LOG_INFO));
 }
 
 int32_t exec_num_threads(kiln_exec_context_t* ctx) noexcept {
@@ -231,6 +235,10 @@ kiln_host_api_t make_table() {
 
 }  // namespace
 
+ScopedLogCapture::ScopedLogCapture(std::vector<std::string>* out) : previous_(t_log_capture) { t_log_capture = out; }
+
+ScopedLogCapture::~ScopedLogCapture() { t_log_capture = previous_; }
+
 kiln_log_level_t default_log_level() {
   const char* e = std::getenv("KILN_LOG_LEVEL");
   if (!e) return KILN_LOG_WARNING;
@@ -312,6 +320,7 @@ Status tensor_view(const Tensor& t, kiln_tensor_t* out, size_t capacity) {
 }  // namespace kiln::runtime
 
 void kiln_host::log(kiln_log_level_t level, const std::string& message) {
+  if (kiln::runtime::t_log_capture && level >= KILN_LOG_INFO) kiln::runtime::t_log_capture->push_back(message);
   if (level < log_level) return;
   if (sink) {
     sink(level, name, message);

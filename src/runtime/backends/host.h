@@ -46,6 +46,21 @@ using LogSink = std::function<void(kiln_log_level_t, const std::string& plugin, 
 /// The log level from KILN_LOG_LEVEL (debug|info|warning|error), default warning.
 kiln_log_level_t default_log_level();
 
+/// While one lives on a thread, every plugin's log messages of level info and
+/// above on that thread are also appended to `*out` (log_enabled(info)
+/// answers true), whatever the log level: the partitioner keeps what a plugin
+/// says while compiling a partition (kiln inspect prints it). Nests.
+class ScopedLogCapture {
+ public:
+  explicit ScopedLogCapture(std::vector<std::string>* out);
+  ~ScopedLogCapture();
+  ScopedLogCapture(const ScopedLogCapture&) = delete;
+  ScopedLogCapture& operator=(const ScopedLogCapture&) = delete;
+
+ private:
+  std::vector<std::string>* previous_;
+};
+
 /// The table every plugin gets (one static table for the process).
 const kiln_host_api_t* host_api();
 

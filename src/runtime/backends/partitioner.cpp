@@ -7,6 +7,7 @@
 
 #include "runtime/backends/content_key.h"
 #include "runtime/backends/graph_view.h"
+#include "runtime/backends/host.h"
 #include "runtime/backends/partition_kernel.h"
 #include "runtime/node_inputs.h"
 
@@ -341,13 +342,17 @@ Status Partitioner::compile_group(const SelectedBackend& sb, const kiln_graph& v
   desc.outputs = out_ptrs.data();
   const CompileHook::CompileFn do_compile = [&] { return sb.instance->compile(&view, desc); };
   std::shared_ptr<CompiledPartition> compiled;
-  if (p_.request.compile_hook) {
-    const std::string key = p_.request.compile_hook->wants_content_key()
-                                ? partition_content_key(g_, p_.constants, nodes, b.inputs, b.outputs)
-                                : std::string();
-    KILN_ASSIGN_OR_RETURN(compiled, p_.request.compile_hook->compile(sb, id, key, do_compile));
-  } else {
-    KILN_ASSIGN_OR_RETURN(compiled, do_compile());
+  std::vector<std::string> diagnostics;
+  {
+    ScopedLogCapture capture(&diagnostics);
+    if (p_.request.compile_hook) {
+      const std::string key = p_.request.compile_hook->wants_content_key()
+                                  ? partition_content_key(g_, p_.constants, nodes, b.inputs, b.outputs)
+                                  : std::string();
+      KILN_ASSIGN_OR_RETURN(compiled, p_.request.compile_hook->compile(sb, id, key, do_compile));
+    } else {
+      KILN_ASSIGN_OR_RETURN(compiled, do_compile());
+    }
   }
 
   auto node = std::make_unique<ir::Node>();
@@ -375,6 +380,7 @@ Status Partitioner::compile_group(const SelectedBackend& sb, const kiln_graph& v
     unit_of_[static_cast<size_t>(n)] = static_cast<int32_t>(n_nodes_) + k;
   }
   out_.report.partitions.push_back(describe(sb, id, b, bytes, nodes, serial, custom_op));
+  out_.report.partitions.back().diagnostics = std::move(diagnostics);
   return Status::ok();
 }
 

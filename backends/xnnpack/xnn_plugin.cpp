@@ -51,17 +51,17 @@ class Pools {
 
 class XnnCompiled final : public Compiled {
  public:
-  XnnCompiled(std::shared_ptr<const Program> program, std::shared_ptr<Pools> pools, int64_t threads)
-      : program_(std::move(program)), pools_(std::move(pools)), fixed_threads_(threads > 0) {
+  XnnCompiled(std::shared_ptr<const Program> program, std::shared_ptr<Pools> pools, int64_t threads, bool native_dw)
+      : program_(std::move(program)), pools_(std::move(pools)), fixed_threads_(threads > 0), native_dw_(native_dw) {
     // Weights are packed here, for the thread count we expect (Kiln's
     // default session has 1 thread); a session with another count rebuilds
     // once, on its first run.
     const size_t n = threads > 0 ? static_cast<size_t>(threads) : 1;
-    runtime_ = std::make_unique<Runtime>(program_, pools_->get(n));
+    runtime_ = std::make_unique<Runtime>(program_, pools_->get(n), native_dw_);
   }
   void execute(ExecContext& ctx, const Inputs& inputs) override {
     const size_t want = static_cast<size_t>(std::max(1, ctx.num_threads()));
-    if (!fixed_threads_ && runtime_->threads() != want) runtime_ = std::make_unique<Runtime>(program_, pools_->get(want));
+    if (!fixed_threads_ && runtime_->threads() != want) runtime_ = std::make_unique<Runtime>(program_, pools_->get(want), native_dw_);
     runtime_->run(ctx, inputs);
   }
   size_t num_inputs() const override { return program_->inputs.size(); }
@@ -75,6 +75,7 @@ class XnnCompiled final : public Compiled {
   std::shared_ptr<const Program> program_;
   std::shared_ptr<Pools> pools_;
   bool fixed_threads_;
+  bool native_dw_;
   std::unique_ptr<Runtime> runtime_;
 };
 
@@ -161,7 +162,8 @@ class XnnInstance final : public Instance {
 
   std::unique_ptr<Compiled> compile(const Graph& graph, const Partition& part) override {
     auto program = std::make_shared<const Program>(lower_partition(graph, part));
-    auto c = std::make_unique<XnnCompiled>(program, pools_, options_.get_int("threads"));
+    auto c = std::make_unique<XnnCompiled>(program, pools_, options_.get_int("threads"),
+                                           options_.get_bool("native_depthwise"));
     // One line per partition; kiln inspect prints it under the partition.
     if (options_.get_bool("verbose") || graph.host().log_enabled(KILN_LOG_INFO)) {
       const Runtime& r = c->runtime();
@@ -170,7 +172,9 @@ class XnnInstance final : public Instance {
                                           std::to_string(program->ops.size()) + " XNNPACK ops in " +
                                           std::to_string(r.num_segments()) + " segment" + (r.num_segments() == 1 ? "" : "s") +
                                           " (" + std::to_string(r.num_direct_convs()) +
-                                          " convolutions write into their Concat), " + std::to_string(t) +
+                                          " convolutions write into their Concat, " +
+                                          std::to_string(r.num_native_depthwise()) +
+                                          " depthwise run by the plugin's kernel), " + std::to_string(t) +
                                           " boundary transpose" + (t == 1 ? "" : "s") + " (NCHW<->NHWC), " +
                                           std::to_string(r.scratch_bytes()) + " bytes of plugin buffers");
     }
@@ -179,7 +183,8 @@ class XnnInstance final : public Instance {
 
   std::unique_ptr<Compiled> import_compiled(const uint8_t* bytes, size_t size) override {
     auto program = std::make_shared<const Program>(Program::parse(bytes, size));
-    return std::make_unique<XnnCompiled>(program, pools_, options_.get_int("threads"));
+    return std::make_unique<XnnCompiled>(program, pools_, options_.get_int("threads"),
+                                         options_.get_bool("native_depthwise"));
   }
 
  private:
@@ -211,6 +216,8 @@ class XnnPlugin final : public Plugin {
          "claim groups of Gemm/MatMul/Softmax with no conv or pooling (transformer layers)"},
         {"skip_light_groups", KILN_OPTION_BOOL, "true",
          "decline groups of only element-wise/reshape ops (not worth their boundary)"},
+        {"native_depthwise", KILN_OPTION_BOOL, "true",
+         "run 3x3 depthwise convolutions (16n channels) on the plugin's AVX-512 kernel instead of XNNPACK's"},
         {"verbose", KILN_OPTION_BOOL, "false", "log each compiled partition at info level"},
     };
   }

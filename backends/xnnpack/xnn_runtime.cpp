@@ -5,6 +5,8 @@
 #include <limits>
 #include <string>
 
+#include "xnn_dwconv.h"
+
 namespace kiln_xnnpack {
 
 using kiln::sdk::fail;
@@ -78,7 +80,7 @@ struct TransposeTask {
 
 }  // namespace
 
-Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> pool)
+Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> pool, bool native_depthwise)
     : program_(std::move(program)), pool_(std::move(pool)) {
   const Program& p = *program_;
   p.validate();
@@ -88,6 +90,12 @@ Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> p
   into_concat_.assign(p.ops.size(), -1);
   channel_offset_.assign(p.ops.size(), 0);
   operators_.assign(p.ops.size(), nullptr);
+  native_dw_.assign(p.ops.size(), 0);
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const Op& op = p.ops[i];
+    native_dw_[i] = native_depthwise && op.kind == OpKind::kDepthwise && native_depthwise_supported() &&
+                    op.floats.size() >= 2 && native_depthwise_fits(op.ints, p.values[op.in.at(0)].dims);
+  }
   plan_direct_concat();
   plan_segments();
   // Values the plugin must hold in memory of its own or the host's: the
@@ -194,7 +202,7 @@ void Runtime::plan_segments() {
   const std::vector<Op>& ops = program_->ops;
   for (size_t i = 0; i < ops.size();) {
     Segment seg;
-    auto native = [&](size_t k) { return ops[k].kind == OpKind::kConcat || into_concat_[k] >= 0; };
+    auto native = [&](size_t k) { return ops[k].kind == OpKind::kConcat || into_concat_[k] >= 0 || native_dw_[k]; };
     seg.native = native(i);
     seg.begin = i;
     do ++i;
@@ -249,7 +257,9 @@ void Runtime::build_segment(Segment& seg, const std::vector<uint8_t>& materializ
   }
   for (size_t e = 0; e < seg.external.size(); ++e) seg.bound.push_back({static_cast<uint32_t>(e), nullptr});
   for (size_t i = seg.begin; i < seg.end; ++i) define_op(sg, p.ops[i], local);
-  check(x.xnn_create_runtime_v2(sg, pool_->get(), XNN_FLAG_YIELD_WORKERS, &seg.runtime), "create_runtime");
+  // The pool's workers sleep after the run's last op, not between segments.
+  const uint32_t flags = seg.end == p.ops.size() ? XNN_FLAG_YIELD_WORKERS : 0;
+  check(x.xnn_create_runtime_v2(sg, pool_->get(), flags, &seg.runtime), "create_runtime");
 }
 
 void Runtime::define_op(xnn_subgraph_t sg, const Op& op, const std::vector<uint32_t>& local) const {
@@ -415,6 +425,51 @@ void Runtime::run_concat(size_t index) {
   }
 }
 
+namespace {
+
+struct DepthwiseTask {
+  DepthwiseShape shape;
+  const float *in, *filter, *bias;
+  float* out;
+  static void run(void* ctx, size_t row) {
+    tsan_acquire(ctx);
+    const auto* t = static_cast<const DepthwiseTask*>(ctx);
+    depthwise3x3_rows(t->shape, t->in, t->filter, t->bias, t->out, row, row + 1);
+    tsan_release(ctx);
+  }
+};
+
+}  // namespace
+
+void Runtime::run_depthwise(size_t index, bool last) {
+  const Program& p = *program_;
+  const Op& op = p.ops[index];
+  const std::vector<int64_t>& xd = p.values[op.in[0]].dims;
+  const std::vector<int64_t>& yd = p.values[op.out].dims;
+  DepthwiseTask t{};
+  t.shape.n = static_cast<size_t>(xd[0]);
+  t.shape.h = static_cast<size_t>(xd[1]);
+  t.shape.w = static_cast<size_t>(xd[2]);
+  t.shape.c = static_cast<size_t>(xd[3]);
+  t.shape.oh = static_cast<size_t>(yd[1]);
+  t.shape.ow = static_cast<size_t>(yd[2]);
+  t.shape.stride = static_cast<size_t>(op.ints[6]);
+  t.shape.pad_top = static_cast<size_t>(op.ints[0]);
+  t.shape.pad_left = static_cast<size_t>(op.ints[3]);
+  t.shape.lo = op.floats[0];
+  t.shape.hi = op.floats[1];
+  t.in = ptr_[op.in[0]];
+  t.filter = p.constants[static_cast<size_t>(p.values[op.in[1]].constant)].data();
+  t.bias = op.in.size() > 2 && op.in[2] != kNoValue ? p.constants[static_cast<size_t>(p.values[op.in[2]].constant)].data()
+                                                     : nullptr;
+  t.out = ptr_[op.out];
+  if (!t.in || !t.out) fail(KILN_STATUS_INTERNAL, "a native depthwise convolution lacks a buffer");
+  tsan_release(&t);
+  api().pthreadpool_parallelize_1d(pool_->get(), &DepthwiseTask::run, &t, t.shape.n * t.shape.oh,
+                                   last ? PTHREADPOOL_FLAG_YIELD_WORKERS : 0);
+  tsan_acquire(&t);
+}
+
 void Runtime::run(kiln::sdk::ExecContext& ctx, const kiln::sdk::Inputs& inputs) {
   const Program& p = *program_;
   bind_inputs(inputs);
@@ -424,7 +479,10 @@ void Runtime::run(kiln::sdk::ExecContext& ctx, const kiln::sdk::Inputs& inputs) 
       run_segment(seg);
       continue;
     }
-    for (size_t i = seg.begin; i < seg.end; ++i) run_concat(i);
+    for (size_t i = seg.begin; i < seg.end; ++i) {
+      if (native_dw_[i]) run_depthwise(i, i + 1 == p.ops.size());
+      else run_concat(i);
+    }
   }
   for (size_t k = 0; k < p.outputs.size(); ++k) {
     const Boundary& b = p.outputs[k];

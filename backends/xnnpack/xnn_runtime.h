@@ -36,8 +36,10 @@ class Pool {
 
 class Runtime {
  public:
-  /// Builds XNNPACK runtimes (packing weights) on `pool`.
-  Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> pool);
+  /// Builds XNNPACK runtimes (packing weights) on `pool`. With
+  /// `native_depthwise`, 3x3 depthwise convolutions the plugin's own kernel
+  /// takes (xnn_dwconv.h) run on it instead of XNNPACK's.
+  Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> pool, bool native_depthwise = true);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -53,10 +55,16 @@ class Runtime {
     for (xnn_operator_t op : operators_) n += op != nullptr;
     return n;
   }
+  /// Depthwise convolutions run by the plugin's own kernel.
+  size_t num_native_depthwise() const {
+    size_t n = 0;
+    for (uint8_t d : native_dw_) n += d;
+    return n;
+  }
 
  private:
   struct Segment {
-    bool native = false;  // ops run by the plugin (Concat)
+    bool native = false;  // ops run by the plugin (Concat, Convs into it, native depthwise)
     size_t begin = 0, end = 0;
     xnn_runtime_t runtime = nullptr;
     std::vector<uint32_t> external;          // program value per external value
@@ -72,6 +80,7 @@ class Runtime {
   void bind_outputs(kiln::sdk::ExecContext& ctx, std::vector<float*>& host_out);
   void run_segment(Segment& seg);
   void run_concat(size_t op_index);
+  void run_depthwise(size_t op_index, bool last);
   void transpose(const float* src, float* dst, const std::vector<int64_t>& nhwc, bool to_nhwc) const;
 
   std::shared_ptr<const Program> program_;
@@ -82,6 +91,7 @@ class Runtime {
   // whether a Conv already wrote it.
   std::vector<int64_t> into_concat_, channel_offset_;
   std::vector<xnn_operator_t> operators_;  // per op (nullptr: none)
+  std::vector<uint8_t> native_dw_;         // per op: a depthwise convolution run by xnn_dwconv
   std::vector<int64_t> producer_;          // per value: the op writing it (-1: none)
   int64_t producer_of(uint32_t v) const { return producer_[v]; }
   std::vector<float*> ptr_;                   // per value: where its data is this run (nullptr: XNNPACK's own)

@@ -269,5 +269,70 @@ std::vector<Case> all_cases() {
 INSTANTIATE_TEST_SUITE_P(Ops, XnnpackOp, ::testing::ValuesIn(all_cases()),
                          [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
 
+
+// 3x3 depthwise convolutions the plugin runs on its own AVX-512 kernel
+// (xnn_dwconv.h) rather than XNNPACK's: channel counts of 16n, strides 1
+// and 2, symmetric and lopsided pads, widths that leave 0..3 pixels after the
+// blocks of four, batches, with and without bias and fused clamp. Each runs
+// against portable kernels, and the partition's compile diagnostics must say
+// the kernel ran it (on a CPU without AVX-512F, that XNNPACK did).
+struct DwCase {
+  int64_t n, c, h, w, stride;
+  std::vector<int64_t> pads;  // top, left, bottom, right
+  bool bias, relu;
+};
+
+std::string dw_name(const DwCase& d) {
+  std::string s = "n" + std::to_string(d.n) + "_c" + std::to_string(d.c) + "_" + std::to_string(d.h) + "x" +
+                  std::to_string(d.w) + "_s" + std::to_string(d.stride) + "_p";
+  for (int64_t p : d.pads) s += std::to_string(p);
+  return s + (d.bias ? "_bias" : "") + (d.relu ? "_relu" : "");
+}
+
+std::vector<DwCase> dw_cases() {
+  std::vector<DwCase> v;
+  for (int64_t c : {16, 48})
+    for (int64_t s : {1, 2})
+      for (std::vector<int64_t> p : {std::vector<int64_t>{1, 1, 1, 1}, {0, 0, 0, 0}, {1, 0, 2, 1}, {2, 2, 0, 1}})
+        for (int64_t w : {5, 12, 15}) v.push_back({w == 12 ? 2 : 1, c, 7, w, s, p, w != 15, w == 5});
+  return v;
+}
+
+class XnnpackNativeDepthwise : public ::testing::TestWithParam<DwCase> {};
+
+TEST_P(XnnpackNativeDepthwise, MatchesPortableKernels) {
+  const DwCase& d = GetParam();
+  const int64_t oh = conv_out(d.h, 3, d.stride, 1, d.pads[0], d.pads[2]);
+  const int64_t ow = conv_out(d.w, 3, d.stride, 1, d.pads[1], d.pads[3]);
+  Case c{"dw", "Conv", {in({d.n, d.c, d.h, d.w}), cst({d.c, 1, 3, 3})},
+         {a_int("group", d.c), a_ints("strides", {d.stride, d.stride}), a_ints("kernel_shape", {3, 3}), a_ints("pads", d.pads)},
+         {d.n, d.c, oh, ow}, d.relu};
+  if (d.bias) c.operands.push_back(cst({d.c}));
+  std::vector<Value> values;
+  std::shared_ptr<ir::Graph> g = graph_of(c, &values);
+  auto x = build(g, reg().get(), {"xnnpack"}, {}, FallbackPolicy::kRequire);
+  ASSERT_TRUE(x.ok()) << x.status().to_string();
+  const PlacementReport& r = (*x)->placement();
+  ASSERT_EQ(r.partitions.size(), 1u);
+  ASSERT_EQ(r.partitions[0].diagnostics.size(), 1u);
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  EXPECT_NE(r.partitions[0].diagnostics[0].find(avx512 ? "1 depthwise run by the plugin's kernel"
+                                                        : "0 depthwise run by the plugin's kernel"),
+            std::string::npos)
+      << r.partitions[0].diagnostics[0];
+  auto p = build(g, nullptr, {});
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  for (int run = 0; run < 2; ++run) {
+    auto a = (*x)->run(values, {}, nullptr);
+    auto e = (*p)->run(values, {}, nullptr);
+    ASSERT_TRUE(a.ok()) << a.status().to_string();
+    ASSERT_TRUE(e.ok()) << e.status().to_string();
+    expect_close(a.value()[0].tensor(), e.value()[0].tensor(), 1e-4f);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, XnnpackNativeDepthwise, ::testing::ValuesIn(dw_cases()),
+                         [](const ::testing::TestParamInfo<DwCase>& i) { return dw_name(i.param); });
+
 }  // namespace
 }  // namespace kiln::abi_test

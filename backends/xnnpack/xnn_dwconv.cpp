@@ -1,0 +1,117 @@
+#include "xnn_dwconv.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define KILN_XNN_X86 1
+#endif
+
+namespace kiln_xnnpack {
+
+bool native_depthwise_supported() {
+#ifdef KILN_XNN_X86
+  static const bool ok = __builtin_cpu_supports("avx512f");
+  return ok;
+#else
+  return false;
+#endif
+}
+
+bool native_depthwise_fits(const std::vector<int64_t>& i, const std::vector<int64_t>& in) {
+  if (i.size() < 12 || in.size() != 4) return false;
+  const int64_t pt = i[0], pr = i[1], pb = i[2], pl = i[3];
+  const bool pads_ok = pt >= 0 && pr >= 0 && pb >= 0 && pl >= 0 && pt < 3 && pr < 3 && pb < 3 && pl < 3;
+  return pads_ok && i[4] == 3 && i[5] == 3 && i[6] == i[7] && (i[6] == 1 || i[6] == 2) && i[8] == 1 && i[9] == 1 &&
+         i[10] == 1 && i[11] == in[3] && in[3] % 16 == 0 && in[1] > 0 && in[2] > 0;
+}
+
+#ifdef KILN_XNN_X86
+namespace {
+
+// Four interior output pixels from `rows` (3 input rows, null: padding),
+// starting at input column ix0: the (3 * S + 3) input columns of a row are
+// loaded once for all four.
+template <size_t S>
+__attribute__((target("avx512f"))) inline void block4(const float* const* rows, size_t ix0, size_t C, const __m512* w,
+                                                      __m512* acc) {
+  constexpr size_t kCols = 3 * S + 3;
+  for (size_t ky = 0; ky < 3; ++ky) {
+    if (!rows[ky]) continue;
+    const float* p = rows[ky] + ix0 * C;
+    __m512 col[kCols];
+    for (size_t k = 0; k < kCols; ++k) col[k] = _mm512_loadu_ps(p + k * C);
+    for (size_t j = 0; j < 4; ++j)
+      for (size_t kx = 0; kx < 3; ++kx) acc[j] = _mm512_fmadd_ps(col[j * S + kx], w[ky * 3 + kx], acc[j]);
+  }
+}
+
+// maskz: GCC 12's plain _mm512_max_ps/_min_ps trip -Wmaybe-uninitialized.
+__attribute__((target("avx512f"))) inline __m512 clamp(__m512 v, __m512 lo, __m512 hi) {
+  return _mm512_maskz_min_ps(0xFFFF, _mm512_maskz_max_ps(0xFFFF, v, lo), hi);
+}
+
+// One output pixel at input column ix0 (may reach into the padding).
+__attribute__((target("avx512f"))) inline __m512 pixel(const float* const* rows, long ix0, long W, size_t C,
+                                                       const __m512* w, __m512 acc) {
+  for (size_t ky = 0; ky < 3; ++ky) {
+    if (!rows[ky]) continue;
+    for (long kx = 0; kx < 3; ++kx) {
+      const long ix = ix0 + kx;
+      if (ix < 0 || ix >= W) continue;
+      acc = _mm512_fmadd_ps(_mm512_loadu_ps(rows[ky] + static_cast<size_t>(ix) * C), w[ky * 3 + static_cast<size_t>(kx)], acc);
+    }
+  }
+  return acc;
+}
+
+// One output row, 16 channels starting at c0: the filter stays in registers.
+template <size_t S>
+__attribute__((target("avx512f"))) void row16(const DepthwiseShape& s, const float* in, const float* filter,
+                                               const float* bias, float* out, size_t oy, size_t c0) {
+  const size_t C = s.c;
+  __m512 w[9];
+  for (size_t t = 0; t < 9; ++t) w[t] = _mm512_loadu_ps(filter + t * C + c0);
+  const __m512 b = bias ? _mm512_loadu_ps(bias + c0) : _mm512_setzero_ps();
+  const __m512 lo = _mm512_set1_ps(s.lo), hi = _mm512_set1_ps(s.hi);
+  // The three input rows this output row reads (null: padding).
+  const float* rows[3];
+  for (size_t ky = 0; ky < 3; ++ky) {
+    const long iy = static_cast<long>(oy * S + ky) - static_cast<long>(s.pad_top);
+    rows[ky] = iy >= 0 && iy < static_cast<long>(s.h) ? in + static_cast<size_t>(iy) * s.w * C + c0 : nullptr;
+  }
+  const long W = static_cast<long>(s.w), pl = static_cast<long>(s.pad_left);
+  for (size_t ox = 0; ox < s.ow;) {
+    const long ix0 = static_cast<long>(ox * S) - pl;
+    // Four outputs whose taps are all inside the row: columns ix0 .. ix0 + 3S + 2.
+    if (ix0 >= 0 && ox + 4 <= s.ow && ix0 + static_cast<long>(3 * S + 2) < W) {
+      __m512 acc[4] = {b, b, b, b};
+      block4<S>(rows, static_cast<size_t>(ix0), C, w, acc);
+      for (size_t j = 0; j < 4; ++j) _mm512_storeu_ps(out + (ox + j) * C + c0, clamp(acc[j], lo, hi));
+      ox += 4;
+      continue;
+    }
+    _mm512_storeu_ps(out + ox * C + c0, clamp(pixel(rows, ix0, W, C, w, b), lo, hi));
+    ++ox;
+  }
+}
+
+}  // namespace
+#endif
+
+void depthwise3x3_rows(const DepthwiseShape& s, const float* input, const float* filter, const float* bias,
+                       float* output, size_t row_begin, size_t row_end) {
+#ifdef KILN_XNN_X86
+  for (size_t r = row_begin; r < row_end; ++r) {
+    const size_t n = r / s.oh, oy = r % s.oh;
+    const float* in = input + n * s.h * s.w * s.c;
+    float* out = output + (n * s.oh + oy) * s.ow * s.c;
+    for (size_t c0 = 0; c0 < s.c; c0 += 16) {
+      if (s.stride == 1) row16<1>(s, in, filter, bias, out, oy, c0);
+      else row16<2>(s, in, filter, bias, out, oy, c0);
+    }
+  }
+#else
+  (void)s, (void)input, (void)filter, (void)bias, (void)output, (void)row_begin, (void)row_end;
+#endif
+}
+
+}  // namespace kiln_xnnpack

@@ -1,0 +1,39 @@
+// A 3x3 depthwise convolution (multiplier 1, channels a multiple of 16,
+// stride 1 or 2, dilation 1, NHWC) that the plugin runs itself with AVX-512
+// instead of XNNPACK's. This XNNPACK's depthwise kernel (up16x9) reads the 9
+// filter vectors, the bias and 9 input pointers again for every output pixel
+// and 16 channels; this one keeps the filter of 16 channels in registers
+// across a row of output pixels, so each output costs 9 input loads and 9
+// FMAs. On mobilenet_v2 (Zen 4, 1 thread) XNNPACK's depthwise convolutions
+// took 1.6x ONNX Runtime's time (per-op profile in README.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace kiln_xnnpack {
+
+struct DepthwiseShape {
+  size_t n = 0, h = 0, w = 0, c = 0;  // input NHWC
+  size_t oh = 0, ow = 0;              // output rows and columns
+  size_t stride = 1;
+  size_t pad_top = 0, pad_left = 0;
+  float lo = 0, hi = 0;               // output clamp
+};
+
+/// True when this CPU runs the kernel (AVX-512F).
+bool native_depthwise_supported();
+
+/// Whether a Depthwise op (OpKind::kDepthwise ints, input NHWC dims) is one
+/// the kernel takes: 3x3, multiplier 1, dilation 1, stride 1 or 2 in both
+/// directions, pads < 3, channels a multiple of 16.
+bool native_depthwise_fits(const std::vector<int64_t>& ints, const std::vector<int64_t>& input_dims);
+
+/// Output rows [row_begin, row_end) of all images (row r is image r / oh,
+/// output row r % oh). `filter` is [3, 3, C] (XNNPACK's depthwise layout),
+/// `bias` [C] or null.
+void depthwise3x3_rows(const DepthwiseShape& s, const float* input, const float* filter, const float* bias,
+                       float* output, size_t row_begin, size_t row_end);
+
+}  // namespace kiln_xnnpack

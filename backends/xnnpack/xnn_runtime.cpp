@@ -1,6 +1,7 @@
 #include "xnn_runtime.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -85,7 +86,7 @@ Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> p
   const Program& p = *program_;
   p.validate();
   ptr_.assign(p.values.size(), nullptr);
-  owned_.resize(p.values.size());
+  owned_.assign(p.values.size(), 0);
   host_out_.assign(p.outputs.size(), nullptr);
   into_concat_.assign(p.ops.size(), -1);
   channel_offset_.assign(p.ops.size(), 0);
@@ -126,16 +127,70 @@ Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> p
   }
   for (const Boundary& b : p.outputs)
     if (b.nchw) host_bound[b.value] = 0;
-  for (size_t v = 0; v < p.values.size(); ++v) {
-    if (!materialized[v] || host_bound[v] || p.values[v].constant >= 0) continue;
-    owned_[v].assign(static_cast<size_t>(numel(p.values[v].dims)), 0.0f);
-    ptr_[v] = owned_[v].data();
-    scratch_bytes_ += owned_[v].size() * sizeof(float);
-  }
+  for (size_t v = 0; v < p.values.size(); ++v)
+    owned_[v] = materialized[v] && !host_bound[v] && p.values[v].constant < 0;
+  place_owned();
   for (Segment& seg : segments_)
     if (!seg.native) build_segment(seg, materialized);
   for (size_t i = 0; i < p.ops.size(); ++i)
     if (into_concat_[i] >= 0) build_direct_conv(i);
+}
+
+// Plugin-owned values share one arena: two values whose segment ranges
+// (from the segment writing them to the last reading them) overlap get
+// disjoint bytes; others may reuse the same. Largest first, each at the
+// lowest 64-byte-aligned offset that is free for its whole range. Reuse keeps
+// the buffers a run touches few and warm in cache (mobilenet_v2: 25.6 MB of
+// separate buffers before).
+void Runtime::place_owned() {
+  const Program& p = *program_;
+  const size_t n_seg = segments_.size();
+  std::vector<size_t> op_seg(p.ops.size(), 0);
+  for (size_t s = 0; s < n_seg; ++s)
+    for (size_t i = segments_[s].begin; i < segments_[s].end; ++i) op_seg[i] = s;
+  std::vector<size_t> first(p.values.size(), 0), last(p.values.size(), 0);
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const Op& op = p.ops[i];
+    first[op.out] = op_seg[i];
+    for (uint32_t v : op.in)
+      if (v != kNoValue) last[v] = std::max(last[v], op_seg[i]);
+  }
+  for (size_t i = 0; i < p.ops.size(); ++i) {  // a Conv writes into its Concat's value before the Concat runs
+    if (into_concat_[i] < 0) continue;
+    const uint32_t cat = p.ops[static_cast<size_t>(into_concat_[i])].out;
+    first[cat] = std::min(first[cat], op_seg[i]);
+  }
+  for (const Boundary& b : p.inputs) first[b.value] = 0;
+  for (const Boundary& b : p.outputs) last[b.value] = n_seg;
+  for (size_t v = 0; v < p.values.size(); ++v) last[v] = std::max(last[v], first[v]);
+  std::vector<uint32_t> order;
+  for (uint32_t v = 0; v < p.values.size(); ++v)
+    if (owned_[v]) order.push_back(v);
+  auto floats_of = [&](uint32_t v) { return (static_cast<size_t>(numel(p.values[v].dims)) + 15) / 16 * 16; };
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return floats_of(a) > floats_of(b); });
+  std::vector<size_t> offset(p.values.size(), 0);
+  std::vector<uint32_t> placed;
+  size_t total = 0;
+  for (uint32_t v : order) {
+    // Busy byte ranges of placed values live at the same time, by offset.
+    std::vector<std::pair<size_t, size_t>> busy;
+    for (uint32_t u : placed)
+      if (first[u] <= last[v] && first[v] <= last[u]) busy.emplace_back(offset[u], offset[u] + floats_of(u));
+    std::sort(busy.begin(), busy.end());
+    size_t at = 0;
+    for (const auto& [b, e] : busy) {
+      if (at + floats_of(v) <= b) break;
+      at = std::max(at, e);
+    }
+    offset[v] = at;
+    total = std::max(total, at + floats_of(v));
+    placed.push_back(v);
+  }
+  arena_.assign(total + 16, 0.0f);  // + 16: room to align the base to 64 bytes
+  float* base = arena_.data();
+  while (reinterpret_cast<uintptr_t>(base) % 64 != 0) ++base;
+  for (uint32_t v : placed) ptr_[v] = base + offset[v];
+  scratch_bytes_ = arena_.size() * sizeof(float);
 }
 
 // Convolutions whose only reader is a channel Concat (fire and inception
@@ -376,7 +431,7 @@ void Runtime::bind_outputs(kiln::sdk::ExecContext& ctx, std::vector<float*>& hos
     const Boundary& b = p.outputs[k];
     const kiln::sdk::TensorView t = ctx.allocate_output(k, KILN_DTYPE_FLOAT32, p.host_dims(b));
     host_out[k] = t.as<float>();
-    if (owned_[b.value].empty() && !b.nchw) {
+    if (!owned_[b.value] && !b.nchw) {
       bool is_input = false;
       for (const Boundary& i : p.inputs) is_input |= i.value == b.value;
       bool first = true;  // an output listed twice is bound once, copied once

@@ -73,6 +73,7 @@ class Runtime {
 
   void plan_direct_concat();
   void plan_segments();
+  void place_owned();
   void build_direct_conv(size_t op_index);
   void build_segment(Segment& seg, const std::vector<uint8_t>& materialized);
   void define_op(xnn_subgraph_t sg, const Op& op, const std::vector<uint32_t>& local) const;
@@ -95,7 +96,8 @@ class Runtime {
   std::vector<int64_t> producer_;          // per value: the op writing it (-1: none)
   int64_t producer_of(uint32_t v) const { return producer_[v]; }
   std::vector<float*> ptr_;                   // per value: where its data is this run (nullptr: XNNPACK's own)
-  std::vector<std::vector<float>> owned_;     // per value: plugin-owned storage (empty: none)
+  std::vector<uint8_t> owned_;                // per value: held in arena_ (else host memory or XNNPACK's)
+  std::vector<float> arena_;                  // every owned value, placed by place_owned()
   std::vector<float*> host_out_;              // per output: host memory this run
   size_t scratch_bytes_ = 0;
 };

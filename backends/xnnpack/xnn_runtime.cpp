@@ -398,8 +398,9 @@ void Runtime::transpose(const float* src, float* dst, const std::vector<int64_t>
   TransposeTask t{src, dst, static_cast<size_t>(nhwc[3]), static_cast<size_t>(nhwc[1] * nhwc[2]), 0, to_nhwc};
   t.tiles = (t.hw + TransposeTask::kTile - 1) / TransposeTask::kTile;
   tsan_release(&t);
+  // Inputs are transposed before the ops run: the workers stay awake for them.
   api().pthreadpool_parallelize_1d(pool_->get(), &TransposeTask::run, &t, static_cast<size_t>(nhwc[0]) * t.tiles,
-                                   PTHREADPOOL_FLAG_YIELD_WORKERS);
+                                   to_nhwc ? 0 : PTHREADPOOL_FLAG_YIELD_WORKERS);
   tsan_acquire(&t);
 }
 

@@ -1,8 +1,7 @@
 // kiln inspect: how a model would be partitioned: each partition (id,
 // backend, node count, op histogram, boundary inputs and outputs, bytes
 // crossing the boundary, what the plugin said compiling it) and, for every
-// node left on portable kernels, each
-// backend's reason.
+// node left on portable kernels, each backend's reason.
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>

@@ -315,7 +315,11 @@ TEST_P(XnnpackNativeDepthwise, MatchesPortableKernels) {
   const PlacementReport& r = (*x)->placement();
   ASSERT_EQ(r.partitions.size(), 1u);
   ASSERT_EQ(r.partitions[0].diagnostics.size(), 1u);
+#if defined(__x86_64__) || defined(__i386__)
   const bool avx512 = __builtin_cpu_supports("avx512f");
+#else
+  const bool avx512 = false;
+#endif
   EXPECT_NE(r.partitions[0].diagnostics[0].find(avx512 ? "1 depthwise run by the plugin's kernel"
                                                         : "0 depthwise run by the plugin's kernel"),
             std::string::npos)

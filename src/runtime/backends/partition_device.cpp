@@ -257,11 +257,13 @@ Status PartitionKernel::compute_device(kernels::KernelContext& ctx, DeviceRun& r
       ctx.set_output_value(o, Value(t));  // device memory: only this instance's partitions read it
     } else if (kind == KILN_MEMORY_HOST_PINNED || kind == KILN_MEMORY_DEVICE_HOST_VISIBLE) {
       ctx.set_output_value(o, Value(t));  // the host reads it where it is, after the call's fence
+      run.mark_run_owned(id);
       if (done.fence) run.set_host_pending(id, done);
     } else {
       KILN_ASSIGN_OR_RETURN(void* pinned, run.buffer(id, KILN_MEMORY_HOST_PINNED, inst, t.nbytes()));
       out_copies.push_back(make_copy(const_cast<void*>(t.raw_data()), kind, pinned, KILN_MEMORY_HOST_PINNED, t.nbytes()));
       ctx.set_output_value(o, Value(Tensor::borrow(t.dtype(), t.shape(), pinned)));
+      run.mark_run_owned(id);
       staged.push_back(id);
     }
   }

@@ -179,7 +179,10 @@ Status PartitionKernel::compute_device(kernels::KernelContext& ctx, DeviceRun& r
     if (id != ir::kNoValue) KILN_RETURN_IF_ERROR(run.order_host_read(id, inst, dev.async()));
     KILN_RETURN_IF_ERROR(tensor_view(t, &view));
     job->keep.push_back(*v);
-    if (kind == KILN_MEMORY_HOST) continue;
+    if (kind == KILN_MEMORY_HOST) {
+      unstable_source |= dev.async() && !run.host_memory_stable(id);  // the async call reads it later
+      continue;
+    }
     const int64_t key = id != ir::kNoValue ? id : DeviceRun::scratch_key(plan.step, 2048 + i);
     KILN_ASSIGN_OR_RETURN(void* dst, run.buffer(key, kind, inst, t.nbytes()));
     const int32_t src_kind = id != ir::kNoValue ? run.host_kind(id, inst) : KILN_MEMORY_HOST;
@@ -227,6 +230,12 @@ Status PartitionKernel::compute_device(kernels::KernelContext& ctx, DeviceRun& r
   }
   outs.close();
   if (done.fence) run.keep(std::move(job), done);  // alive until the fence; `outs` with it
+  if (done.fence && unstable_source) {
+    // A host input in arena memory (not run-owned): later steps may reuse its
+    // bytes, so this call must be done before the step returns.
+    Status waited = fence->wait(done.value);
+    if (!waited.is_ok()) st = std::move(waited).with_context(plugin_label_);
+  }
 
   if (Status e = outs.first_error(); !e.is_ok()) return e;
   if (!st.is_ok() && ec.run_options && ec.run_options->stop_requested()) {

@@ -141,35 +141,36 @@ kiln_copy_t make_copy(const void* src, int32_t src_kind, void* dst, int32_t dst_
   return c;
 }
 
-}  // namespace
+// Where a call's inputs are, for in-place pairs, waits and the fallback.
+struct StagedInputs {
+  std::vector<std::pair<void*, size_t>> sources;  // per input: its device buffer and bytes
+  bool unstable = false;     // a copy or the async call reads arena memory a later step may reuse
+  bool device_only = false;  // an input lives on the device only (a portable fallback could not read it)
+};
 
-Status PartitionKernel::compute_device(kernels::KernelContext& ctx, DeviceRun& run,
-                                       const DevicePartitionPlan& plan) const {
-  const CompiledDeviceInfo& dev = compiled_->device();
-  BackendInstance& inst = compiled_->instance();
-  const ir::Node& node = *node_;
+// Views of the inputs in the kinds the handle wants: device values of this
+// instance pass through; the rest are copied in (one batched instance_copy).
+Status stage_inputs(kernels::KernelContext& ctx, DeviceRun& run, const DevicePartitionPlan& plan,
+                    const CompiledDeviceInfo& dev, BackendInstance& inst, kiln_fence* fence, const std::string& label,
+                    DeviceJob& job, StagedInputs* out) {
+  const ir::Node& node = ctx.node();
   const size_t n = ctx.num_inputs();
-  kiln_fence* fence = run.fence(inst);
-  run.set_run_options(ctx.run_options());
-  auto job = std::make_unique<DeviceJob>(run, inst.name());
-  job->views.resize(n);
-  job->ptrs.resize(n);
-  std::vector<std::pair<void*, size_t>> sources(n, {nullptr, 0});
+  job.views.resize(n);
+  job.ptrs.resize(n);
+  out->sources.assign(n, {nullptr, 0});
   std::vector<kiln_copy_t> copies;
-  bool unstable_source = false;    // a copy reads arena memory a later step may reuse
-  bool device_only_input = false;  // a portable fallback could not read it
   for (size_t i = 0; i < n; ++i) {
     const ir::ValueId id = i < node.inputs.size() ? node.inputs[i] : ir::kNoValue;
     const int32_t kind = dev.input_kind(i);
-    kiln_tensor_t& view = job->views[i];
-    job->ptrs[i] = &view;
+    kiln_tensor_t& view = job.views[i];
+    job.ptrs[i] = &view;
     if (kind != KILN_MEMORY_HOST && id != ir::kNoValue) {
       const DeviceValue* dv = run.device_value(id);
       if (dv && dv->instance == &inst && dv->kind == kind) {  // on this device already: no copy
         KILN_RETURN_IF_ERROR(tensor_view(dv->meta, &view));
         view.memory_kind = kind;
-        sources[i] = {dv->ptr, dv->meta.nbytes()};
-        device_only_input = true;
+        out->sources[i] = {dv->ptr, dv->meta.nbytes()};
+        out->device_only = true;
         continue;
       }
     }
@@ -178,28 +179,81 @@ Status PartitionKernel::compute_device(kernels::KernelContext& ctx, DeviceRun& r
     const Tensor& t = v->tensor();
     if (id != ir::kNoValue) KILN_RETURN_IF_ERROR(run.order_host_read(id, inst, dev.async()));
     KILN_RETURN_IF_ERROR(tensor_view(t, &view));
-    job->keep.push_back(*v);
+    job.keep.push_back(*v);
     if (kind == KILN_MEMORY_HOST) {
-      unstable_source |= dev.async() && !run.host_memory_stable(id);  // the async call reads it later
+      out->unstable |= dev.async() && !run.host_memory_stable(id);  // the async call reads it later
       continue;
     }
     const int64_t key = id != ir::kNoValue ? id : DeviceRun::scratch_key(plan.step, 2048 + i);
     KILN_ASSIGN_OR_RETURN(void* dst, run.buffer(key, kind, inst, t.nbytes()));
     const int32_t src_kind = id != ir::kNoValue ? run.host_kind(id, inst) : KILN_MEMORY_HOST;
-    unstable_source |= !run.host_memory_stable(id);
+    out->unstable |= !run.host_memory_stable(id);
     copies.push_back(make_copy(t.raw_data(), src_kind, dst, kind, t.nbytes()));
     view.data = dst;
     view.memory_kind = kind;
-    sources[i] = {dst, t.nbytes()};
+    out->sources[i] = {dst, t.nbytes()};
     if (id != ir::kNoValue) run.set_device_value(id, DeviceValue{&inst, kind, dst, Tensor::borrow(t.dtype(), t.shape(), dst)});
   }
-  if (!copies.empty()) {
-    KILN_ASSIGN_OR_RETURN(uint64_t v, queue_copies(inst, copies, fence));
-    if (unstable_source) {  // e.g. a view a portable kernel made of arena memory: let the copy finish first
-      Status waited = fence->wait(v);
-      if (!waited.is_ok()) return std::move(waited).with_context(plugin_label_);
+  if (copies.empty()) return Status::ok();
+  KILN_ASSIGN_OR_RETURN(uint64_t v, queue_copies(inst, copies, fence));
+  if (!out->unstable) return Status::ok();
+  Status waited = fence->wait(v);  // e.g. a view a portable kernel made of arena memory: let the copy finish first
+  return waited.is_ok() ? std::move(waited) : std::move(waited).with_context(label);
+}
+
+// Publishes the outputs: device values for this instance's partitions, and
+// host copies (one batched instance_copy into pinned memory) where the plan
+// says the host reads them; each with the fence value at which it is ready.
+Status publish_outputs(kernels::KernelContext& ctx, DeviceRun& run, const DevicePartitionPlan& plan,
+                       const CompiledDeviceInfo& dev, BackendInstance& inst, kiln_fence* fence,
+                       const DeviceOutputs& outs, const Pending& done) {
+  const ir::Node& node = ctx.node();
+  std::vector<kiln_copy_t> out_copies;
+  std::vector<ir::ValueId> staged;
+  for (size_t o = 0; o < ctx.num_outputs(); ++o) {
+    if (!ctx.wants_output(o)) continue;
+    if (!outs.produced(o)) return internal_error(done.label, " returned OK without producing output ", o, " of the partition");
+    const ir::ValueId id = node.outputs[o];
+    const int32_t kind = dev.output_kind(o);
+    if (kind == KILN_MEMORY_HOST) {  // in the memory plan already; async: ready at the call's fence
+      if (done.fence) run.set_host_pending(id, done);
+      continue;
+    }
+    const Tensor& t = outs.tensor(o);
+    void* data = const_cast<void*>(t.raw_data());
+    run.set_device_value(id, DeviceValue{&inst, kind, data, t});
+    if (!plan.output_needs_host[o]) {
+      ctx.set_output_value(o, Value(t));  // device memory: only this instance's partitions read it
+    } else if (kind == KILN_MEMORY_HOST_PINNED || kind == KILN_MEMORY_DEVICE_HOST_VISIBLE) {
+      ctx.set_output_value(o, Value(t));  // the host reads it where it is, after the call's fence
+      run.mark_run_owned(id);
+      if (done.fence) run.set_host_pending(id, done);
+    } else {
+      KILN_ASSIGN_OR_RETURN(void* pinned, run.buffer(id, KILN_MEMORY_HOST_PINNED, inst, t.nbytes()));
+      out_copies.push_back(make_copy(data, kind, pinned, KILN_MEMORY_HOST_PINNED, t.nbytes()));
+      ctx.set_output_value(o, Value(Tensor::borrow(t.dtype(), t.shape(), pinned)));
+      run.mark_run_owned(id);
+      staged.push_back(id);
     }
   }
+  if (out_copies.empty()) return Status::ok();
+  KILN_ASSIGN_OR_RETURN(uint64_t v, queue_copies(inst, out_copies, fence));
+  for (ir::ValueId id : staged) run.set_host_pending(id, Pending{fence, v, done.label});
+  return Status::ok();
+}
+
+
+}  // namespace
+
+Status PartitionKernel::compute_device(kernels::KernelContext& ctx, DeviceRun& run,
+                                       const DevicePartitionPlan& plan) const {
+  const CompiledDeviceInfo& dev = compiled_->device();
+  BackendInstance& inst = compiled_->instance();
+  kiln_fence* fence = run.fence(inst);
+  run.set_run_options(ctx.run_options());
+  auto job = std::make_unique<DeviceJob>(run, inst.name());
+  StagedInputs in;
+  KILN_RETURN_IF_ERROR(stage_inputs(ctx, run, plan, dev, inst, fence, plugin_label_, *job, &in));
 
   kiln_exec_context& ec = job->ec;
   for (int32_t k = 0; k < KILN_MEMORY_KIND_COUNT; ++k) {
@@ -208,7 +262,7 @@ Status PartitionKernel::compute_device(kernels::KernelContext& ctx, DeviceRun& r
     KILN_ASSIGN_OR_RETURN(ec.workspace[k], run.workspace(plan.step, k, inst, static_cast<size_t>(bytes)));
     ec.workspace_bytes[k] = static_cast<size_t>(bytes);
   }
-  job->outputs = std::make_unique<DeviceOutputs>(ctx, declared_, plugin_label_, dev, run, inst, plan, sources);
+  job->outputs = std::make_unique<DeviceOutputs>(ctx, declared_, plugin_label_, dev, run, inst, plan, in.sources);
   DeviceOutputs& outs = *job->outputs;
   ec.outputs = &outs;
   ec.pool = dev.async() ? nullptr : ctx.pool();  // the pool is not for a plugin's own threads
@@ -219,6 +273,7 @@ Status PartitionKernel::compute_device(kernels::KernelContext& ctx, DeviceRun& r
   Pending done{nullptr, 0, plugin_label_};
   {
     PluginCallScope scope(crash_label_);
+    const size_t n = job->ptrs.size();
     if (dev.async()) {
       const uint64_t v = fence->next_value();
       st = compiled_->execute_async(&ec, job->ptrs.data(), n, fence, v);
@@ -230,7 +285,7 @@ Status PartitionKernel::compute_device(kernels::KernelContext& ctx, DeviceRun& r
   }
   outs.close();
   if (done.fence) run.keep(std::move(job), done);  // alive until the fence; `outs` with it
-  if (done.fence && unstable_source) {
+  if (done.fence && in.unstable) {
     // A host input in arena memory (not run-owned): later steps may reuse its
     // bytes, so this call must be done before the step returns.
     Status waited = fence->wait(done.value);
@@ -242,45 +297,13 @@ Status PartitionKernel::compute_device(kernels::KernelContext& ctx, DeviceRun& r
     Status why = ec.run_options->check();
     if (!why.is_ok()) return std::move(why).with_context(plugin_label_);
   }
-  if (st.code() == StatusCode::kResourceExhausted && fallback_ && !device_only_input) {
+  if (st.code() == StatusCode::kResourceExhausted && fallback_ && !in.device_only) {
     inst.plugin().host()->log(KILN_LOG_WARNING, "partition " + node_->name + " ran out of resources (" +
                                                     st.message() + "); running it on portable kernels");
     return fallback_->run(ctx);
   }
   KILN_RETURN_IF_ERROR(std::move(st));
-
-  std::vector<kiln_copy_t> out_copies;
-  std::vector<ir::ValueId> staged;
-  for (size_t o = 0; o < ctx.num_outputs(); ++o) {
-    if (!ctx.wants_output(o)) continue;
-    if (!outs.produced(o)) return internal_error(plugin_label_, " returned OK without producing output ", o, " of the partition");
-    const ir::ValueId id = node.outputs[o];
-    const int32_t kind = dev.output_kind(o);
-    if (kind == KILN_MEMORY_HOST) {  // in the memory plan already; async: ready at the call's fence
-      if (done.fence) run.set_host_pending(id, done);
-      continue;
-    }
-    const Tensor& t = outs.tensor(o);
-    run.set_device_value(id, DeviceValue{&inst, kind, const_cast<void*>(t.raw_data()), t});
-    if (!plan.output_needs_host[o]) {
-      ctx.set_output_value(o, Value(t));  // device memory: only this instance's partitions read it
-    } else if (kind == KILN_MEMORY_HOST_PINNED || kind == KILN_MEMORY_DEVICE_HOST_VISIBLE) {
-      ctx.set_output_value(o, Value(t));  // the host reads it where it is, after the call's fence
-      run.mark_run_owned(id);
-      if (done.fence) run.set_host_pending(id, done);
-    } else {
-      KILN_ASSIGN_OR_RETURN(void* pinned, run.buffer(id, KILN_MEMORY_HOST_PINNED, inst, t.nbytes()));
-      out_copies.push_back(make_copy(const_cast<void*>(t.raw_data()), kind, pinned, KILN_MEMORY_HOST_PINNED, t.nbytes()));
-      ctx.set_output_value(o, Value(Tensor::borrow(t.dtype(), t.shape(), pinned)));
-      run.mark_run_owned(id);
-      staged.push_back(id);
-    }
-  }
-  if (!out_copies.empty()) {
-    KILN_ASSIGN_OR_RETURN(uint64_t v, queue_copies(inst, out_copies, fence));
-    for (ir::ValueId id : staged) run.set_host_pending(id, Pending{fence, v, plugin_label_});
-  }
-  return Status::ok();
+  return publish_outputs(ctx, run, plan, dev, inst, fence, outs, done);
 }
 
 }  // namespace kiln::runtime

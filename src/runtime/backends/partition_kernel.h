@@ -1,9 +1,11 @@
 // PartitionKernel: the step that runs one compiled partition. The executor
 // sees an ordinary kernel on an ordinary node (domain "kiln.backend", op
 // "Partition", inputs and outputs = the partition's boundary), so boundary
-// tensors stay in host memory and in the memory plan, and the executor needs
-// no change. compute() hands the plugin views of the inputs and lets it
-// allocate outputs through the KernelContext.
+// tensors stay in host memory and in the memory plan. compute() hands the
+// plugin views of the inputs and lets it allocate outputs through the
+// KernelContext. A handle that declares device memory kinds, async execution
+// or workspace (ABI 1.1) runs through compute_device instead, with the run's
+// DeviceRun (runtime/device_edges.h): device buffers, fences, staging.
 #pragma once
 
 #include <memory>
@@ -16,6 +18,13 @@
 #include "runtime/backends/portable_fallback.h"
 
 namespace kiln::runtime {
+
+class DeviceRun;
+struct DevicePartitionPlan;
+
+/// "" when `dtype` and `shape` fit `type` (an unknown dtype, rank or dim
+/// fits anything), else what differs.
+std::string output_mismatch(const ir::ValueType& type, DType dtype, const Shape& shape);
 
 /// The domain and op type of partition nodes.
 inline constexpr const char* kPartitionDomain = "kiln.backend";
@@ -38,6 +47,10 @@ class PartitionKernel final : public kernels::Kernel {
   Status compute(kernels::KernelContext& ctx) const override;
 
  private:
+  // The 1.1 path (partition_device.cpp): device memory kinds, staging,
+  // workspace, in-place pairs and async calls, with the run's DeviceRun.
+  Status compute_device(kernels::KernelContext& ctx, DeviceRun& run, const DevicePartitionPlan& plan) const;
+
   std::shared_ptr<CompiledPartition> compiled_;
   std::unique_ptr<ir::Node> node_;
   std::vector<ir::ValueInfo> declared_;

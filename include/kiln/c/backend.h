@@ -455,7 +455,7 @@ typedef struct kiln_compiled_info {
   /**
    * In-place pairs: inplace_pairs[2*i] is an input index, inplace_pairs[2*i+1]
    * an output index whose buffer may be the input's (same kind, enough bytes).
-   * The host honours a pair when the input is read by nothing after this
+   * The host may honour a pair when the input is read by nothing after this
    * partition; exec_allocate_output then returns the input's buffer.
    */
   size_t num_inplace;
@@ -709,7 +709,9 @@ typedef struct kiln_host_api {
    * the call that received the fence has returned. With a non-NULL `error`
    * (whose ownership passes to the host) the work failed: waiters of this
    * value and above get that status. Every fence a plugin was handed must be
-   * signalled exactly once for its value, error or not.
+   * signalled exactly once for its value, error or not; once fence_signal
+   * returns, the plugin must not touch that fence again (its last waiter may
+   * already have destroyed it).
    */
   void (*fence_signal)(kiln_fence_t* fence, uint64_t value, kiln_status_t* error);
   /**
@@ -864,6 +866,7 @@ typedef struct kiln_backend_api {
    * this instance. With a NULL `fence` it returns when they are done; with a
    * fence it may return at once and signals `fence` to `value` when all are
    * done (copies queued on one instance run in order with its executions).
+   * The `copies` array is borrowed for the call only: copy what you queue.
    */
   kiln_status_t* (*instance_copy)(kiln_instance_t* instance, const kiln_copy_t* copies, size_t num_copies,
                                   kiln_fence_t* fence, uint64_t value);
@@ -883,7 +886,8 @@ typedef struct kiln_backend_api {
    * outputs are written. `ctx` and the input tensors' memory stay valid until
    * then (so the work may poll exec_should_cancel, use exec_workspace and
    * record trace events); the tensor view structs themselves only during the
-   * call. A non-NULL return means nothing was queued and the fence will not
+   * call. parallel_for runs inline for such a context (the host's pool does
+   * not wait for the plugin's worker): an async plugin brings its own threads. A non-NULL return means nothing was queued and the fence will not
    * be signalled by the plugin. Work queued on one instance runs in order.
    */
   kiln_status_t* (*compiled_execute_async)(kiln_compiled_t* compiled, kiln_exec_context_t* ctx,

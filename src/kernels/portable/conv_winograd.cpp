@@ -1,0 +1,314 @@
+// Winograd F(4x4, 3x3) convolution (see conv_winograd.h).
+//
+// Layouts, per group of images run together (their tiles side by side):
+//   tiles    numbered t = (image, tile row, tile column), T of them, padded
+//            to Tp (a multiple of kL);
+//   V[xi]    Cin x Tp, the transformed input at position xi = 6 * i + j;
+//   M[xi]    Cout x Tp, the GEMM results.
+// The input transform first copies one channel of the group's images into a
+// zero-bordered plane (the pads, and the rows/columns a partial last tile
+// reads past the input), so gathering a tile's 6x6 patch needs no checks.
+#include "kernels/portable/conv_winograd.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "kernels/portable/util/gemm_prepack.h"
+
+namespace kiln::kernels {
+
+namespace {
+
+constexpr int64_t kL = 16;  // tiles per transform block: one AVX-512 vector
+// kAuto thresholds, measured on resnet18/squeezenet-like shapes (AVX-512 and
+// AVX2): below them im2col + GEMM is as fast or faster.
+constexpr int64_t kMinChannels = 16;  // Cin and Cout
+constexpr int64_t kMinTiles = 16;     // 4x4 tiles per image (a 13x13+ output)
+// Images run together until this many tiles (fuller GEMM columns), within
+// kMaxScratchFloats of V + M.
+constexpr int64_t kTargetTiles = 64;
+constexpr int64_t kMaxScratchFloats = int64_t{8} << 20;  // 32 MiB
+
+WinogradMode g_mode = WinogradMode::kAuto;
+
+// U[xi][co][ci] = (G g G^T)[i][j] for g = W[co][ci], in double.
+std::vector<float> transform_weights(const float* w, int64_t cout, int64_t cin) {
+  static constexpr double G[6][3] = {{1.0 / 4, 0, 0},
+                                     {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                     {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                     {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                     {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                     {0, 0, 1}};
+  std::vector<float> u(static_cast<size_t>(36 * cout * cin));
+  for (int64_t co = 0; co < cout; ++co) {
+    for (int64_t ci = 0; ci < cin; ++ci) {
+      const float* g = w + (co * cin + ci) * 9;
+      double t[6][3];
+      for (int i = 0; i < 6; ++i)
+        for (int k = 0; k < 3; ++k) t[i][k] = G[i][0] * g[k] + G[i][1] * g[3 + k] + G[i][2] * g[6 + k];
+      for (int i = 0; i < 6; ++i)
+        for (int j = 0; j < 6; ++j)
+          u[static_cast<size_t>(((i * 6 + j) * cout + co) * cin + ci)] =
+              static_cast<float>(t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2]);
+    }
+  }
+  return u;
+}
+
+// B^T applied to 6 rows of kL lanes: out[k * os] = sum_r B^T[k][r] in[r * is].
+[[gnu::always_inline]] inline void bt6(const float* in, int64_t is, float* out, int64_t os) {
+  for (int64_t l = 0; l < kL; ++l) {
+    const float d0 = in[l], d1 = in[is + l], d2 = in[2 * is + l], d3 = in[3 * is + l], d4 = in[4 * is + l],
+                d5 = in[5 * is + l];
+    const float a = d4 - 4.f * d2, b = d3 - 4.f * d1;
+    const float c = d4 - d2, e = 2.f * (d3 - d1);
+    out[l] = 4.f * d0 - 5.f * d2 + d4;
+    out[os + l] = a + b;
+    out[2 * os + l] = a - b;
+    out[3 * os + l] = c + e;
+    out[4 * os + l] = c - e;
+    out[5 * os + l] = 4.f * d1 - 5.f * d3 + d5;
+  }
+}
+
+// A^T applied to 6 rows of kL lanes: out[k * os] = sum_r A^T[k][r] in[r * is].
+[[gnu::always_inline]] inline void at6(const float* in, int64_t is, float* out, int64_t os) {
+  for (int64_t l = 0; l < kL; ++l) {
+    const float m0 = in[l], m1 = in[is + l], m2 = in[2 * is + l], m3 = in[3 * is + l], m4 = in[4 * is + l],
+                m5 = in[5 * is + l];
+    const float s = m1 + m2, t = m1 - m2, p = m3 + m4, q = m3 - m4;
+    out[l] = m0 + s + p;
+    out[os + l] = t + 2.f * q;
+    out[2 * os + l] = s + 4.f * p;
+    out[3 * os + l] = t + 8.f * q + m5;
+  }
+}
+
+// One block of up to kL tiles of one channel: gathers each tile's 6x6 patch
+// from the zero-bordered plane (`off`: patch starts, row stride wp), applies
+// B^T . B and writes V[xi][l] = v[xi * vs + l] for all kL lanes.
+KILN_CV_MULTIVERSION
+void input_block(const float* plane, int64_t wp, const int64_t* off, int64_t nt, float* v, int64_t vs) {
+  alignas(64) float d[36 * kL];
+  alignas(64) float t[36 * kL];
+  for (int64_t l = 0; l < nt; ++l) {
+    const float* p = plane + off[l];
+    for (int64_t i = 0; i < 6; ++i)
+      for (int64_t j = 0; j < 6; ++j) d[(i * 6 + j) * kL + l] = p[i * wp + j];
+  }
+  for (int64_t e = 0; e < 36; ++e)
+    for (int64_t l = nt; l < kL; ++l) d[e * kL + l] = 0.f;
+  for (int64_t i = 0; i < 6; ++i) bt6(d + i * 6 * kL, kL, t + i * 6 * kL, kL);  // along x
+  for (int64_t j = 0; j < 6; ++j) {                                             // along y
+    alignas(64) float col[6 * kL];
+    bt6(t + j * kL, 6 * kL, col, kL);
+    for (int64_t i = 0; i < 6; ++i) std::memcpy(v + (i * 6 + j) * vs, col + i * kL, kL * sizeof(float));
+  }
+}
+
+// One block of kL tiles of one output channel: o[(4 r + c) * kL + l] =
+// (A^T M A)[r][c] + bias, clamped to [lo, hi] when `clamp`.
+KILN_CV_MULTIVERSION
+void output_block(const float* m, int64_t ms, float bias, bool clamp, float lo, float hi, float* o) {
+  alignas(64) float s[24 * kL];  // 4 rows x 6 columns
+  for (int64_t j = 0; j < 6; ++j) at6(m + j * ms, 6 * ms, s + j * kL, 6 * kL);  // along y
+  for (int64_t r = 0; r < 4; ++r) at6(s + r * 6 * kL, kL, o + r * 4 * kL, kL);  // along x
+  for (int64_t e = 0; e < 16 * kL; ++e) {
+    float x = o[e] + bias;
+    if (clamp) x = std::min(std::max(x, lo), hi);
+    o[e] = x;
+  }
+}
+
+// Where each tile of a group of images reads and writes.
+struct TileTable {
+  int64_t ht = 0, wt = 0;        // tiles per column / row of one image
+  int64_t hp = 0, wp = 0;        // zero-bordered plane of one image
+  int64_t count = 0, padded = 0;  // T, Tp
+  std::vector<int64_t> in_off;    // patch start in the group's bordered planes
+  std::vector<int64_t> out_off;   // first output in Y, relative to channel 0 of image 0
+  std::vector<uint8_t> rows, cols;  // valid outputs of the tile (1..4)
+};
+
+TileTable make_tiles(const WindowGeometry& g, int64_t images, int64_t cout) {
+  TileTable tt;
+  const int64_t oh = g.out[0], ow = g.out[1];
+  tt.ht = (oh + 3) / 4;
+  tt.wt = (ow + 3) / 4;
+  tt.hp = 4 * tt.ht + 2;
+  tt.wp = 4 * tt.wt + 2;
+  tt.count = images * tt.ht * tt.wt;
+  tt.padded = (tt.count + kL - 1) / kL * kL;
+  const auto n = static_cast<size_t>(tt.padded);
+  tt.in_off.assign(n, 0);
+  tt.out_off.assign(n, 0);
+  tt.rows.assign(n, 0);
+  tt.cols.assign(n, 0);
+  size_t t = 0;
+  for (int64_t img = 0; img < images; ++img)
+    for (int64_t ty = 0; ty < tt.ht; ++ty)
+      for (int64_t tx = 0; tx < tt.wt; ++tx, ++t) {
+        tt.in_off[t] = (img * tt.hp + 4 * ty) * tt.wp + 4 * tx;
+        tt.out_off[t] = img * cout * oh * ow + 4 * ty * ow + 4 * tx;
+        tt.rows[t] = static_cast<uint8_t>(std::min<int64_t>(4, oh - 4 * ty));
+        tt.cols[t] = static_cast<uint8_t>(std::min<int64_t>(4, ow - 4 * tx));
+      }
+  return tt;
+}
+
+// A thread-local, 64-byte aligned buffer that only grows.
+class Scratch {
+ public:
+  ~Scratch() { aligned_free_bytes(data_); }
+  float* get(int64_t n) {
+    if (n > size_) {
+      aligned_free_bytes(data_);
+      data_ = static_cast<float*>(aligned_alloc_bytes(static_cast<size_t>(n) * sizeof(float)));
+      size_ = n;
+    }
+    return data_;
+  }
+
+ private:
+  float* data_ = nullptr;
+  int64_t size_ = 0;
+};
+
+// Copies channel `c` of `images` images of X into zero-bordered planes:
+// input row r lands on plane row r + pad_top, column x on x + pad_left.
+void border_planes(const WindowGeometry& g, const TileTable& tt, const float* x, int64_t c_stride,
+                   int64_t images, float* planes) {
+  const int64_t ih = g.in[0], iw = g.in[1], pt = g.pad_begin[0], pl = g.pad_begin[1];
+  std::fill_n(planes, images * tt.hp * tt.wp, 0.f);
+  const int64_t cols = std::min(iw, tt.wp - pl);
+  for (int64_t img = 0; img < images; ++img) {
+    const float* src = x + img * c_stride;
+    float* dst = planes + img * tt.hp * tt.wp;
+    for (int64_t r = 0; r < ih && r + pt < tt.hp; ++r)
+      if (cols > 0) std::memcpy(dst + (r + pt) * tt.wp + pl, src + r * iw, static_cast<size_t>(cols) * sizeof(float));
+  }
+}
+
+// Writes one block of output tiles of one channel (o from output_block) into
+// Y, adding Z (then clamping) when the epilogue has one.
+void scatter_block(const TileTable& tt, int64_t t0, int64_t nt, const float* o, int64_t ow, int64_t plane_off,
+                   float* y, const WinogradEpilogue& ep, bool clamp) {
+  for (int64_t l = 0; l < nt; ++l) {
+    const auto t = static_cast<size_t>(t0 + l);
+    const int64_t base = plane_off + tt.out_off[t];
+    const int rows = tt.rows[t], cols = tt.cols[t];
+    for (int r = 0; r < rows; ++r) {
+      float* dst = y + base + r * ow;
+      const float* zr = ep.z ? ep.z + base + r * ow : nullptr;
+      for (int c = 0; c < cols; ++c) {
+        float v = o[(4 * r + c) * kL + l];
+        if (zr) {
+          v += zr[c];
+          if (clamp) v = std::min(std::max(v, ep.lo), ep.hi);
+        }
+        dst[c] = v;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void set_winograd_mode(WinogradMode mode) { g_mode = mode; }
+WinogradMode winograd_mode() { return g_mode; }
+
+void WinogradConv::prepare(const KernelInit& init, const Tensor& w, int64_t group, const WindowAttrs& attrs) {
+  u_.clear();
+  if (g_mode == WinogradMode::kOff) return;
+  if (w.dtype() != DType::kFloat32 || w.rank() != 4 || w.dim(2) != 3 || w.dim(3) != 3 || group != 1) return;
+  for (int64_t s : attrs.strides)
+    if (s != 1) return;
+  for (int64_t d : attrs.dilations)
+    if (d != 1) return;
+  if (g_mode == WinogradMode::kAuto && (w.dim(0) < kMinChannels || w.dim(1) < kMinChannels)) return;
+  cout_ = w.dim(0);
+  cin_ = w.dim(1);
+  attrs_ = attrs;
+  const std::vector<float> u = transform_weights(w.data<float>(), cout_, cin_);
+  u_.reserve(36);
+  for (int64_t xi = 0; xi < 36; ++xi)
+    u_.push_back(pack_a_for(init, "winograd-f4x4-v1/U" + std::to_string(xi), false, cout_, cin_,
+                            u.data() + xi * cout_ * cin_, cin_));
+}
+
+bool WinogradConv::applies(const WindowGeometry& g, const Shape& w_shape) const {
+  if (!ready() || g.rank() != 2 || w_shape.rank() != 4 || w_shape[0] != cout_ || w_shape[1] != cin_) return false;
+  for (size_t d = 0; d < 2; ++d)
+    if (g.kernel[d] != 3 || g.stride[d] != 1 || g.dilation[d] != 1) return false;
+  if (g.out[0] < 1 || g.out[1] < 1) return false;
+  if (g_mode == WinogradMode::kAlways) return true;
+  const int64_t tiles = ((g.out[0] + 3) / 4) * ((g.out[1] + 3) / 4);
+  return tiles >= kMinTiles;
+}
+
+bool WinogradConv::covers_static_input(const KernelInit& init) const {
+  if (!ready() || init.inputs.empty() || !init.inputs[0].type) return false;
+  const ir::ValueType& t = *init.inputs[0].type;
+  if (!t.has_shape || t.dims.size() != 4 || !t.dims[2].known() || !t.dims[3].known()) return false;
+  const int64_t in[2] = {t.dims[2].value, t.dims[3].value};
+  const int64_t k[2] = {3, 3};
+  Result<WindowGeometry> g = resolve_window(attrs_, in, k);
+  return g.ok() && applies(*g, Shape{cout_, cin_, 3, 3});
+}
+
+void WinogradConv::run(int64_t n, const WindowGeometry& g, const float* x, float* y, const WinogradEpilogue& ep,
+                       ThreadPool* pool) const {
+  const int64_t tiles_per_image = ((g.out[0] + 3) / 4) * ((g.out[1] + 3) / 4);
+  const int64_t per_tile = 36 * (cin_ + cout_);
+  int64_t group = std::min(n, std::max<int64_t>(1, (kTargetTiles + tiles_per_image - 1) / tiles_per_image));
+  group = std::max<int64_t>(1, std::min(group, kMaxScratchFloats / (per_tile * tiles_per_image)));
+  const int64_t in_plane = g.in[0] * g.in[1], out_plane = g.out[0] * g.out[1];
+  const bool clamp = ep.lo > -std::numeric_limits<float>::infinity() || ep.hi < std::numeric_limits<float>::infinity();
+  thread_local Scratch vm_scratch;
+  for (int64_t img0 = 0; img0 < n; img0 += group) {
+    const int64_t images = std::min(group, n - img0);
+    const TileTable tt = make_tiles(g, images, cout_);
+    const int64_t tp = tt.padded, blocks = tp / kL;
+    float* v = vm_scratch.get(36 * (cin_ + cout_) * tp);
+    float* m = v + 36 * cin_ * tp;
+    const float* xg = x + img0 * cin_ * in_plane;
+    const int64_t y_off = img0 * cout_ * out_plane;
+    // 1. V = B^T d B, over (channel, block of tiles) chunks of whole channels.
+    parallel_for(pool, cin_, 1, [&](int64_t c0, int64_t c1) {
+      thread_local Scratch plane_scratch;
+      float* planes = plane_scratch.get(images * tt.hp * tt.wp);
+      for (int64_t c = c0; c < c1; ++c) {
+        border_planes(g, tt, xg + c * in_plane, cin_ * in_plane, images, planes);
+        for (int64_t b = 0; b < blocks; ++b) {
+          const int64_t t0 = b * kL;
+          input_block(planes, tt.wp, tt.in_off.data() + t0, std::min(kL, tt.count - t0), v + c * tp + t0,
+                      cin_ * tp);
+        }
+      }
+    });
+    // 2. M[xi] = U[xi] V[xi]: 36 GEMMs of equal size.
+    parallel_for(pool, 36, 1, [&](int64_t x0, int64_t x1) {
+      for (int64_t xi = x0; xi < x1; ++xi)
+        sgemm_ex(cout_, tt.count, cin_, 1.f, GemmOperand::prepacked(u_[static_cast<size_t>(xi)]),
+                 GemmOperand::raw(v + xi * cin_ * tp, tp), 0.f, m + xi * cout_ * tp, tp, nullptr);
+    });
+    // 3. Y = A^T M A + bias (+ Z), clamp, activation: over output channels.
+    parallel_for(pool, cout_, 1, [&](int64_t c0, int64_t c1) {
+      alignas(64) float o[16 * kL];
+      for (int64_t c = c0; c < c1; ++c) {
+        const float bias = ep.bias ? ep.bias[c] : 0.f;
+        for (int64_t b = 0; b < blocks; ++b) {
+          const int64_t t0 = b * kL;
+          output_block(m + c * tp + t0, cout_ * tp, bias, clamp && !ep.z, ep.lo, ep.hi, o);
+          scatter_block(tt, t0, std::min(kL, tt.count - t0), o, g.out[1], y_off + c * out_plane, y, ep, clamp);
+        }
+        if (ep.act)
+          for (int64_t img = 0; img < images; ++img)
+            ep.act(y + y_off + (img * cout_ + c) * out_plane, out_plane, ep.act_ctx);
+      }
+    });
+  }
+}
+
+}  // namespace kiln::kernels

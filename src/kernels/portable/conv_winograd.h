@@ -1,0 +1,92 @@
+// Winograd F(4x4, 3x3) for float32 Conv with a 3x3 kernel, stride 1,
+// dilation 1, group 1 and any pads (Lavin & Gray, "Fast Algorithms for
+// Convolutional Neural Networks", 2015; interpolation points 0, +-1, +-2, inf).
+//
+// Each 4x4 block of outputs (a tile) is computed from the 6x6 input patch
+// under it: Y = A^T [ (G g G^T) (.) (B^T d B) ] A, so a 3x3 convolution costs
+// 36 multiplies per 16 outputs instead of 144. Over all channels that is 36
+// independent GEMMs, one per position xi of the 6x6 transformed tile:
+//
+//   M[xi] (Cout x tiles) = U[xi] (Cout x Cin) * V[xi] (Cin x tiles)
+//
+// U = G g G^T is the transformed weight, computed once at load (in double,
+// rounded once) and packed for the SGEMM engine (gemm.h) through the
+// PrepackStore under the slot "winograd-f4x4-v1/U<xi>", so a .kiln program
+// keeps it and a different layout is a miss that repacks. V = B^T d B (input
+// transform) and the output transform A^T M A (with the bias, FusedConv's
+// sum input Z and its activation fused) are loops over 16 tiles at a time,
+// compiled per ISA (KILN_CV_MULTIVERSION, picked at load by the CPU).
+//
+// Error: the transforms amplify rounding (B^T and A^T have entries up to 5
+// and 8), so the result is less exact than a direct sum. Against a float64
+// reference, measured over random inputs and weights in [-1, 1] (Cin 1..256,
+// maps 1x1..57x57; conv_winograd_test.cpp), the error of every output is at
+// most 2e-6 * S, where S = sum |w| |x| + |b| over its window (the scale of a
+// direct float32 sum's own error bound, K * 2^-24 * S); typical is 3e-7 * S.
+// The tests assert |err| <= 1e-5 * S.
+//
+// Work is split over the thread pool in three balanced phases: the input
+// transform over (channel, tile block), the 36 GEMMs over (xi, column
+// block), the output transform over (output channel, image).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/kernel.h"
+#include "kernels/portable/util/cv_common.h"
+#include "kernels/portable/util/gemm.h"
+
+namespace kiln::kernels {
+
+/// What follows the convolution in the output transform: y = clamp(conv +
+/// bias + z, lo, hi), then `act` over each finished output plane.
+struct WinogradEpilogue {
+  const float* bias = nullptr;  // Cout values; null: none
+  const float* z = nullptr;     // Y-shaped sum input (FusedConv); null: none
+  float lo = -std::numeric_limits<float>::infinity();
+  float hi = std::numeric_limits<float>::infinity();
+  /// Applied in place to `n` contiguous outputs (one plane); null: none.
+  void (*act)(float* y, int64_t n, const void* ctx) = nullptr;
+  const void* act_ctx = nullptr;
+};
+
+/// When the Winograd path runs (process-wide; tests and benchmarks).
+enum class WinogradMode {
+  kAuto,    // eligible convolutions large enough to gain (measured thresholds)
+  kOff,     // never
+  kAlways,  // every eligible convolution, whatever its size
+};
+/// Sets the mode; affects kernels created afterwards (weights are transformed
+/// at load only when the mode allows). Not thread-safe; call before loading.
+void set_winograd_mode(WinogradMode mode);
+WinogradMode winograd_mode();
+
+class WinogradConv {
+ public:
+  /// Transforms and packs the constant weight `w` [Cout, Cin, 3, 3] when the
+  /// node qualifies (float32, group 1, strides and dilations 1, channel
+  /// counts past the thresholds); otherwise stays empty (ready() false).
+  void prepare(const KernelInit& init, const Tensor& w, int64_t group, const WindowAttrs& attrs);
+  bool ready() const { return !u_.empty(); }
+
+  /// Whether it runs for this resolved geometry and weight shape.
+  bool applies(const WindowGeometry& g, const Shape& w_shape) const;
+  /// Whether it will run for every input of the node's statically known
+  /// shape (then the im2col packing of W is never needed). False when unknown.
+  bool covers_static_input(const KernelInit& init) const;
+
+  /// Y[n, Cout, H', W'] = conv(X[n, Cin, H, W]) with the epilogue. `g` must
+  /// satisfy applies().
+  void run(int64_t n, const WindowGeometry& g, const float* x, float* y, const WinogradEpilogue& ep,
+           ThreadPool* pool) const;
+
+ private:
+  int64_t cout_ = 0, cin_ = 0;
+  WindowAttrs attrs_;
+  std::vector<PackedMatrix> u_;  // 36 matrices Cout x Cin
+};
+
+}  // namespace kiln::kernels

@@ -11,6 +11,7 @@
 #include "kernels/portable/conv_winograd.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -30,7 +31,15 @@ constexpr int64_t kMinTiles = 16;     // 4x4 tiles per image (a 13x13+ output)
 constexpr int64_t kTargetTiles = 64;
 constexpr int64_t kMaxScratchFloats = int64_t{8} << 20;  // 32 MiB
 
-WinogradMode g_mode = WinogradMode::kAuto;
+// KILN_WINOGRAD=off|always|auto (the default) sets the starting mode.
+WinogradMode initial_mode() {
+  const char* env = std::getenv("KILN_WINOGRAD");
+  if (env && std::strcmp(env, "off") == 0) return WinogradMode::kOff;
+  if (env && std::strcmp(env, "always") == 0) return WinogradMode::kAlways;
+  return WinogradMode::kAuto;
+}
+
+WinogradMode g_mode = initial_mode();
 
 // U[xi][co][ci] = (G g G^T)[i][j] for g = W[co][ci], in double.
 std::vector<float> transform_weights(const float* w, int64_t cout, int64_t cin) {
@@ -198,6 +207,11 @@ void scatter_block(const TileTable& tt, int64_t t0, int64_t nt, const float* o, 
     const auto t = static_cast<size_t>(t0 + l);
     const int64_t base = plane_off + tt.out_off[t];
     const int rows = tt.rows[t], cols = tt.cols[t];
+    if (rows == 4 && cols == 4 && !ep.z) {  // the common case, unrolled
+      for (int r = 0; r < 4; ++r)
+        for (int c = 0; c < 4; ++c) y[base + r * ow + c] = o[(4 * r + c) * kL + l];
+      continue;
+    }
     for (int r = 0; r < rows; ++r) {
       float* dst = y + base + r * ow;
       const float* zr = ep.z ? ep.z + base + r * ow : nullptr;
@@ -230,6 +244,7 @@ void WinogradConv::prepare(const KernelInit& init, const Tensor& w, int64_t grou
   cout_ = w.dim(0);
   cin_ = w.dim(1);
   attrs_ = attrs;
+  if (static_input_applies(init) == 0) return;  // the static input shape never gains: no transform
   const std::vector<float> u = transform_weights(w.data<float>(), cout_, cin_);
   u_.reserve(36);
   for (int64_t xi = 0; xi < 36; ++xi)
@@ -238,7 +253,23 @@ void WinogradConv::prepare(const KernelInit& init, const Tensor& w, int64_t grou
 }
 
 bool WinogradConv::applies(const WindowGeometry& g, const Shape& w_shape) const {
-  if (!ready() || g.rank() != 2 || w_shape.rank() != 4 || w_shape[0] != cout_ || w_shape[1] != cin_) return false;
+  if (!ready() || w_shape.rank() != 4 || w_shape[0] != cout_ || w_shape[1] != cin_) return false;
+  return geometry_gains(g);
+}
+
+int WinogradConv::static_input_applies(const KernelInit& init) const {
+  if (init.inputs.empty() || !init.inputs[0].type) return -1;
+  const ir::ValueType& t = *init.inputs[0].type;
+  if (!t.has_shape || t.dims.size() != 4 || !t.dims[2].known() || !t.dims[3].known()) return -1;
+  const int64_t in[2] = {t.dims[2].value, t.dims[3].value};
+  const int64_t k[2] = {3, 3};
+  Result<WindowGeometry> g = resolve_window(attrs_, in, k);
+  if (!g.ok()) return -1;
+  return geometry_gains(*g) ? 1 : 0;
+}
+
+bool WinogradConv::geometry_gains(const WindowGeometry& g) {
+  if (g.rank() != 2) return false;
   for (size_t d = 0; d < 2; ++d)
     if (g.kernel[d] != 3 || g.stride[d] != 1 || g.dilation[d] != 1) return false;
   if (g.out[0] < 1 || g.out[1] < 1) return false;
@@ -248,13 +279,7 @@ bool WinogradConv::applies(const WindowGeometry& g, const Shape& w_shape) const 
 }
 
 bool WinogradConv::covers_static_input(const KernelInit& init) const {
-  if (!ready() || init.inputs.empty() || !init.inputs[0].type) return false;
-  const ir::ValueType& t = *init.inputs[0].type;
-  if (!t.has_shape || t.dims.size() != 4 || !t.dims[2].known() || !t.dims[3].known()) return false;
-  const int64_t in[2] = {t.dims[2].value, t.dims[3].value};
-  const int64_t k[2] = {3, 3};
-  Result<WindowGeometry> g = resolve_window(attrs_, in, k);
-  return g.ok() && applies(*g, Shape{cout_, cin_, 3, 3});
+  return ready() && static_input_applies(init) == 1;
 }
 
 void WinogradConv::run(int64_t n, const WindowGeometry& g, const float* x, float* y, const WinogradEpilogue& ep,

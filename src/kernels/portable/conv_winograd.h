@@ -53,7 +53,8 @@ struct WinogradEpilogue {
   const void* act_ctx = nullptr;
 };
 
-/// When the Winograd path runs (process-wide; tests and benchmarks).
+/// When the Winograd path runs (process-wide; tests and benchmarks). The
+/// environment variable KILN_WINOGRAD=off|always|auto sets the starting mode.
 enum class WinogradMode {
   kAuto,    // eligible convolutions large enough to gain (measured thresholds)
   kOff,     // never
@@ -84,6 +85,11 @@ class WinogradConv {
            ThreadPool* pool) const;
 
  private:
+  // Whether a resolved geometry runs Winograd (shape and size, any weights).
+  static bool geometry_gains(const WindowGeometry& g);
+  // 1: the node's static input shape gains, 0: it does not, -1: unknown.
+  int static_input_applies(const KernelInit& init) const;
+
   int64_t cout_ = 0, cin_ = 0;
   WindowAttrs attrs_;
   std::vector<PackedMatrix> u_;  // 36 matrices Cout x Cin

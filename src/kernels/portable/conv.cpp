@@ -260,7 +260,7 @@ class ConvKernel final : public Kernel {
       case DType::kFloat32: {
         const bool use_packed = !packed_.empty() && w.shape() == packed_shape_;
         fusion.z = z ? z->data<float>() : nullptr;
-        if (wino_.applies(p.g, w.shape())) {
+        if (wino_.applies(p.g, p.n, w.shape())) {
           run_winograd(wino_, p, x.data<float>(), b ? b->data<float>() : nullptr, y->data<float>(), ctx.pool(), fusion);
           return Status::ok();
         }

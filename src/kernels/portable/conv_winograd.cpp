@@ -22,14 +22,27 @@ namespace kiln::kernels {
 namespace {
 
 constexpr int64_t kL = 16;  // tiles per transform block: one AVX-512 vector
-// kAuto thresholds, measured on resnet18/squeezenet-like shapes (AVX-512 and
-// AVX2): below them im2col + GEMM is as fast or faster.
-constexpr int64_t kMinChannels = 16;  // Cin and Cout
-constexpr int64_t kMinTiles = 16;     // 4x4 tiles per image (a 13x13+ output)
 // Images run together until this many tiles (fuller GEMM columns), within
 // kMaxScratchFloats of V + M.
 constexpr int64_t kTargetTiles = 64;
 constexpr int64_t kMaxScratchFloats = int64_t{8} << 20;  // 32 MiB
+// kAuto: Cin and Cout at least kMinChannels, and the GEMM work relative to
+// im2col's, r = 36 * round_up(tiles, 32) / (9 * outputs) per group of
+// images (GEMM columns are padded to the widest microkernel's 32), at most
+// kMaxRatio (kMaxRatioFewChannels when Cin < 32: the transforms weigh more
+// against a short K). Measured (AVX-512, 1 thread; Winograd / im2col time):
+// r 0.25-0.35 gives 0.41-0.79 (64ch 56x56 0.41, 128ch 28x28 0.47, 16->64
+// 55x55 0.73), 256ch 14x14 (r 0.65) 0.68, 64ch 14x14 0.83, but 16ch 14x14
+// (r 0.65) 1.02, 48->192 13x13 (r 0.76) 1.24, 128ch 7x7 (r 2.6) 1.8.
+constexpr int64_t kMinChannels = 16;
+constexpr double kMaxRatio = 0.7, kMaxRatioFewChannels = 0.6;
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+int64_t images_per_group(int64_t n, int64_t tiles_per_image, int64_t cin, int64_t cout) {
+  int64_t group = std::min(n, std::max<int64_t>(1, (kTargetTiles + tiles_per_image - 1) / tiles_per_image));
+  return std::max<int64_t>(1, std::min(group, kMaxScratchFloats / (36 * (cin + cout) * tiles_per_image)));
+}
 
 // KILN_WINOGRAD=off|always|auto (the default) sets the starting mode.
 WinogradMode initial_mode() {
@@ -148,7 +161,7 @@ TileTable make_tiles(const WindowGeometry& g, int64_t images, int64_t cout) {
   tt.hp = 4 * tt.ht + 2;
   tt.wp = 4 * tt.wt + 2;
   tt.count = images * tt.ht * tt.wt;
-  tt.padded = (tt.count + kL - 1) / kL * kL;
+  tt.padded = round_up(tt.count, kL);
   const auto n = static_cast<size_t>(tt.padded);
   tt.in_off.assign(n, 0);
   tt.out_off.assign(n, 0);
@@ -252,9 +265,9 @@ void WinogradConv::prepare(const KernelInit& init, const Tensor& w, int64_t grou
                             u.data() + xi * cout_ * cin_, cin_));
 }
 
-bool WinogradConv::applies(const WindowGeometry& g, const Shape& w_shape) const {
+bool WinogradConv::applies(const WindowGeometry& g, int64_t n, const Shape& w_shape) const {
   if (!ready() || w_shape.rank() != 4 || w_shape[0] != cout_ || w_shape[1] != cin_) return false;
-  return geometry_gains(g);
+  return gains(g, n);
 }
 
 int WinogradConv::static_input_applies(const KernelInit& init) const {
@@ -265,17 +278,21 @@ int WinogradConv::static_input_applies(const KernelInit& init) const {
   const int64_t k[2] = {3, 3};
   Result<WindowGeometry> g = resolve_window(attrs_, in, k);
   if (!g.ok()) return -1;
-  return geometry_gains(*g) ? 1 : 0;
+  return gains(*g, t.dims[0].known() ? std::max<int64_t>(1, t.dims[0].value) : 1) ? 1 : 0;
 }
 
-bool WinogradConv::geometry_gains(const WindowGeometry& g) {
+bool WinogradConv::gains(const WindowGeometry& g, int64_t n) const {
   if (g.rank() != 2) return false;
   for (size_t d = 0; d < 2; ++d)
     if (g.kernel[d] != 3 || g.stride[d] != 1 || g.dilation[d] != 1) return false;
   if (g.out[0] < 1 || g.out[1] < 1) return false;
   if (g_mode == WinogradMode::kAlways) return true;
-  const int64_t tiles = ((g.out[0] + 3) / 4) * ((g.out[1] + 3) / 4);
-  return tiles >= kMinTiles;
+  if (cin_ < kMinChannels || cout_ < kMinChannels) return false;
+  const int64_t tiles_per_image = ((g.out[0] + 3) / 4) * ((g.out[1] + 3) / 4);
+  const int64_t images = images_per_group(std::max<int64_t>(1, n), tiles_per_image, cin_, cout_);
+  const double r = 36.0 * static_cast<double>(round_up(images * tiles_per_image, 32)) /
+                   (9.0 * static_cast<double>(images * g.out[0] * g.out[1]));
+  return r <= (cin_ >= 32 ? kMaxRatio : kMaxRatioFewChannels);
 }
 
 bool WinogradConv::covers_static_input(const KernelInit& init) const {
@@ -285,9 +302,7 @@ bool WinogradConv::covers_static_input(const KernelInit& init) const {
 void WinogradConv::run(int64_t n, const WindowGeometry& g, const float* x, float* y, const WinogradEpilogue& ep,
                        ThreadPool* pool) const {
   const int64_t tiles_per_image = ((g.out[0] + 3) / 4) * ((g.out[1] + 3) / 4);
-  const int64_t per_tile = 36 * (cin_ + cout_);
-  int64_t group = std::min(n, std::max<int64_t>(1, (kTargetTiles + tiles_per_image - 1) / tiles_per_image));
-  group = std::max<int64_t>(1, std::min(group, kMaxScratchFloats / (per_tile * tiles_per_image)));
+  const int64_t group = images_per_group(n, tiles_per_image, cin_, cout_);
   const int64_t in_plane = g.in[0] * g.in[1], out_plane = g.out[0] * g.out[1];
   const bool clamp = ep.lo > -std::numeric_limits<float>::infinity() || ep.hi < std::numeric_limits<float>::infinity();
   thread_local Scratch vm_scratch;

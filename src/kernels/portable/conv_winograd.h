@@ -73,8 +73,8 @@ class WinogradConv {
   void prepare(const KernelInit& init, const Tensor& w, int64_t group, const WindowAttrs& attrs);
   bool ready() const { return !u_.empty(); }
 
-  /// Whether it runs for this resolved geometry and weight shape.
-  bool applies(const WindowGeometry& g, const Shape& w_shape) const;
+  /// Whether it runs for this resolved geometry, batch and weight shape.
+  bool applies(const WindowGeometry& g, int64_t n, const Shape& w_shape) const;
   /// Whether it will run for every input of the node's statically known
   /// shape (then the im2col packing of W is never needed). False when unknown.
   bool covers_static_input(const KernelInit& init) const;
@@ -85,8 +85,8 @@ class WinogradConv {
            ThreadPool* pool) const;
 
  private:
-  // Whether a resolved geometry runs Winograd (shape and size, any weights).
-  static bool geometry_gains(const WindowGeometry& g);
+  // Whether a resolved geometry and batch run Winograd (by the mode).
+  bool gains(const WindowGeometry& g, int64_t n) const;
   // 1: the node's static input shape gains, 0: it does not, -1: unknown.
   int static_input_applies(const KernelInit& init) const;
 

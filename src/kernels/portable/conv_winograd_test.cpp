@@ -207,7 +207,7 @@ TEST_F(WinogradTest, AutoModeChoosesByChannelsAndMapSize) {
   g.pad_begin = {1, 1};
   g.pad_end = {1, 1};
   // An unprepared kernel (no constant weight) never applies.
-  EXPECT_FALSE(kernels::WinogradConv().applies(g, Shape{64, 64, 3, 3}));
+  EXPECT_FALSE(kernels::WinogradConv().applies(g, 1, Shape{64, 64, 3, 3}));
 }
 
 }  // namespace

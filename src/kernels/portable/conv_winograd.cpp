@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "kernels/portable/util/gemm_prepack.h"
 
@@ -240,6 +241,54 @@ void scatter_block(const TileTable& tt, int64_t t0, int64_t nt, const float* o, 
   }
 }
 
+// Where V[xi] lives. When the SGEMM engine's B panels are a multiple of kL
+// columns wide, V[xi] is written straight in its packed-B layout (gemm.h
+// PackedMatrix) and handed to it as pre-packed, so no copy packs it again;
+// otherwise V[xi] is a plain Cin x Tp matrix.
+struct VLayout {
+  bool packed = false;
+  int64_t nr = kL, kc = 0;  // the engine's panel width and K block, when packed
+  int64_t tp = 0;           // columns, padded
+  int64_t cin = 0;
+  int64_t plane() const { return cin * tp; }
+  // Offset in a plane of the kL lanes of row c starting at column j0 (j0 % kL == 0).
+  int64_t offset(int64_t c, int64_t j0) const {
+    if (!packed) return c * tp + j0;
+    const int64_t pc = c / kc * kc, kcb = std::min(kc, cin - pc);
+    return pc * tp + (j0 / nr) * nr * kcb + (c - pc) * nr + j0 % nr;
+  }
+};
+
+// The engine's B panel width and K block, read once from its layout key
+// ("sgemm-b/<isa>/mr<MR>/nr<NR>/kc<KC>/v<N>"); 0, 0 when unreadable.
+std::pair<int64_t, int64_t> engine_b_panels() {
+  static const std::pair<int64_t, int64_t> geometry = [] {
+    const std::string key = PackedMatrix::layout_key(false);
+    const size_t nr = key.find("/nr"), kc = key.find("/kc");
+    if (nr == std::string::npos || kc == std::string::npos) return std::pair<int64_t, int64_t>{0, 0};
+    return std::pair<int64_t, int64_t>{std::atoll(key.c_str() + nr + 3), std::atoll(key.c_str() + kc + 3)};
+  }();
+  return geometry;
+}
+
+VLayout v_layout(int64_t cin, int64_t tiles) {
+  VLayout l;
+  l.cin = cin;
+  const auto [nr, kc] = engine_b_panels();
+  if (nr > 0 && nr % kL == 0 && kc > 0) {
+    const int64_t tp = round_up(tiles, nr);
+    if (PackedMatrix::packed_bytes(false, cin, tiles) == static_cast<size_t>(cin * tp) * sizeof(float)) {
+      l.packed = true;
+      l.nr = nr;
+      l.kc = kc;
+      l.tp = tp;
+      return l;
+    }
+  }
+  l.tp = round_up(tiles, kL);
+  return l;
+}
+
 }  // namespace
 
 void set_winograd_mode(WinogradMode mode) { g_mode = mode; }
@@ -309,12 +358,13 @@ void WinogradConv::run(int64_t n, const WindowGeometry& g, const float* x, float
   for (int64_t img0 = 0; img0 < n; img0 += group) {
     const int64_t images = std::min(group, n - img0);
     const TileTable tt = make_tiles(g, images, cout_);
-    const int64_t tp = tt.padded, blocks = tp / kL;
+    const VLayout vl = v_layout(cin_, tt.count);
+    const int64_t tp = vl.tp, blocks = tt.padded / kL;
     float* v = vm_scratch.get(36 * (cin_ + cout_) * tp);
-    float* m = v + 36 * cin_ * tp;
+    float* m = v + 36 * vl.plane();
     const float* xg = x + img0 * cin_ * in_plane;
     const int64_t y_off = img0 * cout_ * out_plane;
-    // 1. V = B^T d B, over (channel, block of tiles) chunks of whole channels.
+    // 1. V = B^T d B, over chunks of whole channels.
     parallel_for(pool, cin_, 1, [&](int64_t c0, int64_t c1) {
       thread_local Scratch plane_scratch;
       float* planes = plane_scratch.get(images * tt.hp * tt.wp);
@@ -322,16 +372,26 @@ void WinogradConv::run(int64_t n, const WindowGeometry& g, const float* x, float
         border_planes(g, tt, xg + c * in_plane, cin_ * in_plane, images, planes);
         for (int64_t b = 0; b < blocks; ++b) {
           const int64_t t0 = b * kL;
-          input_block(planes, tt.wp, tt.in_off.data() + t0, std::min(kL, tt.count - t0), v + c * tp + t0,
-                      cin_ * tp);
+          input_block(planes, tt.wp, tt.in_off.data() + t0, std::min(kL, tt.count - t0), v + vl.offset(c, t0),
+                      vl.plane());
         }
+        for (int64_t t0 = blocks * kL; t0 < tp; t0 += kL)  // padding columns the GEMM reads
+          for (int64_t xi = 0; xi < 36; ++xi) std::fill_n(v + xi * vl.plane() + vl.offset(c, t0), kL, 0.f);
       }
     });
     // 2. M[xi] = U[xi] V[xi]: 36 GEMMs of equal size.
     parallel_for(pool, 36, 1, [&](int64_t x0, int64_t x1) {
-      for (int64_t xi = x0; xi < x1; ++xi)
-        sgemm_ex(cout_, tt.count, cin_, 1.f, GemmOperand::prepacked(u_[static_cast<size_t>(xi)]),
-                 GemmOperand::raw(v + xi * cin_ * tp, tp), 0.f, m + xi * cout_ * tp, tp, nullptr);
+      for (int64_t xi = x0; xi < x1; ++xi) {
+        const float* vx = v + xi * vl.plane();
+        PackedMatrix vp;
+        if (vl.packed)
+          vp = PackedMatrix::from_bytes(false, cin_, tt.count,
+                                        {reinterpret_cast<const uint8_t*>(vx), static_cast<size_t>(vl.plane()) * sizeof(float)},
+                                        nullptr);
+        const GemmOperand b = vl.packed ? GemmOperand::prepacked(vp) : GemmOperand::raw(vx, tp);
+        sgemm_ex(cout_, tt.count, cin_, 1.f, GemmOperand::prepacked(u_[static_cast<size_t>(xi)]), b, 0.f,
+                 m + xi * cout_ * tp, tp, nullptr);
+      }
     });
     // 3. Y = A^T M A + bias (+ Z), clamp, activation: over output channels.
     parallel_for(pool, cout_, 1, [&](int64_t c0, int64_t c1) {

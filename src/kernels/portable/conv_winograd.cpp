@@ -111,14 +111,36 @@ std::vector<float> transform_weights(const float* w, int64_t cout, int64_t cin) 
 // One block of up to kL tiles of one channel: gathers each tile's 6x6 patch
 // from the zero-bordered plane (`off`: patch starts, row stride wp), applies
 // B^T . B and writes V[xi][l] = v[xi * vs + l] for all kL lanes.
+// d[(6 i + j) * kL + k] = p[i * wp + 4 k + j] for k < len: the patches of
+// `len` tiles side by side in one tile row (4-way de-interleaving loads).
 KILN_CV_MULTIVERSION
-void input_block(const float* plane, int64_t wp, const int64_t* off, int64_t nt, float* v, int64_t vs) {
+void gather_run(const float* p, int64_t wp, int64_t len, float* d) {
+  for (int64_t i = 0; i < 6; ++i) {
+    const float* src = p + i * wp;
+    float* dst = d + i * 6 * kL;
+    for (int64_t k = 0; k < len; ++k) {
+      const float a0 = src[4 * k], a1 = src[4 * k + 1], a2 = src[4 * k + 2], a3 = src[4 * k + 3];
+      dst[k] = a0;
+      dst[kL + k] = a1;
+      dst[2 * kL + k] = a2;
+      dst[3 * kL + k] = a3;
+    }
+    for (int64_t k = 0; k < len; ++k) {
+      dst[4 * kL + k] = src[4 * k + 4];
+      dst[5 * kL + k] = src[4 * k + 5];
+    }
+  }
+}
+
+KILN_CV_MULTIVERSION
+void input_block(const float* plane, int64_t wp, const int64_t* off, const uint8_t* run, int64_t nt, float* v,
+                 int64_t vs) {
   alignas(64) float d[36 * kL];
   alignas(64) float t[36 * kL];
-  for (int64_t l = 0; l < nt; ++l) {
-    const float* p = plane + off[l];
-    for (int64_t i = 0; i < 6; ++i)
-      for (int64_t j = 0; j < 6; ++j) d[(i * 6 + j) * kL + l] = p[i * wp + j];
+  for (int64_t l = 0; l < nt;) {
+    const int64_t len = std::min<int64_t>(run[l], nt - l);
+    gather_run(plane + off[l], wp, len, d + l);
+    l += len;
   }
   for (int64_t e = 0; e < 36; ++e)
     for (int64_t l = nt; l < kL; ++l) d[e * kL + l] = 0.f;
@@ -152,6 +174,9 @@ struct TileTable {
   std::vector<int64_t> in_off;    // patch start in the group's bordered planes
   std::vector<int64_t> out_off;   // first output in Y, relative to channel 0 of image 0
   std::vector<uint8_t> rows, cols;  // valid outputs of the tile (1..4)
+  // Tiles from this one on along its tile row (at most 255): their patches
+  // and, for full tiles, their outputs are 4 columns apart.
+  std::vector<uint8_t> in_run, out_run;
 };
 
 TileTable make_tiles(const WindowGeometry& g, int64_t images, int64_t cout) {
@@ -177,6 +202,14 @@ TileTable make_tiles(const WindowGeometry& g, int64_t images, int64_t cout) {
         tt.rows[t] = static_cast<uint8_t>(std::min<int64_t>(4, oh - 4 * ty));
         tt.cols[t] = static_cast<uint8_t>(std::min<int64_t>(4, ow - 4 * tx));
       }
+  tt.in_run.assign(n, 0);
+  tt.out_run.assign(n, 0);
+  for (size_t i = static_cast<size_t>(tt.count); i-- > 0;) {
+    const bool row_end = (i + 1) % static_cast<size_t>(tt.wt) == 0;
+    tt.in_run[i] = static_cast<uint8_t>(row_end ? 1 : std::min(255, tt.in_run[i + 1] + 1));
+    const bool full = tt.rows[i] == 4 && tt.cols[i] == 4;
+    tt.out_run[i] = static_cast<uint8_t>(!full ? 0 : (row_end ? 1 : std::min(255, tt.out_run[i + 1] + 1)));
+  }
   return tt;
 }
 
@@ -213,6 +246,22 @@ void border_planes(const WindowGeometry& g, const TileTable& tt, const float* x,
   }
 }
 
+// The outputs of `len` full tiles side by side in one tile row (o offset to
+// the first one's lane) into Y rows starting at y (4-way interleaving stores).
+KILN_CV_MULTIVERSION
+void store_run(const float* o, int64_t len, float* y, int64_t ow) {
+  for (int64_t r = 0; r < 4; ++r) {
+    float* dst = y + r * ow;
+    const float* src = o + 4 * r * kL;
+    for (int64_t k = 0; k < len; ++k) {
+      dst[4 * k] = src[k];
+      dst[4 * k + 1] = src[kL + k];
+      dst[4 * k + 2] = src[2 * kL + k];
+      dst[4 * k + 3] = src[3 * kL + k];
+    }
+  }
+}
+
 // Writes one block of output tiles of one channel (o from output_block) into
 // Y, adding Z (then clamping) when the epilogue has one.
 void scatter_block(const TileTable& tt, int64_t t0, int64_t nt, const float* o, int64_t ow, int64_t plane_off,
@@ -221,9 +270,10 @@ void scatter_block(const TileTable& tt, int64_t t0, int64_t nt, const float* o, 
     const auto t = static_cast<size_t>(t0 + l);
     const int64_t base = plane_off + tt.out_off[t];
     const int rows = tt.rows[t], cols = tt.cols[t];
-    if (rows == 4 && cols == 4 && !ep.z) {  // the common case, unrolled
-      for (int r = 0; r < 4; ++r)
-        for (int c = 0; c < 4; ++c) y[base + r * ow + c] = o[(4 * r + c) * kL + l];
+    if (tt.out_run[t] > 0 && !ep.z) {  // full tiles side by side
+      const int64_t len = std::min<int64_t>(tt.out_run[t], nt - l);
+      store_run(o + l, len, y + base, ow);
+      l += len - 1;
       continue;
     }
     for (int r = 0; r < rows; ++r) {
@@ -372,8 +422,8 @@ void WinogradConv::run(int64_t n, const WindowGeometry& g, const float* x, float
         border_planes(g, tt, xg + c * in_plane, cin_ * in_plane, images, planes);
         for (int64_t b = 0; b < blocks; ++b) {
           const int64_t t0 = b * kL;
-          input_block(planes, tt.wp, tt.in_off.data() + t0, std::min(kL, tt.count - t0), v + vl.offset(c, t0),
-                      vl.plane());
+          input_block(planes, tt.wp, tt.in_off.data() + t0, tt.in_run.data() + t0, std::min(kL, tt.count - t0),
+                      v + vl.offset(c, t0), vl.plane());
         }
         for (int64_t t0 = blocks * kL; t0 < tp; t0 += kL)  // padding columns the GEMM reads
           for (int64_t xi = 0; xi < 36; ++xi) std::fill_n(v + xi * vl.plane() + vl.offset(c, t0), kL, 0.f);

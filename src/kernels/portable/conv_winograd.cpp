@@ -301,6 +301,13 @@ struct VLayout {
   int64_t tp = 0;           // columns, padded
   int64_t cin = 0;
   int64_t plane() const { return cin * tp; }
+  // Columns [j0, j0 + n) of V[xi] (at `vx`) as the GEMM's B; j0 % nr == 0.
+  GemmOperand columns(const float* vx, int64_t j0, int64_t n, PackedMatrix& holder) const {
+    if (!packed) return GemmOperand::raw(vx + j0, tp);
+    const size_t bytes = static_cast<size_t>(cin * round_up(n, nr)) * sizeof(float);
+    holder = PackedMatrix::from_bytes(false, cin, n, {reinterpret_cast<const uint8_t*>(vx + j0 * cin), bytes}, nullptr);
+    return GemmOperand::prepacked(holder);
+  }
   // Offset in a plane of the kL lanes of row c starting at column j0 (j0 % kL == 0).
   int64_t offset(int64_t c, int64_t j0) const {
     if (!packed) return c * tp + j0;
@@ -325,7 +332,7 @@ VLayout v_layout(int64_t cin, int64_t tiles) {
   VLayout l;
   l.cin = cin;
   const auto [nr, kc] = engine_b_panels();
-  if (nr > 0 && nr % kL == 0 && kc > 0) {
+  if (nr > 0 && nr % kL == 0 && kc >= cin) {  // one K block: column ranges of panels are contiguous
     const int64_t tp = round_up(tiles, nr);
     if (PackedMatrix::packed_bytes(false, cin, tiles) == static_cast<size_t>(cin * tp) * sizeof(float)) {
       l.packed = true;
@@ -337,6 +344,45 @@ VLayout v_layout(int64_t cin, int64_t tiles) {
   }
   l.tp = round_up(tiles, kL);
   return l;
+}
+
+// V = B^T d B for all tiles, over chunks of whole input channels.
+void input_pass(const WindowGeometry& g, const TileTable& tt, const VLayout& vl, const float* x, int64_t images,
+                float* v, ThreadPool* pool) {
+  const int64_t cin = vl.cin;
+  const int64_t in_plane = g.in[0] * g.in[1], blocks = tt.padded / kL;
+  parallel_for(pool, cin, 1, [&](int64_t c0, int64_t c1) {
+    thread_local Scratch plane_scratch;
+    float* planes = plane_scratch.get(images * tt.hp * tt.wp);
+    for (int64_t c = c0; c < c1; ++c) {
+      border_planes(g, tt, x + c * in_plane, cin * in_plane, images, planes);
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t t0 = b * kL;
+        input_block(planes, tt.wp, tt.in_off.data() + t0, tt.in_run.data() + t0, std::min(kL, tt.count - t0),
+                    v + vl.offset(c, t0), vl.plane());
+      }
+      for (int64_t t0 = blocks * kL; t0 < vl.tp; t0 += kL)  // padding columns the GEMM reads
+        for (int64_t xi = 0; xi < 36; ++xi) std::fill_n(v + xi * vl.plane() + vl.offset(c, t0), kL, 0.f);
+    }
+  });
+}
+
+// Y = A^T M A + bias (+ Z), clamped, for tiles [j0, j0 + cols) whose M is
+// m[xi][c][t - j0] (row stride `width`), over output channels.
+void output_pass(const WindowGeometry& g, const TileTable& tt, int64_t cout, int64_t j0, int64_t cols, const float* m,
+                 int64_t width, int64_t y_off, float* y, const WinogradEpilogue& ep, ThreadPool* pool) {
+  const bool clamp = ep.lo > -std::numeric_limits<float>::infinity() || ep.hi < std::numeric_limits<float>::infinity();
+  const int64_t out_plane = g.out[0] * g.out[1];
+  parallel_for(pool, cout, 1, [&](int64_t c0, int64_t c1) {
+    alignas(64) float o[16 * kL];
+    for (int64_t c = c0; c < c1; ++c) {
+      const float bias = ep.bias ? ep.bias[c] : 0.f;
+      for (int64_t t = 0; t < cols; t += kL) {
+        output_block(m + c * width + t, cout * width, bias, clamp && !ep.z, ep.lo, ep.hi, o);
+        scatter_block(tt, j0 + t, std::min(kL, cols - t), o, g.out[1], y_off + c * out_plane, y, ep, clamp);
+      }
+    }
+  });
 }
 
 }  // namespace
@@ -398,66 +444,42 @@ bool WinogradConv::covers_static_input(const KernelInit& init) const {
   return ready() && static_input_applies(init) == 1;
 }
 
+// Columns of tiles per GEMM + output pass: M for them (36 x Cout x width)
+// stays within about kMChunkFloats, so the output transform reads it from L2.
+constexpr int64_t kMChunkFloats = int64_t{128} << 10;  // 512 KiB
+
 void WinogradConv::run(int64_t n, const WindowGeometry& g, const float* x, float* y, const WinogradEpilogue& ep,
                        ThreadPool* pool) const {
   const int64_t tiles_per_image = ((g.out[0] + 3) / 4) * ((g.out[1] + 3) / 4);
   const int64_t group = images_per_group(n, tiles_per_image, cin_, cout_);
   const int64_t in_plane = g.in[0] * g.in[1], out_plane = g.out[0] * g.out[1];
-  const bool clamp = ep.lo > -std::numeric_limits<float>::infinity() || ep.hi < std::numeric_limits<float>::infinity();
-  thread_local Scratch vm_scratch;
+  thread_local Scratch v_scratch, m_scratch;
   for (int64_t img0 = 0; img0 < n; img0 += group) {
     const int64_t images = std::min(group, n - img0);
     const TileTable tt = make_tiles(g, images, cout_);
     const VLayout vl = v_layout(cin_, tt.count);
-    const int64_t tp = vl.tp, blocks = tt.padded / kL;
-    float* v = vm_scratch.get(36 * (cin_ + cout_) * tp);
-    float* m = v + 36 * vl.plane();
-    const float* xg = x + img0 * cin_ * in_plane;
-    const int64_t y_off = img0 * cout_ * out_plane;
-    // 1. V = B^T d B, over chunks of whole channels.
-    parallel_for(pool, cin_, 1, [&](int64_t c0, int64_t c1) {
-      thread_local Scratch plane_scratch;
-      float* planes = plane_scratch.get(images * tt.hp * tt.wp);
-      for (int64_t c = c0; c < c1; ++c) {
-        border_planes(g, tt, xg + c * in_plane, cin_ * in_plane, images, planes);
-        for (int64_t b = 0; b < blocks; ++b) {
-          const int64_t t0 = b * kL;
-          input_block(planes, tt.wp, tt.in_off.data() + t0, tt.in_run.data() + t0, std::min(kL, tt.count - t0),
-                      v + vl.offset(c, t0), vl.plane());
+    float* v = v_scratch.get(36 * vl.plane());
+    input_pass(g, tt, vl, x + img0 * cin_ * in_plane, images, v, pool);
+    // Column chunks, a multiple of 32 tiles (the widest GEMM panel).
+    const int64_t width = std::min(vl.tp, std::max<int64_t>(32, kMChunkFloats / (36 * cout_) / 32 * 32));
+    float* m = m_scratch.get(36 * cout_ * width);
+    for (int64_t j0 = 0; j0 < tt.count; j0 += width) {
+      const int64_t cols = std::min(width, tt.count - j0);
+      // M[xi] = U[xi] V[xi] over these columns: 36 GEMMs of equal size.
+      parallel_for(pool, 36, 1, [&](int64_t x0, int64_t x1) {
+        for (int64_t xi = x0; xi < x1; ++xi) {
+          PackedMatrix holder;
+          const GemmOperand b = vl.columns(v + xi * vl.plane(), j0, cols, holder);
+          sgemm_ex(cout_, cols, cin_, 1.f, GemmOperand::prepacked(u_[static_cast<size_t>(xi)]), b, 0.f,
+                   m + xi * cout_ * width, width, nullptr);
         }
-        for (int64_t t0 = blocks * kL; t0 < tp; t0 += kL)  // padding columns the GEMM reads
-          for (int64_t xi = 0; xi < 36; ++xi) std::fill_n(v + xi * vl.plane() + vl.offset(c, t0), kL, 0.f);
-      }
-    });
-    // 2. M[xi] = U[xi] V[xi]: 36 GEMMs of equal size.
-    parallel_for(pool, 36, 1, [&](int64_t x0, int64_t x1) {
-      for (int64_t xi = x0; xi < x1; ++xi) {
-        const float* vx = v + xi * vl.plane();
-        PackedMatrix vp;
-        if (vl.packed)
-          vp = PackedMatrix::from_bytes(false, cin_, tt.count,
-                                        {reinterpret_cast<const uint8_t*>(vx), static_cast<size_t>(vl.plane()) * sizeof(float)},
-                                        nullptr);
-        const GemmOperand b = vl.packed ? GemmOperand::prepacked(vp) : GemmOperand::raw(vx, tp);
-        sgemm_ex(cout_, tt.count, cin_, 1.f, GemmOperand::prepacked(u_[static_cast<size_t>(xi)]), b, 0.f,
-                 m + xi * cout_ * tp, tp, nullptr);
-      }
-    });
-    // 3. Y = A^T M A + bias (+ Z), clamp, activation: over output channels.
-    parallel_for(pool, cout_, 1, [&](int64_t c0, int64_t c1) {
-      alignas(64) float o[16 * kL];
-      for (int64_t c = c0; c < c1; ++c) {
-        const float bias = ep.bias ? ep.bias[c] : 0.f;
-        for (int64_t b = 0; b < blocks; ++b) {
-          const int64_t t0 = b * kL;
-          output_block(m + c * tp + t0, cout_ * tp, bias, clamp && !ep.z, ep.lo, ep.hi, o);
-          scatter_block(tt, t0, std::min(kL, tt.count - t0), o, g.out[1], y_off + c * out_plane, y, ep, clamp);
-        }
-        if (ep.act)
-          for (int64_t img = 0; img < images; ++img)
-            ep.act(y + y_off + (img * cout_ + c) * out_plane, out_plane, ep.act_ctx);
-      }
-    });
+      });
+      output_pass(g, tt, cout_, j0, cols, m, width, img0 * cout_ * out_plane, y, ep, pool);
+    }
+    if (ep.act)  // over whole planes, after every chunk wrote its tiles
+      parallel_for(pool, images * cout_, 1, [&](int64_t p0, int64_t p1) {
+        for (int64_t p = p0; p < p1; ++p) ep.act(y + (img0 * cout_ + p) * out_plane, out_plane, ep.act_ctx);
+      });
   }
 }
 

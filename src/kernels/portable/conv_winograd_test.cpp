@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/portable/conv_winograd.h"
+#include "kernels/kernel.h"
 #include "kernels/testing/tensor_builders.h"
 
 namespace kiln {
@@ -130,7 +131,7 @@ TEST_F(WinogradTest, MatchesDoubleReferenceWithinStatedBound) {
       {1, 24, 40, 2, 30, {1, 1, 1, 1}},  {5, 16, 16, 3, 3, {1, 1, 1, 1}},  {1, 256, 32, 8, 8, {1, 1, 1, 1}},
       {1, 16, 16, 57, 57, {1, 1, 1, 1}}, {1, 7, 13, 6, 5, {0, 0, 0, 0}},  {2, 12, 20, 10, 3, {3, 0, 0, 3}},
   };
-  double worst_seen = 0.0;
+  double worst_seen = 0.0, worst_direct = 0.0;
   for (const Case& c : cases) {
     Tensor x = random_tensor({c.n, c.cin, c.h, c.w}, rng), w = random_tensor({c.cout, c.cin, 3, 3}, rng);
     Tensor b = random_tensor({c.cout}, rng);
@@ -145,9 +146,11 @@ TEST_F(WinogradTest, MatchesDoubleReferenceWithinStatedBound) {
       EXPECT_LE(wino, kRelBound) << describe(c) << " threads " << threads;
       EXPECT_LE(direct, kRelBound) << describe(c) << " (im2col path)";
       worst_seen = std::max(worst_seen, wino);
+      worst_direct = std::max(worst_direct, direct);
     }
   }
-  std::printf("Winograd F(4x4,3x3): worst |err| / P = %.3g (bound %.0e)\n", worst_seen, kRelBound);
+  std::printf("Winograd F(4x4,3x3): worst |err| / P = %.3g (bound %.0e; im2col path %.3g)\n", worst_seen, kRelBound,
+              worst_direct);
 }
 
 TEST_F(WinogradTest, FusedConvSumInputAndActivations) {
@@ -190,24 +193,80 @@ TEST_F(WinogradTest, FusedConvSumInputAndActivations) {
   }
 }
 
-TEST_F(WinogradTest, AutoModeChoosesByChannelsAndMapSize) {
-  std::mt19937 rng(153);
-  // 64 channels, 56x56: resnet18's first stage, where Winograd gains.
-  kernels::set_winograd_mode(WinogradMode::kAuto);
-  const Case big{1, 64, 64, 56, 56, {1, 1, 1, 1}};
-  Tensor x = random_tensor({1, 64, 56, 56}, rng), w = random_tensor({64, 64, 3, 3}, rng);
-  const Reference ref = reference(big, x, w, nullptr);
-  EXPECT_LE(worst_relative_error(ref, run_conv(big, {x, w}, 2)), kRelBound);
+// A WinogradConv prepared as Conv's factory does, for X of `x_dims` (-1: a
+// symbolic dim) and a constant W [cout, cin, 3, 3] with pads 1.
+kernels::WinogradConv prepared(std::vector<int64_t> x_dims, int64_t cout, int64_t cin, bool* covers) {
+  ir::Graph graph;
+  ir::Node node;
+  node.op_type = "Conv";
+  node.attributes.push_back(attr("pads", std::vector<int64_t>{1, 1, 1, 1}));
+  std::vector<ir::Dim> dims;
+  for (int64_t d : x_dims) dims.push_back(d >= 0 ? ir::Dim{d, ""} : ir::Dim{-1, "N"});
+  const ir::ValueType xt = ir::ValueType::tensor(DType::kFloat32, dims);
+  const ir::ValueType wt = ir::ValueType::tensor(DType::kFloat32, {{cout, ""}, {cin, ""}, {3, ""}, {3, ""}});
+  const Tensor w = Tensor::zeros(DType::kFloat32, {cout, cin, 3, 3});
+  const kernels::InputInfo inputs[2] = {{&xt, nullptr}, {&wt, &w}};
+  const kernels::KernelInit init(node, graph, inputs, 11);
+  auto attrs = kernels::WindowAttrs::parse(init);
+  EXPECT_TRUE(attrs.ok());
+  kernels::WinogradConv wc;
+  wc.prepare(init, w, 1, *attrs);
+  *covers = wc.covers_static_input(init);
+  return wc;
+}
+
+kernels::WindowGeometry same_3x3(int64_t h, int64_t w) {
   kernels::WindowGeometry g;
-  g.in = {56, 56};
-  g.out = {56, 56};
+  g.in = {h, w};
+  g.out = {h, w};
   g.kernel = {3, 3};
   g.stride = {1, 1};
   g.dilation = {1, 1};
   g.pad_begin = {1, 1};
   g.pad_end = {1, 1};
-  // An unprepared kernel (no constant weight) never applies.
-  EXPECT_FALSE(kernels::WinogradConv().applies(g, 1, Shape{64, 64, 3, 3}));
+  return g;
+}
+
+TEST_F(WinogradTest, AutoModeChoosesByChannelsAndMapSize) {
+  kernels::set_winograd_mode(WinogradMode::kAuto);
+  bool covers = false;
+  // resnet18's first stage: transformed at load, im2col packing not needed.
+  kernels::WinogradConv big = prepared({1, 64, 56, 56}, 64, 64, &covers);
+  EXPECT_TRUE(big.ready());
+  EXPECT_TRUE(covers);
+  EXPECT_TRUE(big.applies(same_3x3(56, 56), 1, Shape{64, 64, 3, 3}));
+  EXPECT_FALSE(big.applies(same_3x3(56, 56), 1, Shape{64, 32, 3, 3}));  // another W
+  EXPECT_FALSE(big.applies(same_3x3(7, 7), 1, Shape{64, 64, 3, 3}));    // 4 tiles: GEMM columns mostly padding
+  // 7x7 maps (resnet18's last stage) and few channels never gain: nothing transformed.
+  EXPECT_FALSE(prepared({1, 512, 7, 7}, 512, 512, &covers).ready());
+  EXPECT_FALSE(prepared({1, 16, 14, 14}, 16, 16, &covers).ready());
+  EXPECT_FALSE(prepared({1, 8, 56, 56}, 8, 8, &covers).ready());
+  // A 13x13 map loses for one image, gains for a batch of 4 (fuller columns).
+  EXPECT_FALSE(prepared({1, 48, 13, 13}, 192, 48, &covers).ready());
+  kernels::WinogradConv batched = prepared({4, 48, 13, 13}, 192, 48, &covers);
+  EXPECT_TRUE(batched.ready());
+  EXPECT_FALSE(batched.applies(same_3x3(13, 13), 1, Shape{192, 48, 3, 3}));
+  // Unknown spatial dims: transformed, decided per run, im2col kept.
+  kernels::WinogradConv dynamic = prepared({-1, 64, -1, -1}, 64, 64, &covers);
+  EXPECT_TRUE(dynamic.ready());
+  EXPECT_FALSE(covers);
+  EXPECT_TRUE(dynamic.applies(same_3x3(28, 28), 1, Shape{64, 64, 3, 3}));
+  // The modes.
+  kernels::set_winograd_mode(WinogradMode::kAlways);
+  kernels::WinogradConv always = prepared({1, 8, 7, 7}, 8, 8, &covers);
+  EXPECT_TRUE(always.ready());
+  EXPECT_TRUE(always.applies(same_3x3(1, 1), 1, Shape{8, 8, 3, 3}));
+  kernels::set_winograd_mode(WinogradMode::kOff);
+  EXPECT_FALSE(prepared({1, 64, 56, 56}, 64, 64, &covers).ready());
+}
+
+TEST_F(WinogradTest, AutoModeResultOnALargeMap) {
+  std::mt19937 rng(153);
+  kernels::set_winograd_mode(WinogradMode::kAuto);
+  const Case big{1, 64, 64, 56, 56, {1, 1, 1, 1}};
+  Tensor x = random_tensor({1, 64, 56, 56}, rng), w = random_tensor({64, 64, 3, 3}, rng);
+  const Reference ref = reference(big, x, w, nullptr);
+  EXPECT_LE(worst_relative_error(ref, run_conv(big, {x, w}, 2)), kRelBound);
 }
 
 }  // namespace

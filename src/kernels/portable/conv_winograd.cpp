@@ -24,7 +24,7 @@ namespace {
 
 constexpr int64_t kL = 16;  // tiles per transform block: one AVX-512 vector
 // Images run together until this many tiles (fuller GEMM columns), within
-// kMaxScratchFloats of V + M.
+// kMaxScratchFloats of bordered input.
 constexpr int64_t kTargetTiles = 64;
 constexpr int64_t kMaxScratchFloats = int64_t{8} << 20;  // 32 MiB
 // kAuto: Cin and Cout at least kMinChannels, and the GEMM work relative to
@@ -40,9 +40,10 @@ constexpr double kMaxRatio = 0.7, kMaxRatioFewChannels = 0.6;
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-int64_t images_per_group(int64_t n, int64_t tiles_per_image, int64_t cin, int64_t cout) {
-  int64_t group = std::min(n, std::max<int64_t>(1, (kTargetTiles + tiles_per_image - 1) / tiles_per_image));
-  return std::max<int64_t>(1, std::min(group, kMaxScratchFloats / (36 * (cin + cout) * tiles_per_image)));
+int64_t images_per_group(int64_t n, int64_t tiles_per_image, int64_t cin) {
+  const int64_t group = std::min(n, std::max<int64_t>(1, (kTargetTiles + tiles_per_image - 1) / tiles_per_image));
+  // The group's zero-bordered input: (4 rows + 2) x (4 columns + 2) per tile row / column.
+  return std::max<int64_t>(1, std::min(group, kMaxScratchFloats / (cin * 16 * tiles_per_image + 1)));
 }
 
 // KILN_WINOGRAD=off|always|auto (the default) sets the starting mode.
@@ -346,23 +347,27 @@ VLayout v_layout(int64_t cin, int64_t tiles) {
   return l;
 }
 
-// V = B^T d B for all tiles, over chunks of whole input channels.
-void input_pass(const WindowGeometry& g, const TileTable& tt, const VLayout& vl, const float* x, int64_t images,
-                float* v, ThreadPool* pool) {
-  const int64_t cin = vl.cin;
-  const int64_t in_plane = g.in[0] * g.in[1], blocks = tt.padded / kL;
-  parallel_for(pool, cin, 1, [&](int64_t c0, int64_t c1) {
-    thread_local Scratch plane_scratch;
-    float* planes = plane_scratch.get(images * tt.hp * tt.wp);
+// V = B^T d B for tiles [j0, j0 + cols) (V's column 0 is tile j0), over
+// input channels. `planes` holds each channel's zero-bordered planes, or is
+// null: then each channel of X's `images` images is bordered here.
+void input_pass(const WindowGeometry& g, const TileTable& tt, const VLayout& vl, const float* planes, const float* x,
+                int64_t images, int64_t j0, int64_t cols, float* v, ThreadPool* pool) {
+  const int64_t channel = images * tt.hp * tt.wp, in_plane = g.in[0] * g.in[1];
+  parallel_for(pool, vl.cin, 1, [&](int64_t c0, int64_t c1) {
+    thread_local Scratch own;
     for (int64_t c = c0; c < c1; ++c) {
-      border_planes(g, tt, x + c * in_plane, cin * in_plane, images, planes);
-      for (int64_t b = 0; b < blocks; ++b) {
-        const int64_t t0 = b * kL;
-        input_block(planes, tt.wp, tt.in_off.data() + t0, tt.in_run.data() + t0, std::min(kL, tt.count - t0),
-                    v + vl.offset(c, t0), vl.plane());
+      const float* pc = planes ? planes + c * channel : nullptr;
+      if (!pc) {
+        float* p = own.get(channel);
+        border_planes(g, tt, x + c * in_plane, vl.cin * in_plane, images, p);
+        pc = p;
       }
-      for (int64_t t0 = blocks * kL; t0 < vl.tp; t0 += kL)  // padding columns the GEMM reads
-        for (int64_t xi = 0; xi < 36; ++xi) std::fill_n(v + xi * vl.plane() + vl.offset(c, t0), kL, 0.f);
+      int64_t j = 0;
+      for (; j < cols; j += kL)
+        input_block(pc, tt.wp, tt.in_off.data() + j0 + j, tt.in_run.data() + j0 + j, std::min(kL, cols - j),
+                    v + vl.offset(c, j), vl.plane());
+      for (; j < round_up(cols, vl.nr); j += kL)  // padding columns the GEMM reads
+        for (int64_t xi = 0; xi < 36; ++xi) std::fill_n(v + xi * vl.plane() + vl.offset(c, j), kL, 0.f);
     }
   });
 }
@@ -434,7 +439,7 @@ bool WinogradConv::gains(const WindowGeometry& g, int64_t n) const {
   if (g_mode == WinogradMode::kAlways) return true;
   if (cin_ < kMinChannels || cout_ < kMinChannels) return false;
   const int64_t tiles_per_image = ((g.out[0] + 3) / 4) * ((g.out[1] + 3) / 4);
-  const int64_t images = images_per_group(std::max<int64_t>(1, n), tiles_per_image, cin_, cout_);
+  const int64_t images = images_per_group(std::max<int64_t>(1, n), tiles_per_image, cin_);
   const double r = 36.0 * static_cast<double>(round_up(images * tiles_per_image, 32)) /
                    (9.0 * static_cast<double>(images * g.out[0] * g.out[1]));
   return r <= (cin_ >= 32 ? kMaxRatio : kMaxRatioFewChannels);
@@ -445,36 +450,52 @@ bool WinogradConv::covers_static_input(const KernelInit& init) const {
 }
 
 // Columns of tiles per GEMM + output pass: M for them (36 x Cout x width)
-// stays within about kMChunkFloats, so the output transform reads it from L2.
+// stays within about kMChunkFloats, so the output transform reads it from
+// L2. The input pass runs ahead over up to kVFloats of V (all tiles of the
+// usual maps: fewer synchronizations), so memory stays bounded on big maps.
 constexpr int64_t kMChunkFloats = int64_t{128} << 10;  // 512 KiB
+constexpr int64_t kVFloats = int64_t{2} << 20;         // 8 MiB
 
 void WinogradConv::run(int64_t n, const WindowGeometry& g, const float* x, float* y, const WinogradEpilogue& ep,
                        ThreadPool* pool) const {
   const int64_t tiles_per_image = ((g.out[0] + 3) / 4) * ((g.out[1] + 3) / 4);
-  const int64_t group = images_per_group(n, tiles_per_image, cin_, cout_);
+  const int64_t group = images_per_group(n, tiles_per_image, cin_);
   const int64_t in_plane = g.in[0] * g.in[1], out_plane = g.out[0] * g.out[1];
-  thread_local Scratch v_scratch, m_scratch;
+  const int64_t width = std::max<int64_t>(32, kMChunkFloats / (36 * cout_) / 32 * 32);
+  const int64_t span = std::max<int64_t>(1, kVFloats / (36 * cin_ * width)) * width;  // columns per input pass
+  thread_local Scratch b_scratch, v_scratch, m_scratch;
+  float* m = m_scratch.get(36 * cout_ * width);
   for (int64_t img0 = 0; img0 < n; img0 += group) {
     const int64_t images = std::min(group, n - img0);
     const TileTable tt = make_tiles(g, images, cout_);
-    const VLayout vl = v_layout(cin_, tt.count);
-    float* v = v_scratch.get(36 * vl.plane());
-    input_pass(g, tt, vl, x + img0 * cin_ * in_plane, images, v, pool);
-    // Column chunks, a multiple of 32 tiles (the widest GEMM panel).
-    const int64_t width = std::min(vl.tp, std::max<int64_t>(32, kMChunkFloats / (36 * cout_) / 32 * 32));
-    float* m = m_scratch.get(36 * cout_ * width);
-    for (int64_t j0 = 0; j0 < tt.count; j0 += width) {
-      const int64_t cols = std::min(width, tt.count - j0);
-      // M[xi] = U[xi] V[xi] over these columns: 36 GEMMs of equal size.
-      parallel_for(pool, 36, 1, [&](int64_t x0, int64_t x1) {
-        for (int64_t xi = x0; xi < x1; ++xi) {
-          PackedMatrix holder;
-          const GemmOperand b = vl.columns(v + xi * vl.plane(), j0, cols, holder);
-          sgemm_ex(cout_, cols, cin_, 1.f, GemmOperand::prepacked(u_[static_cast<size_t>(xi)]), b, 0.f,
-                   m + xi * cout_ * width, width, nullptr);
-        }
+    const float* xg = x + img0 * cin_ * in_plane;
+    float* planes = nullptr;  // one input pass borders as it goes; several share one bordering
+    if (tt.count > span) {
+      const int64_t channel = images * tt.hp * tt.wp;
+      planes = b_scratch.get(cin_ * channel);
+      parallel_for(pool, cin_, 1, [&](int64_t c0, int64_t c1) {
+        for (int64_t c = c0; c < c1; ++c)
+          border_planes(g, tt, xg + c * in_plane, cin_ * in_plane, images, planes + c * channel);
       });
-      output_pass(g, tt, cout_, j0, cols, m, width, img0 * cout_ * out_plane, y, ep, pool);
+    }
+    const VLayout vl = v_layout(cin_, std::min(span, round_up(tt.count, width)));
+    float* v = v_scratch.get(36 * vl.plane());
+    for (int64_t s0 = 0; s0 < tt.count; s0 += span) {
+      const int64_t scols = std::min(span, tt.count - s0);
+      input_pass(g, tt, vl, planes, xg, images, s0, scols, v, pool);
+      for (int64_t j = 0; j < scols; j += width) {
+        const int64_t cols = std::min(width, scols - j);
+        // M[xi] = U[xi] V[xi] over these columns: 36 GEMMs of equal size.
+        parallel_for(pool, 36, 1, [&](int64_t x0, int64_t x1) {
+          for (int64_t xi = x0; xi < x1; ++xi) {
+            PackedMatrix holder;
+            const GemmOperand b = vl.columns(v + xi * vl.plane(), j, cols, holder);
+            sgemm_ex(cout_, cols, cin_, 1.f, GemmOperand::prepacked(u_[static_cast<size_t>(xi)]), b, 0.f,
+                     m + xi * cout_ * width, width, nullptr);
+          }
+        });
+        output_pass(g, tt, cout_, s0 + j, cols, m, width, img0 * cout_ * out_plane, y, ep, pool);
+      }
     }
     if (ep.act)  // over whole planes, after every chunk wrote its tiles
       parallel_for(pool, images * cout_, 1, [&](int64_t p0, int64_t p1) {

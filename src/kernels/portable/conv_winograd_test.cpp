@@ -130,6 +130,8 @@ TEST_F(WinogradTest, MatchesDoubleReferenceWithinStatedBound) {
       {1, 16, 24, 13, 11, {2, 2, 2, 2}}, {2, 32, 16, 14, 14, {1, 1, 1, 1}}, {1, 64, 64, 17, 15, {1, 0, 1, 0}, false},
       {1, 24, 40, 2, 30, {1, 1, 1, 1}},  {5, 16, 16, 3, 3, {1, 1, 1, 1}},  {1, 256, 32, 8, 8, {1, 1, 1, 1}},
       {1, 16, 16, 57, 57, {1, 1, 1, 1}}, {1, 7, 13, 6, 5, {0, 0, 0, 0}},  {2, 12, 20, 10, 3, {3, 0, 0, 3}},
+      // 256 tiles x 36 x 256 channels of V: more than one input pass (8 MiB each)
+      {1, 256, 16, 63, 62, {1, 1, 1, 1}, false},
   };
   double worst_seen = 0.0, worst_direct = 0.0;
   for (const Case& c : cases) {

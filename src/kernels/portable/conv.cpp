@@ -7,6 +7,9 @@
 //   - everything else: GEMM with an implicit im2col that writes the packed B
 //     panels directly (gemm.h BPanelSource), so the column matrix is never
 //     materialized and its scratch stays one cache block.
+// Constant-weight 3x3 stride-1 group-1 convolutions with enough channels on
+// maps large enough to gain take Winograd F(4x4, 3x3) instead
+// (conv_winograd.h; KILN_WINOGRAD=off|always|auto).
 // Constant weights are packed for the GEMM once, at load; the bias is a
 // fused per-row epilogue. float16/bfloat16/double are staged through float32.
 // The same kernel runs com.microsoft FusedConv (Conv + optional sum input Z +

@@ -1,13 +1,15 @@
 // Winograd F(4x4, 3x3) convolution (see conv_winograd.h).
 //
 // Layouts, per group of images run together (their tiles side by side):
-//   tiles    numbered t = (image, tile row, tile column), T of them, padded
-//            to Tp (a multiple of kL);
-//   V[xi]    Cin x Tp, the transformed input at position xi = 6 * i + j;
-//   M[xi]    Cout x Tp, the GEMM results.
-// The input transform first copies one channel of the group's images into a
-// zero-bordered plane (the pads, and the rows/columns a partial last tile
-// reads past the input), so gathering a tile's 6x6 patch needs no checks.
+//   tiles    numbered t = (image, tile row, tile column), T of them;
+//   V[xi]    Cin x (columns of one input pass), the transformed input at
+//            position xi = 6 * i + j, in the SGEMM engine's packed-B layout
+//            when it can be (VLayout), so the GEMM takes it as pre-packed;
+//   M[xi]    Cout x (columns of one GEMM chunk), the GEMM results.
+// The input transform reads each channel from a zero-bordered copy (the
+// pads, and the rows/columns a partial last tile reads past the input), so
+// gathering a tile's 6x6 patch needs no checks. Transforms run on kL tiles
+// at a time, one float per tile in each vector lane.
 #include "kernels/portable/conv_winograd.h"
 
 #include <algorithm>

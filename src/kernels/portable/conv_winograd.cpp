@@ -319,16 +319,14 @@ struct VLayout {
   }
 };
 
-// The engine's B panel width and K block, read once from its layout key
-// ("sgemm-b/<isa>/mr<MR>/nr<NR>/kc<KC>/v<N>"); 0, 0 when unreadable.
+// The engine's B panel width and K block, from its layout key
+// ("sgemm-b/<isa>/mr<MR>/nr<NR>/kc<KC>/v<N>"); 0, 0 when unreadable. Read
+// per call: tests and benchmarks may switch the microkernel.
 std::pair<int64_t, int64_t> engine_b_panels() {
-  static const std::pair<int64_t, int64_t> geometry = [] {
-    const std::string key = PackedMatrix::layout_key(false);
-    const size_t nr = key.find("/nr"), kc = key.find("/kc");
-    if (nr == std::string::npos || kc == std::string::npos) return std::pair<int64_t, int64_t>{0, 0};
-    return std::pair<int64_t, int64_t>{std::atoll(key.c_str() + nr + 3), std::atoll(key.c_str() + kc + 3)};
-  }();
-  return geometry;
+  const std::string key = PackedMatrix::layout_key(false);
+  const size_t nr = key.find("/nr"), kc = key.find("/kc");
+  if (nr == std::string::npos || kc == std::string::npos) return {0, 0};
+  return {std::atoll(key.c_str() + nr + 3), std::atoll(key.c_str() + kc + 3)};
 }
 
 VLayout v_layout(int64_t cin, int64_t tiles) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/portable/conv_winograd.h"
+#include "kernels/portable/util/gemm.h"
 #include "kernels/kernel.h"
 #include "kernels/testing/tensor_builders.h"
 
@@ -153,6 +154,32 @@ TEST_F(WinogradTest, MatchesDoubleReferenceWithinStatedBound) {
   }
   std::printf("Winograd F(4x4,3x3): worst |err| / P = %.3g (bound %.0e; im2col path %.3g)\n", worst_seen, kRelBound,
               worst_direct);
+}
+
+// Every SGEMM microkernel the CPU has: V is written in the packed-B layout
+// of 32- (AVX-512) and 16-column (AVX2) panels, and as a plain matrix for the
+// portable kernel's 8-column panels.
+TEST_F(WinogradTest, EveryGemmMicrokernel) {
+  std::mt19937 rng(154);
+  const std::string original = kernels::sgemm_kernel_name();
+  const Case cases[] = {{1, 20, 28, 23, 18, {1, 1, 1, 1}}, {2, 33, 17, 9, 30, {0, 2, 1, 0}},
+                        {1, 300, 24, 10, 10, {1, 1, 1, 1}}};  // Cin > KC: plain V
+  int kernels_run = 0;
+  for (const char* name : {"avx512f", "avx2+fma", "portable"}) {
+    if (!kernels::sgemm_force_kernel(name)) continue;
+    ++kernels_run;
+    kernels::set_winograd_mode(WinogradMode::kAlways);
+    for (const Case& c : cases) {
+      Tensor x = random_tensor({c.n, c.cin, c.h, c.w}, rng), w = random_tensor({c.cout, c.cin, 3, 3}, rng);
+      Tensor b = random_tensor({c.cout}, rng);
+      const Reference ref = reference(c, x, w, &b);
+      for (int threads : {1, 2})
+        EXPECT_LE(worst_relative_error(ref, run_conv(c, {x, w, b}, threads)), kRelBound)
+            << name << " " << describe(c) << " threads " << threads;
+    }
+  }
+  EXPECT_GE(kernels_run, 1);
+  ASSERT_TRUE(kernels::sgemm_force_kernel(original.c_str()));
 }
 
 TEST_F(WinogradTest, FusedConvSumInputAndActivations) {

@@ -128,10 +128,13 @@ void gather_run(const float* p, int64_t wp, int64_t len, float* d) {
       dst[2 * kL + k] = a2;
       dst[3 * kL + k] = a3;
     }
-    for (int64_t k = 0; k < len; ++k) {
-      dst[4 * kL + k] = src[4 * k + 4];
-      dst[5 * kL + k] = src[4 * k + 5];
+    // Columns 4 and 5 of a tile are columns 0 and 1 of the next one.
+    for (int64_t k = 0; k + 1 < len; ++k) {
+      dst[4 * kL + k] = dst[k + 1];
+      dst[5 * kL + k] = dst[kL + k + 1];
     }
+    dst[4 * kL + len - 1] = src[4 * len];
+    dst[5 * kL + len - 1] = src[4 * len + 1];
   }
 }
 

@@ -323,12 +323,14 @@ struct VLayout {
 };
 
 // The engine's B panel width and K block, from its layout key
-// ("sgemm-b/<isa>/mr<MR>/nr<NR>/kc<KC>/v<N>"); 0, 0 when unreadable. Read
-// per call: tests and benchmarks may switch the microkernel.
+// ("sgemm-b/<isa>/mr<MR>/nr<NR>/kc<KC>/v1"); 0, 0 when unreadable or of
+// another layout version than the one VLayout writes (then V stays plain).
+// Read per call: tests and benchmarks may switch the microkernel.
 std::pair<int64_t, int64_t> engine_b_panels() {
   const std::string key = PackedMatrix::layout_key(false);
   const size_t nr = key.find("/nr"), kc = key.find("/kc");
-  if (nr == std::string::npos || kc == std::string::npos) return {0, 0};
+  const bool v1 = key.size() >= 3 && key.compare(key.size() - 3, 3, "/v1") == 0;
+  if (!v1 || key.rfind("sgemm-b/", 0) != 0 || nr == std::string::npos || kc == std::string::npos) return {0, 0};
   return {std::atoll(key.c_str() + nr + 3), std::atoll(key.c_str() + kc + 3)};
 }
 

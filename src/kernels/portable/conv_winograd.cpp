@@ -111,9 +111,6 @@ std::vector<float> transform_weights(const float* w, int64_t cout, int64_t cin) 
   }
 }
 
-// One block of up to kL tiles of one channel: gathers each tile's 6x6 patch
-// from the zero-bordered plane (`off`: patch starts, row stride wp), applies
-// B^T . B and writes V[xi][l] = v[xi * vs + l] for all kL lanes.
 // d[(6 i + j) * kL + k] = p[i * wp + 4 k + j] for k < len: the patches of
 // `len` tiles side by side in one tile row (4-way de-interleaving loads).
 KILN_CV_MULTIVERSION
@@ -138,6 +135,10 @@ void gather_run(const float* p, int64_t wp, int64_t len, float* d) {
   }
 }
 
+// One block of up to kL tiles of one channel: gathers each tile's 6x6 patch
+// from the zero-bordered plane (`off`: patch starts, row stride wp; `run`:
+// tiles side by side from each one on), applies B^T . B and writes
+// V[xi][l] = v[xi * vs + l] for all kL lanes (zeros past the nt tiles).
 KILN_CV_MULTIVERSION
 void input_block(const float* plane, int64_t wp, const int64_t* off, const uint8_t* run, int64_t nt, float* v,
                  int64_t vs) {
@@ -237,7 +238,8 @@ class Scratch {
   int64_t size_ = 0;
 };
 
-// Copies channel `c` of `images` images of X into zero-bordered planes:
+// Copies one channel of `images` images of X (x: its plane in the first
+// image; images are c_stride apart) into zero-bordered planes:
 // input row r lands on plane row r + pad_top, column x on x + pad_left.
 void border_planes(const WindowGeometry& g, const TileTable& tt, const float* x, int64_t c_stride,
                    int64_t images, float* planes) {

@@ -15,10 +15,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 
 #include "kernels/portable/util/gemm_prepack.h"
+#include "kernels/prepack.h"
 
 namespace kiln::kernels {
 
@@ -39,8 +41,15 @@ constexpr int64_t kMaxScratchFloats = int64_t{8} << 20;  // 32 MiB
 // (r 0.65) 1.02, 48->192 13x13 (r 0.76) 1.24, 128ch 7x7 (r 2.6) 1.8.
 constexpr int64_t kMinChannels = 16;
 constexpr double kMaxRatio = 0.7, kMaxRatioFewChannels = 0.6;
+// The small-map (lanes) path, at most 16 tiles (measured, 1 thread; Winograd
+// / im2col time): 256ch 14x14 0.49, 64ch 14x14 0.47, 16ch 14x14 0.42,
+// 48->192 13x13 0.68, 64->256 13x13 0.64, 128ch 7x7 0.56, 512ch 7x7 0.89.
+constexpr int64_t kMaxStreamedLaneBytes = int64_t{16} << 20;
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// Tiles the lanes path computes for `tiles` (its kernels take 4, 8 or 16).
+int64_t lane_tiles(int64_t tiles) { return tiles <= 4 ? 4 : (tiles <= 8 ? 8 : 16); }
 
 int64_t images_per_group(int64_t n, int64_t tiles_per_image, int64_t cin) {
   const int64_t group = std::min(n, std::max<int64_t>(1, (kTargetTiles + tiles_per_image - 1) / tiles_per_image));
@@ -397,6 +406,47 @@ void output_pass(const WindowGeometry& g, const TileTable& tt, int64_t cout, int
   });
 }
 
+// The small-map path: with at most kL tiles (7x7 .. 16x16 maps), M[xi] =
+// U[xi] V[xi] runs with 16 output channels in the vector lanes and every
+// tile a broadcast, so no GEMM panel is mostly padding. U is laid out for it
+// at load: ul[((xi * blocks + b) * Cin + ci) * kL + lane] = U[xi][16 b + lane][ci].
+template <int T>
+[[gnu::always_inline]] inline void lanes_gemm_t(const float* __restrict u, const float* __restrict v, int64_t cin,
+                                                float* __restrict acc) {
+  float a[T][kL];
+#pragma GCC unroll 16
+  for (int t = 0; t < T; ++t)
+    for (int64_t l = 0; l < kL; ++l) a[t][l] = 0.f;
+  for (int64_t ci = 0; ci < cin; ++ci) {
+    const float* uc = u + ci * kL;
+    const float* vc = v + ci * kL;
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) {
+      const float b = vc[t];
+      for (int64_t l = 0; l < kL; ++l) a[t][l] += uc[l] * b;
+    }
+  }
+  for (int t = 0; t < static_cast<int>(kL); ++t)
+    for (int64_t l = 0; l < kL; ++l) acc[t * kL + l] = t < T ? a[t][l] : 0.f;
+}
+
+// acc[t * kL + lane] = sum_ci u[ci * kL + lane] * v[ci * kL + t] for t <
+// t_pad (4, 8 or 16 tiles; zeros past it).
+KILN_CV_MULTIVERSION
+void lanes_gemm(int64_t t_pad, const float* u, const float* v, int64_t cin, float* acc) {
+  if (t_pad <= 4)
+    lanes_gemm_t<4>(u, v, cin, acc);
+  else if (t_pad <= 8)
+    lanes_gemm_t<8>(u, v, cin, acc);
+  else
+    lanes_gemm_t<16>(u, v, cin, acc);
+}
+
+std::shared_ptr<float> aligned_floats(int64_t n) {
+  return std::shared_ptr<float>(static_cast<float*>(aligned_alloc_bytes(static_cast<size_t>(std::max<int64_t>(1, n)) * sizeof(float))),
+                                [](float* p) { aligned_free_bytes(p); });
+}
+
 }  // namespace
 
 void set_winograd_mode(WinogradMode mode) { g_mode = mode; }
@@ -414,7 +464,25 @@ void WinogradConv::prepare(const KernelInit& init, const Tensor& w, int64_t grou
   cout_ = w.dim(0);
   cin_ = w.dim(1);
   attrs_ = attrs;
+  const int64_t tiles = static_tiles_per_image(init);
+  lanes_ = tiles > 0 && tiles <= kL;  // a small static map: the lanes path
   if (static_input_applies(init) == 0) return;  // the static input shape never gains: no transform
+  if (lanes_) {
+    prepare_lanes(init, w);
+    return;
+  }
+  // Packed earlier (a .kiln program): the transform is not needed. The key is
+  // pack_a_for's (gemm_prepack.cpp): slot, then the engine's layout.
+  if (PrepackStore* store = active_prepack_store()) {
+    for (int64_t xi = 0; xi < 36; ++xi) {
+      PackedBytes found = store->find(init.node, "winograd-f4x4-v1/U" + std::to_string(xi) + "/" + PackedMatrix::layout_key(true));
+      PackedMatrix pm = PackedMatrix::from_bytes(true, cout_, cin_, found.bytes, std::move(found.holder));
+      if (pm.empty()) break;
+      u_.push_back(std::move(pm));
+    }
+    if (u_.size() == 36) return;
+    u_.clear();
+  }
   const std::vector<float> u = transform_weights(w.data<float>(), cout_, cin_);
   u_.reserve(36);
   for (int64_t xi = 0; xi < 36; ++xi)
@@ -422,9 +490,47 @@ void WinogradConv::prepare(const KernelInit& init, const Tensor& w, int64_t grou
                             u.data() + xi * cout_ * cin_, cin_));
 }
 
+void WinogradConv::prepare_lanes(const KernelInit& init, const Tensor& w) {
+  const int64_t blocks = (cout_ + kL - 1) / kL, count = 36 * blocks * cin_ * kL;
+  const size_t bytes = static_cast<size_t>(count) * sizeof(float);
+  const std::string key = "winograd-f4x4-v1/U-lanes16";
+  PrepackStore* store = active_prepack_store();
+  if (store) {
+    PackedBytes found = store->find(init.node, key);
+    if (found.bytes.size() == bytes && reinterpret_cast<uintptr_t>(found.bytes.data()) % 64 == 0) {
+      ul_holder_ = std::move(found.holder);
+      ul_ = reinterpret_cast<const float*>(found.bytes.data());
+      return;
+    }
+  }
+  const std::vector<float> u = transform_weights(w.data<float>(), cout_, cin_);
+  std::shared_ptr<float> ul = aligned_floats(count);
+  for (int64_t xi = 0; xi < 36; ++xi)
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int64_t ci = 0; ci < cin_; ++ci)
+        for (int64_t l = 0; l < kL; ++l) {
+          const int64_t co = b * kL + l;
+          ul.get()[((xi * blocks + b) * cin_ + ci) * kL + l] = co < cout_ ? u[static_cast<size_t>((xi * cout_ + co) * cin_ + ci)] : 0.f;
+        }
+  ul_ = ul.get();
+  ul_holder_ = ul;
+  if (store) store->offer(init.node, key, PackedBytes{{reinterpret_cast<const uint8_t*>(ul_), bytes}, ul_holder_});
+}
+
 bool WinogradConv::applies(const WindowGeometry& g, int64_t n, const Shape& w_shape) const {
   if (!ready() || w_shape.rank() != 4 || w_shape[0] != cout_ || w_shape[1] != cin_) return false;
   return gains(g, n);
+}
+
+int64_t WinogradConv::static_tiles_per_image(const KernelInit& init) const {
+  if (init.inputs.empty() || !init.inputs[0].type) return -1;
+  const ir::ValueType& t = *init.inputs[0].type;
+  if (!t.has_shape || t.dims.size() != 4 || !t.dims[2].known() || !t.dims[3].known()) return -1;
+  const int64_t in[2] = {t.dims[2].value, t.dims[3].value};
+  const int64_t k[2] = {3, 3};
+  Result<WindowGeometry> g = resolve_window(attrs_, in, k);
+  if (!g.ok() || g->out[0] < 1 || g->out[1] < 1) return -1;
+  return ((g->out[0] + 3) / 4) * ((g->out[1] + 3) / 4);
 }
 
 int WinogradConv::static_input_applies(const KernelInit& init) const {
@@ -446,6 +552,17 @@ bool WinogradConv::gains(const WindowGeometry& g, int64_t n) const {
   if (g_mode == WinogradMode::kAlways) return true;
   if (cin_ < kMinChannels || cout_ < kMinChannels) return false;
   const int64_t tiles_per_image = ((g.out[0] + 3) / 4) * ((g.out[1] + 3) / 4);
+  if (lanes_) {
+    if (tiles_per_image > kL) return false;
+    const int64_t images = std::min(std::max<int64_t>(1, n), kL / tiles_per_image);
+    const int64_t t_pad = lane_tiles(images * tiles_per_image);
+    const double r = 36.0 * static_cast<double>(t_pad) / (9.0 * static_cast<double>(images * g.out[0] * g.out[1]));
+    // 4 tiles use each U value 4 times: a U past the caches makes the product
+    // memory-bound (512 channels at 7x7: 0.89 of im2col's time for 4x the
+    // weight bytes), not worth the memory.
+    if (t_pad < 8 && 36 * cin_ * cout_ * static_cast<int64_t>(sizeof(float)) > kMaxStreamedLaneBytes) return false;
+    return r <= kMaxRatio;
+  }
   const int64_t images = images_per_group(std::max<int64_t>(1, n), tiles_per_image, cin_);
   const double r = 36.0 * static_cast<double>(round_up(images * tiles_per_image, 32)) /
                    (9.0 * static_cast<double>(images * g.out[0] * g.out[1]));
@@ -465,6 +582,10 @@ constexpr int64_t kVFloats = int64_t{2} << 20;         // 8 MiB
 
 void WinogradConv::run(int64_t n, const WindowGeometry& g, const float* x, float* y, const WinogradEpilogue& ep,
                        ThreadPool* pool) const {
+  if (lanes_) {
+    run_lanes(n, g, x, y, ep, pool);
+    return;
+  }
   const int64_t tiles_per_image = ((g.out[0] + 3) / 4) * ((g.out[1] + 3) / 4);
   const int64_t group = images_per_group(n, tiles_per_image, cin_);
   const int64_t in_plane = g.in[0] * g.in[1], out_plane = g.out[0] * g.out[1];
@@ -505,6 +626,46 @@ void WinogradConv::run(int64_t n, const WindowGeometry& g, const float* x, float
       }
     }
     if (ep.act)  // over whole planes, after every chunk wrote its tiles
+      parallel_for(pool, images * cout_, 1, [&](int64_t p0, int64_t p1) {
+        for (int64_t p = p0; p < p1; ++p) ep.act(y + (img0 * cout_ + p) * out_plane, out_plane, ep.act_ctx);
+      });
+  }
+}
+
+// The small-map path: images in groups of at most kL tiles; per group the
+// input transform over input channels, the products over (xi, block of 16
+// output channels), the output transform over output channels.
+void WinogradConv::run_lanes(int64_t n, const WindowGeometry& g, const float* x, float* y,
+                             const WinogradEpilogue& ep, ThreadPool* pool) const {
+  const int64_t tiles_per_image = ((g.out[0] + 3) / 4) * ((g.out[1] + 3) / 4);
+  const int64_t group = std::max<int64_t>(1, kL / tiles_per_image);
+  const int64_t in_plane = g.in[0] * g.in[1], out_plane = g.out[0] * g.out[1];
+  const int64_t blocks = (cout_ + kL - 1) / kL;
+  VLayout vl;
+  vl.cin = cin_;
+  vl.tp = kL;
+  thread_local Scratch v_scratch, m_scratch;
+  float* v = v_scratch.get(36 * vl.plane());
+  float* m = m_scratch.get(36 * cout_ * kL);
+  for (int64_t img0 = 0; img0 < n; img0 += group) {
+    const int64_t images = std::min(group, n - img0);
+    const TileTable tt = make_tiles(g, images, cout_);
+    input_pass(g, tt, vl, nullptr, x + img0 * cin_ * in_plane, images, 0, tt.count, v, pool);
+    const int64_t t_pad = lane_tiles(tt.count);
+    parallel_for(pool, 36 * blocks, 1, [&](int64_t j0, int64_t j1) {
+      alignas(64) float acc[kL * kL];
+      for (int64_t job = j0; job < j1; ++job) {
+        const int64_t xi = job / blocks, b = job % blocks;
+        lanes_gemm(t_pad, ul_ + (xi * blocks + b) * cin_ * kL, v + xi * vl.plane(), cin_, acc);
+        const int64_t lanes = std::min(kL, cout_ - b * kL);
+        for (int64_t l = 0; l < lanes; ++l) {
+          float* row = m + (xi * cout_ + b * kL + l) * kL;
+          for (int64_t t = 0; t < kL; ++t) row[t] = acc[t * kL + l];
+        }
+      }
+    });
+    output_pass(g, tt, cout_, 0, tt.count, m, kL, img0 * cout_ * out_plane, y, ep, pool);
+    if (ep.act)
       parallel_for(pool, images * cout_, 1, [&](int64_t p0, int64_t p1) {
         for (int64_t p = p0; p < p1; ++p) ep.act(y + (img0 * cout_ + p) * out_plane, out_plane, ep.act_ctx);
       });

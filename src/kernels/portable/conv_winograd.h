@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -74,7 +75,7 @@ class WinogradConv {
   /// node qualifies (float32, group 1, strides and dilations 1, channel
   /// counts past the thresholds); otherwise stays empty (ready() false).
   void prepare(const KernelInit& init, const Tensor& w, int64_t group, const WindowAttrs& attrs);
-  bool ready() const { return !u_.empty(); }
+  bool ready() const { return !u_.empty() || ul_ != nullptr; }
 
   /// Whether it runs for this resolved geometry, batch and weight shape.
   bool applies(const WindowGeometry& g, int64_t n, const Shape& w_shape) const;
@@ -92,10 +93,18 @@ class WinogradConv {
   bool gains(const WindowGeometry& g, int64_t n) const;
   // 1: the node's static input shape gains, 0: it does not, -1: unknown.
   int static_input_applies(const KernelInit& init) const;
+  // 4x4 tiles of one image for the node's static input shape; -1: unknown.
+  int64_t static_tiles_per_image(const KernelInit& init) const;
+  void prepare_lanes(const KernelInit& init, const Tensor& w);
+  void run_lanes(int64_t n, const WindowGeometry& g, const float* x, float* y, const WinogradEpilogue& ep,
+                 ThreadPool* pool) const;
 
   int64_t cout_ = 0, cin_ = 0;
   WindowAttrs attrs_;
-  std::vector<PackedMatrix> u_;  // 36 matrices Cout x Cin
+  bool lanes_ = false;           // the small-map path (at most 16 tiles per image, static shape)
+  std::vector<PackedMatrix> u_;  // 36 matrices Cout x Cin (SGEMM path)
+  const float* ul_ = nullptr;    // U in the lanes layout (small-map path)
+  std::shared_ptr<const void> ul_holder_;
 };
 
 }  // namespace kiln::kernels

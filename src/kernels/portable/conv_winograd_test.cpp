@@ -266,20 +266,27 @@ TEST_F(WinogradTest, AutoModeChoosesByChannelsAndMapSize) {
   EXPECT_TRUE(big.applies(same_3x3(56, 56), 1, Shape{64, 64, 3, 3}));
   EXPECT_FALSE(big.applies(same_3x3(56, 56), 1, Shape{64, 32, 3, 3}));  // another W
   EXPECT_FALSE(big.applies(same_3x3(7, 7), 1, Shape{64, 64, 3, 3}));    // 4 tiles: GEMM columns mostly padding
-  // 7x7 maps (resnet18's last stage) and few channels never gain: nothing transformed.
+  // Small static maps (at most 16 tiles: resnet18's 7x7 and 14x14 stages,
+  // squeezenet's 13x13) take the lanes path; few channels or a map that is
+  // mostly tile padding never gain: nothing transformed.
+  kernels::WinogradConv small = prepared({1, 256, 7, 7}, 256, 256, &covers);
+  EXPECT_TRUE(small.ready());
+  EXPECT_TRUE(covers);
+  EXPECT_TRUE(small.applies(same_3x3(7, 7), 1, Shape{256, 256, 3, 3}));
+  EXPECT_FALSE(small.applies(same_3x3(56, 56), 1, Shape{256, 256, 3, 3}));  // more tiles than lanes
+  // 512 channels at 7x7: 4 tiles per U value, 38 MB of U streamed per run.
   EXPECT_FALSE(prepared({1, 512, 7, 7}, 512, 512, &covers).ready());
-  EXPECT_FALSE(prepared({1, 16, 14, 14}, 16, 16, &covers).ready());
+  EXPECT_TRUE(prepared({1, 512, 14, 14}, 512, 512, &covers).ready());
+  EXPECT_TRUE(prepared({1, 48, 13, 13}, 192, 48, &covers).ready());
+  EXPECT_TRUE(prepared({1, 16, 14, 14}, 16, 16, &covers).ready());
+  EXPECT_FALSE(prepared({1, 64, 3, 3}, 64, 64, &covers).ready());  // 16 outputs computed per 9
   EXPECT_FALSE(prepared({1, 8, 56, 56}, 8, 8, &covers).ready());
-  // A 13x13 map loses for one image, gains for a batch of 4 (fuller columns).
-  EXPECT_FALSE(prepared({1, 48, 13, 13}, 192, 48, &covers).ready());
-  kernels::WinogradConv batched = prepared({4, 48, 13, 13}, 192, 48, &covers);
-  EXPECT_TRUE(batched.ready());
-  EXPECT_FALSE(batched.applies(same_3x3(13, 13), 1, Shape{192, 48, 3, 3}));
   // Unknown spatial dims: transformed, decided per run, im2col kept.
   kernels::WinogradConv dynamic = prepared({-1, 64, -1, -1}, 64, 64, &covers);
   EXPECT_TRUE(dynamic.ready());
   EXPECT_FALSE(covers);
   EXPECT_TRUE(dynamic.applies(same_3x3(28, 28), 1, Shape{64, 64, 3, 3}));
+  EXPECT_FALSE(dynamic.applies(same_3x3(7, 7), 1, Shape{64, 64, 3, 3}));  // the lanes path needs a static shape
   // The modes.
   kernels::set_winograd_mode(WinogradMode::kAlways);
   kernels::WinogradConv always = prepared({1, 8, 7, 7}, 8, 8, &covers);

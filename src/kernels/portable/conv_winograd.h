@@ -27,10 +27,18 @@
 // 4.4e-7 * P (about 2^-21 * P; the im2col path stays near 5e-8 * P).
 // The tests assert |err| <= 1e-6 * P.
 //
+// Two ways to run the 36 products. Maps with more than 16 tiles per image
+// use the SGEMM engine with U packed as its A operand and V written straight
+// in its packed-B layout. Small maps (at most 16 tiles: 7x7 to 16x16 outputs,
+// when the input shape is static) would leave most of a GEMM panel padding,
+// so they use a kernel with 16 output channels in the vector lanes and each
+// tile a broadcast, U laid out for it at load ("winograd-f4x4-v1/U-lanes16").
+//
 // Work is split over the thread pool in balanced phases: the input
 // transform over input channels; then per column chunk of tiles (M kept
-// within ~512 KiB) the 36 GEMMs over xi and the output transform over output
-// channels; a non-clamp activation last, over output planes.
+// within ~512 KiB) the 36 GEMMs over xi (small maps: over xi and blocks of
+// 16 output channels) and the output transform over output channels; a
+// non-clamp activation last, over output planes.
 #pragma once
 
 #include <cstdint>

@@ -549,11 +549,11 @@ bool WinogradConv::gains(const WindowGeometry& g, int64_t n) const {
   for (size_t d = 0; d < 2; ++d)
     if (g.kernel[d] != 3 || g.stride[d] != 1 || g.dilation[d] != 1) return false;
   if (g.out[0] < 1 || g.out[1] < 1) return false;
+  const int64_t tiles_per_image = ((g.out[0] + 3) / 4) * ((g.out[1] + 3) / 4);
+  if (lanes_ && tiles_per_image > kL) return false;  // the lanes path holds at most kL tiles
   if (g_mode == WinogradMode::kAlways) return true;
   if (cin_ < kMinChannels || cout_ < kMinChannels) return false;
-  const int64_t tiles_per_image = ((g.out[0] + 3) / 4) * ((g.out[1] + 3) / 4);
   if (lanes_) {
-    if (tiles_per_image > kL) return false;
     const int64_t images = std::min(std::max<int64_t>(1, n), kL / tiles_per_image);
     const int64_t t_pad = lane_tiles(images * tiles_per_image);
     const double r = 36.0 * static_cast<double>(t_pad) / (9.0 * static_cast<double>(images * g.out[0] * g.out[1]));

@@ -289,6 +289,7 @@ TEST_F(WinogradTest, AutoModeChoosesByChannelsAndMapSize) {
   EXPECT_FALSE(dynamic.applies(same_3x3(7, 7), 1, Shape{64, 64, 3, 3}));  // the lanes path needs a static shape
   // The modes.
   kernels::set_winograd_mode(WinogradMode::kAlways);
+  EXPECT_FALSE(small.applies(same_3x3(56, 56), 1, Shape{256, 256, 3, 3}));  // its U layout holds 16 tiles
   kernels::WinogradConv always = prepared({1, 8, 7, 7}, 8, 8, &covers);
   EXPECT_TRUE(always.ready());
   EXPECT_TRUE(always.applies(same_3x3(1, 1), 1, Shape{8, 8, 3, 3}));

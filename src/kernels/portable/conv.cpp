@@ -7,6 +7,9 @@
 //   - everything else: GEMM with an implicit im2col that writes the packed B
 //     panels directly (gemm.h BPanelSource), so the column matrix is never
 //     materialized and its scratch stays one cache block.
+// Constant-weight 3x3 stride-1 group-1 convolutions with enough channels on
+// maps large enough to gain take Winograd F(4x4, 3x3) instead
+// (conv_winograd.h; KILN_WINOGRAD=off|always|auto).
 // Constant weights are packed for the GEMM once, at load; the bias is a
 // fused per-row epilogue. float16/bfloat16/double are staged through float32.
 // The same kernel runs com.microsoft FusedConv (Conv + optional sum input Z +
@@ -20,6 +23,7 @@
 #include <string>
 
 #include "kernels/portable/conv_depthwise.h"
+#include "kernels/portable/conv_winograd.h"
 #include "kernels/portable/cpu/x86/elementwise_simd.h"
 #include "kernels/portable/util/cv_common.h"
 #include "kernels/portable/util/gemm.h"
@@ -176,6 +180,22 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
   if (!clamp) apply_activation(y, total, fusion, pool);
 }
 
+// The Winograd path (conv_winograd.h) with conv's fusion as its epilogue.
+void run_winograd(const WinogradConv& wino, const ConvProblem& p, const float* x, const float* bias, float* y,
+                  ThreadPool* pool, const ConvFusion& fusion) {
+  WinogradEpilogue ep;
+  ep.bias = bias;
+  ep.z = fusion.z;
+  if (fusion.act == ConvFusion::Act::kClamp) {
+    ep.lo = fusion.p0;
+    ep.hi = fusion.p1;
+  } else if (fusion.act != ConvFusion::Act::kNone) {
+    ep.act = [](float* v, int64_t n, const void* f) { apply_activation_block(v, n, *static_cast<const ConvFusion*>(f)); };
+    ep.act_ctx = &fusion;
+  }
+  wino.run(p.n, p.g, x, y, ep, pool);
+}
+
 class ConvKernel final : public Kernel {
  public:
   Status init(const KernelInit& init) {
@@ -186,6 +206,8 @@ class ConvKernel final : public Kernel {
     const Tensor* w = init.constant_input(1);
     if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3 && w->dim(0) % group_ == 0 && w->numel() > 0 &&
         !(w->dim(1) == 1 && group_ > 1)) {  // depthwise reads W directly
+      wino_.prepare(init, *w, group_, attrs_);
+      if (wino_.covers_static_input(init)) return Status::ok();  // W is never read by im2col
       const int64_t mg = w->dim(0) / group_, kg = w->numel() / w->dim(0);
       for (int64_t grp = 0; grp < group_; ++grp)
         packed_.push_back(pack_a_for(init, "W" + std::to_string(grp), false, mg, kg, w->data<float>() + grp * mg * kg, kg));
@@ -241,6 +263,10 @@ class ConvKernel final : public Kernel {
       case DType::kFloat32: {
         const bool use_packed = !packed_.empty() && w.shape() == packed_shape_;
         fusion.z = z ? z->data<float>() : nullptr;
+        if (wino_.applies(p.g, p.n, w.shape())) {
+          run_winograd(wino_, p, x.data<float>(), b ? b->data<float>() : nullptr, y->data<float>(), ctx.pool(), fusion);
+          return Status::ok();
+        }
         conv_f32(p, x.data<float>(), w.data<float>(), use_packed ? &packed_ : nullptr, b ? b->data<float>() : nullptr,
                  y->data<float>(), ctx.pool(), fusion);
         return Status::ok();
@@ -304,6 +330,7 @@ class ConvKernel final : public Kernel {
   int64_t group_ = 1;
   ConvFusion fusion_;
   std::vector<PackedMatrix> packed_;  // W per group, when W is a constant
+  WinogradConv wino_;                  // W transformed, when the Winograd path may run
   Shape packed_shape_;
 };
 

@@ -724,7 +724,9 @@ struct InputSpec {
   int32_t dtype = KILN_DTYPE_UNDEFINED;
   int64_t rank = -1;
   std::vector<int64_t> dims;              ///< rank entries when rank >= 0
-  int32_t memory_kind = KILN_MEMORY_HOST; ///< from Compiled::input_memory_kinds
+  /// Where the tensor must live: HOST, or (once the host has read
+  /// Compiled::input_memory_kinds; a 1.0 host never does) the declared kind.
+  int32_t memory_kind = KILN_MEMORY_HOST;
 
   /// The spec of a partition input value (a tensor; other kinds match anything).
   static InputSpec of(const Value& v) {

@@ -104,6 +104,9 @@ struct CompiledHolder {
   std::vector<size_t> inplace;
   std::vector<std::string> owned;
   std::vector<const char*> owned_ptrs;
+  // True once the host read the memory kinds (compiled_get_info with a 1.1
+  // struct): until then it passes host memory, as a 1.0 host always does.
+  std::atomic<bool> kinds_published{false};
 
   CompiledHolder(PluginHolder* p, std::unique_ptr<Compiled> c) : plugin(p), impl(std::move(c)) {}
 
@@ -139,11 +142,6 @@ struct CompiledHolder {
     owned = impl->owned_constants();
     for (const std::string& n : owned) owned_ptrs.push_back(n.c_str());
     flags = impl->is_async() ? uint32_t{KILN_COMPILED_ASYNC} : 0u;
-    if (impl->has_input_specs()) {
-      std::vector<InputSpec> specs = impl->input_specs();
-      for (size_t k = 0; k < specs.size() && k < input_kinds.size(); ++k) specs[k].memory_kind = input_kinds[k];
-      impl->set_input_specs(std::move(specs));
-    }
   }
 
   // Checks execute's inputs against the handle's specs (count, dtype, shape, kind).
@@ -157,11 +155,12 @@ struct CompiledHolder {
     }
     if (n > 0 && !inputs) fail(KILN_STATUS_INVALID_ARGUMENT, "execute: inputs is NULL");
     const std::vector<InputSpec>& specs = impl->input_specs();
+    const bool kinds = kinds_published.load(std::memory_order_acquire);
     for (size_t k = 0; k < n; ++k) {
       if (!inputs[k]) fail(KILN_STATUS_INVALID_ARGUMENT, "execute: input " + std::to_string(k) + " is NULL");
-      InputSpec any;
-      if (k < input_kinds.size()) any.memory_kind = input_kinds[k];
-      check_input(k, k < specs.size() ? specs[k] : any, TensorView::from_c(inputs[k]));
+      InputSpec spec = k < specs.size() ? specs[k] : InputSpec{};
+      spec.memory_kind = kinds && k < input_kinds.size() ? input_kinds[k] : KILN_MEMORY_HOST;
+      check_input(k, spec, TensorView::from_c(inputs[k]));
     }
   }
 };
@@ -516,6 +515,8 @@ struct PluginEntry {
       KILN_SDK_SET_(out, kiln_compiled_info_t, inplace_pairs, ch->inplace.empty() ? nullptr : ch->inplace.data());
       KILN_SDK_SET_(out, kiln_compiled_info_t, num_owned_constants, ch->owned_ptrs.size());
       KILN_SDK_SET_(out, kiln_compiled_info_t, owned_constants, ch->owned_ptrs.empty() ? nullptr : ch->owned_ptrs.data());
+      if (KILN_ABI_HAS(kiln_compiled_info_t, input_memory_kinds, out->struct_size))
+        ch->kinds_published.store(true, std::memory_order_release);
     });
   }
 

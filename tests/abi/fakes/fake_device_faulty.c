@@ -38,8 +38,12 @@ typedef struct { fake_plugin* plugin; } head_t; /* every fake object starts with
 
 static void release_plugin(kiln_plugin_t* p) { fake_plugin_free((fake_plugin*)p); }
 
+#if defined(FAKE_DEV_BAD_KINDS) || defined(FAKE_DEV_HOST_POINTER)
 static const int32_t kDeviceKind[1] = {KILN_MEMORY_DEVICE};
+#endif
+#if defined(FAKE_DEV_BAD_INPLACE)
 static const size_t kBadPair[2] = {0, 3};
+#endif
 
 static kiln_status_t* get_info(kiln_compiled_t* c, kiln_compiled_info_t* out) {
   (void)c;

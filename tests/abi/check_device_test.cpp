@@ -70,6 +70,15 @@ TEST(CheckDeviceTest, AnInPlacePairOutOfRangeIsARefusedDeclaration) {
   EXPECT_NE(row->detail.find("in-place pair 0 (input 0"), std::string::npos) << row->detail;
 }
 
+TEST(CheckDeviceTest, WorkspaceLargerThanTheDeviceIsARefusedDeclaration) {
+  auto rows = device_rows(device_fake("big_workspace"));
+  const backend_check::Row* row = find(rows, "device declarations");
+  ASSERT_NE(row, nullptr) << dump(rows);
+  EXPECT_EQ(row->outcome, backend_check::Outcome::kFail);
+  EXPECT_NE(row->detail.find("declares 1073741824 bytes of device workspace; the device has 1048576"), std::string::npos)
+      << row->detail;
+}
+
 TEST(CheckDeviceTest, HostMemoryUnderADeviceLabelFails) {
   auto rows = device_rows(device_fake("host_pointer"));
   const backend_check::Row* row = find(rows, "device memory is not host memory");

@@ -80,7 +80,10 @@ std::vector<const runtime::PartitionKernel*> partitions(const runtime::Program& 
   return out;
 }
 
-void check_declarations(const ProbePrograms& probe, Report& r) {
+// The host's checks of each handle's declarations (a refused handle failed
+// its compile, with the reason), and device workspace that cannot fit the
+// device's memory (when the plugin says how much it has).
+void check_declarations(const ProbePrograms& probe, uint64_t device_memory, Report& r) {
   std::string refused;
   for (const NodePlacement& n : probe.program->placement().nodes)
     for (const auto& [backend, reason] : n.reasons)
@@ -90,6 +93,14 @@ void check_declarations(const ProbePrograms& probe, Report& r) {
   const auto parts = partitions(*probe.program);
   for (const runtime::PartitionKernel* pk : parts) {
     const runtime::CompiledDeviceInfo& d = pk->compiled().device();
+    for (int32_t k : {KILN_MEMORY_DEVICE, KILN_MEMORY_DEVICE_HOST_VISIBLE}) {
+      const uint64_t bytes = d.workspace_bytes[static_cast<size_t>(k)];
+      if (device_memory > 0 && bytes > device_memory) {
+        return r.fail("device declarations", "partition '" + pk->node()->name + "' declares " + std::to_string(bytes) +
+                                                 " bytes of " + kind_name(k) + " workspace; the device has " +
+                                                 std::to_string(device_memory));
+      }
+    }
     device += d.uses_device_memory();
     async += d.async();
     workspace += d.has_workspace();
@@ -337,7 +348,8 @@ void check_device(const Options& o, Report& r) {
   if (!load_usable(o, *capture, r, "device declarations", l.get())) return;
   auto probe = build_probe(o, *l);
   if (!probe.is_ok()) return r.fail("device declarations", probe.status().message());
-  check_declarations(*probe, r);
+  const std::vector<BackendDeviceInfo>& devices = l->plugin->info().devices;
+  check_declarations(*probe, devices.empty() ? 0 : devices[0].memory_bytes, r);
   const auto parts = partitions(*probe->program);
   if (parts.empty()) {
     for (const char* c : {"device memory is not host memory", "instance_copy round trip", "fences signalled",

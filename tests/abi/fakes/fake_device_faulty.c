@@ -15,6 +15,8 @@
  *                     instance_alloc hands out ordinary host memory for
  *                     KILN_MEMORY_DEVICE (the host could read it: it is not
  *                     device memory)
+ *   dev_big_workspace reports a device of 1 MiB and declares 1 GiB of
+ *                     device workspace per call
  *
  * Only the public C header is used. C11. */
 #include <stdlib.h>
@@ -30,6 +32,9 @@
 #define FAKE_NAME "dev_bad_inplace"
 #elif defined(FAKE_DEV_HOST_POINTER)
 #define FAKE_NAME "dev_host_pointer"
+#elif defined(FAKE_DEV_BIG_WORKSPACE)
+#define FAKE_NAME "dev_big_workspace"
+#define FAKE_DEV_HOST_MEMORY 1 /* its "device" memory is host memory too */
 #else
 #error "define one FAKE_DEV_*"
 #endif
@@ -63,6 +68,8 @@ static kiln_status_t* get_info(kiln_compiled_t* c, kiln_compiled_info_t* out) {
 #elif defined(FAKE_DEV_HOST_POINTER)
   out->input_memory_kinds = kDeviceKind;
   out->output_memory_kinds = kDeviceKind;
+#elif defined(FAKE_DEV_BIG_WORKSPACE)
+  out->workspace_bytes[KILN_MEMORY_DEVICE] = (uint64_t)1 << 30;
 #endif
   return NULL;
 }
@@ -77,6 +84,27 @@ static kiln_status_t* execute_async(kiln_compiled_t* c, kiln_exec_context_t* ctx
 #endif
 
 #if defined(FAKE_DEV_HOST_POINTER)
+#define FAKE_DEV_HOST_MEMORY 1
+#endif
+
+#if defined(FAKE_DEV_BIG_WORKSPACE)
+static kiln_status_t* device_count(kiln_plugin_t* p, size_t* out) {
+  (void)p;
+  *out = 1;
+  return NULL;
+}
+static kiln_status_t* device_info(kiln_plugin_t* p, size_t index, kiln_device_info_t* out) {
+  (void)p;
+  (void)index;
+  out->name = "sim0";
+  out->kind = KILN_DEVICE_GPU;
+  out->description = "a device of 1 MiB";
+  if (KILN_ABI_HAS(kiln_device_info_t, memory_bytes, out->struct_size)) out->memory_bytes = (uint64_t)1 << 20;
+  return NULL;
+}
+#endif
+
+#if defined(FAKE_DEV_HOST_MEMORY)
 /* "Device" memory that is plain host memory. */
 static kiln_status_t* alloc(kiln_instance_t* i, int32_t kind, uint32_t device, size_t size, size_t alignment,
                             void** out) {
@@ -123,7 +151,11 @@ KILN_BACKEND_EXPORT kiln_status_t* kiln_backend_entry(const kiln_backend_entry_a
 #if defined(FAKE_DEV_NO_SIGNAL)
   g_api.compiled_execute_async = execute_async;
 #endif
-#if defined(FAKE_DEV_HOST_POINTER)
+#if defined(FAKE_DEV_BIG_WORKSPACE)
+  g_api.plugin_get_device_count = device_count;
+  g_api.plugin_get_device_info = device_info;
+#endif
+#if defined(FAKE_DEV_HOST_MEMORY)
   g_api.instance_alloc = alloc;
   g_api.instance_free = release_memory;
   g_api.instance_copy = copy;

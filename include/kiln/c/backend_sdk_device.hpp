@@ -26,7 +26,9 @@ namespace kiln::sdk {
 class Fence {
  public:
   Fence() = default;
-  Fence(const Host* host, kiln_fence_t* fence, uint64_t value) : s_(std::make_shared<State>(host, fence, value)) {}
+  // Not std::make_shared: its type tag is an STB_GNU_UNIQUE symbol, which
+  // would keep a plugin that exports it from ever unloading.
+  Fence(const Host* host, kiln_fence_t* fence, uint64_t value) : s_(new State(host, fence, value)) {}
 
   /// Completes the work: the fence reaches value(). False when it was
   /// already completed (or there is no fence).

@@ -129,7 +129,12 @@ std::shared_ptr<const DeviceEdgePlan> DeviceEdgePlan::build(const Program& progr
     // Graph outputs are handed to the caller: never in run-owned memory.
     plan->placement_[v] = 0;
   }
-  for (auto& [id, t] : program.constants()) plan->placement_[static_cast<size_t>(id)] = 0;
+  plan->stable_.assign(nv, 0);
+  for (auto& [id, t] : program.constants()) {
+    plan->placement_[static_cast<size_t>(id)] = 0;
+    plan->stable_[static_cast<size_t>(id)] = 1;
+  }
+  for (ir::ValueId id : g.inputs) plan->stable_[static_cast<size_t>(id)] = 1;
   return plan;
 }
 
@@ -151,7 +156,7 @@ BackendInstance* DeviceEdgePlan::placement_instance(ir::ValueId id) const {
 DeviceRun::DeviceRun(std::shared_ptr<const DeviceEdgePlan> plan) : plan_(std::move(plan)) {
   device_values_.resize(plan_->num_values());
   host_pending_.resize(plan_->num_values());
-  placed_pinned_.assign(plan_->num_values(), 0);
+  placed_.assign(plan_->num_values(), 0);
 }
 
 DeviceRun::~DeviceRun() {
@@ -202,10 +207,8 @@ bool DeviceRun::place(ir::ValueId id, DType dtype, const Shape& shape, Tensor* o
                                : get_buffer({static_cast<int64_t>(id), KILN_MEMORY_HOST, nullptr}, bytes);
   if (!p.is_ok()) return false;  // the arena or the heap then: still correct, one copy from host memory
   core::TensorAccess::reset_view(*out, dtype, shape, *p);
-  if (where == 2) {
-    std::lock_guard<std::mutex> lock(mu_);
-    placed_pinned_[static_cast<size_t>(id)] = 1;
-  }
+  std::lock_guard<std::mutex> lock(mu_);
+  placed_[static_cast<size_t>(id)] = where;
   return true;
 }
 
@@ -235,14 +238,32 @@ void DeviceRun::set_host_pending(ir::ValueId id, Pending p) {
 
 int32_t DeviceRun::host_kind(ir::ValueId id, const BackendInstance& instance) const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (id < 0 || !placed_pinned_[static_cast<size_t>(id)]) return KILN_MEMORY_HOST;
+  if (id < 0 || placed_[static_cast<size_t>(id)] != 2) return KILN_MEMORY_HOST;
   return plan_->placement_instance(id) == &instance ? KILN_MEMORY_HOST_PINNED : KILN_MEMORY_HOST;
+}
+
+void DeviceRun::mark_run_owned(ir::ValueId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  placed_[static_cast<size_t>(id)] = 3;
+}
+
+bool DeviceRun::host_memory_stable(ir::ValueId id) const {
+  if (id < 0) return false;
+  if (plan_->stable(id)) return true;
+  std::lock_guard<std::mutex> lock(mu_);
+  return placed_[static_cast<size_t>(id)] != 0;
 }
 
 Status DeviceRun::wait(const Pending& p) {
   if (!p.fence) return Status::ok();
   Status st = p.fence->wait(p.value);
   if (st.is_ok()) return st;
+  // The plugin stopped because the run was cancelled: report the host's reason.
+  const RunOptions* options = run_options_.load(std::memory_order_relaxed);
+  if (options && options->stop_requested()) {
+    Status why = options->check();
+    if (!why.is_ok()) return std::move(why).with_context(p.label);
+  }
   return std::move(st).with_context(p.label);
 }
 
@@ -254,7 +275,6 @@ Status DeviceRun::order_host_read(ir::ValueId id, BackendInstance& instance, boo
     auto it = fences_.find(&instance);
     if (!p.fence || (it != fences_.end() && it->second.get() == p.fence)) return Status::ok();  // own timeline
   }
-  if (p.fence->value() >= p.value) return wait(p);  // done (maybe failed)
   if (call_is_async && instance.has_stream_wait()) return instance.stream_wait(p.fence, p.value);
   return wait(p);
 }
@@ -288,11 +308,12 @@ Status DeviceRun::finish(Status run_status) {
     Status st = wait(p);
     if (status.is_ok() && !st.is_ok()) status = std::move(st);
   }
+  run_options_.store(nullptr, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu_);
   in_flight_.clear();
   for (auto& v : device_values_) v = DeviceValue{};
   for (auto& p : host_pending_) p = Pending{};
-  std::fill(placed_pinned_.begin(), placed_pinned_.end(), 0);
+  std::fill(placed_.begin(), placed_.end(), 0);
   // A fence that reported an error stays failed: the next run gets a new one.
   for (auto& [inst, f] : fences_)
     if (f->failed()) f = std::make_unique<kiln_fence>();
@@ -301,14 +322,14 @@ Status DeviceRun::finish(Status run_status) {
 
 void DeviceRun::start_trace(int64_t run_start_ns) {
   std::lock_guard<std::mutex> lock(mu_);
-  tracing_ = true;
+  tracing_.store(true, std::memory_order_release);
   trace_start_ = run_start_ns;
   trace_.clear();
 }
 
 void DeviceRun::take_trace(std::vector<NodeEvent>* out) {
   std::lock_guard<std::mutex> lock(mu_);
-  tracing_ = false;
+  tracing_.store(false, std::memory_order_release);
   if (out) {
     for (NodeEvent& e : trace_) out->push_back(std::move(e));
   }
@@ -318,7 +339,7 @@ void DeviceRun::take_trace(std::vector<NodeEvent>* out) {
 void DeviceRun::record(const std::string& plugin, const char* name, int32_t track, uint64_t begin_ns,
                        uint64_t end_ns) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!tracing_) return;
+  if (!tracing_.load(std::memory_order_relaxed)) return;
   NodeEvent e;
   e.name = name;
   e.op_type = plugin + " / " + std::to_string(track);  // the track's row in the trace

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -34,6 +35,7 @@
 
 #include "ir/graph.h"
 #include "kiln/profile.h"
+#include "kiln/run_options.h"
 #include "kiln/tensor.h"
 #include "runtime/backends/fence.h"
 #include "runtime/backends/host.h"
@@ -67,12 +69,17 @@ class DeviceEdgePlan {
   int8_t placement(ir::ValueId id) const;
   BackendInstance* placement_instance(ir::ValueId id) const;
   size_t num_values() const { return placement_.size(); }
+  /// Graph inputs and constants: memory that stays put until the run returns.
+  bool stable(ir::ValueId id) const {
+    return id >= 0 && static_cast<size_t>(id) < stable_.size() && stable_[static_cast<size_t>(id)];
+  }
 
  private:
   std::map<const ir::Node*, DevicePartitionPlan> partitions_;
   std::vector<std::vector<ir::ValueId>> host_reads_;  // per step
   std::vector<int8_t> placement_;                     // per value
   std::vector<BackendInstance*> placement_instance_;  // per value
+  std::vector<int8_t> stable_;                        // per value
 };
 
 /// A value a device-aware partition produced, as the run knows it.
@@ -140,15 +147,24 @@ class DeviceRun final {
   /// The memory kind `id`'s host copy lives in for `instance` (pinned when
   /// placed in that instance's pinned memory, else host).
   int32_t host_kind(ir::ValueId id, const BackendInstance& instance) const;
+  /// True when `id`'s host memory stays put until finish() (run-owned, a
+  /// graph input or a constant), so a fenced copy may read it later; false:
+  /// arena memory a later step may reuse (the caller waits for the copy).
+  bool host_memory_stable(ir::ValueId id) const;
+  /// `id`'s host copy is in run-owned memory (a partition staged it there).
+  void mark_run_owned(ir::ValueId id);
   /// Makes work queued next on `instance` see `id`'s host copy: nothing on
   /// the instance's own timeline, instance_stream_wait when the plugin has
   /// it, else a host wait.
   /// `call_is_async`: a synchronous call reads during the call, so the host waits.
   Status order_host_read(ir::ValueId id, BackendInstance& instance, bool call_is_async);
+  /// The run's cancel flag and deadline: a fence error while they say stop
+  /// is reported as the host's own reason (cancelled or deadline exceeded).
+  void set_run_options(const RunOptions* options) { run_options_.store(options, std::memory_order_relaxed); }
   /// Keeps `job` alive until `p` is reached (at the latest, finish()).
   void keep(std::unique_ptr<InFlight> job, Pending p);
   /// True while a profiled run records plugin slices.
-  bool tracing() const { return tracing_; }
+  bool tracing() const { return tracing_.load(std::memory_order_acquire); }
   /// A slice on a plugin's track (TraceSink for one plugin's calls).
   void record(const std::string& plugin, const char* name, int32_t track, uint64_t begin_ns, uint64_t end_ns);
 
@@ -171,9 +187,10 @@ class DeviceRun final {
   std::map<BackendInstance*, std::string> labels_;
   std::vector<DeviceValue> device_values_;  // per value id, this run
   std::vector<Pending> host_pending_;       // per value id, this run
-  std::vector<int8_t> placed_pinned_;       // per value id: place() used pinned memory this run
+  std::vector<int8_t> placed_;  // per value id, this run: 0 arena/elsewhere, 1/2 place()d (host/pinned), 3 staged
   std::vector<std::pair<std::unique_ptr<InFlight>, Pending>> in_flight_;
-  bool tracing_ = false;
+  std::atomic<bool> tracing_{false};
+  std::atomic<const RunOptions*> run_options_{nullptr};
   int64_t trace_start_ = 0;
   std::vector<NodeEvent> trace_;
 };

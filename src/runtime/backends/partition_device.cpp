@@ -150,11 +150,13 @@ Status PartitionKernel::compute_device(kernels::KernelContext& ctx, DeviceRun& r
   const ir::Node& node = *node_;
   const size_t n = ctx.num_inputs();
   kiln_fence* fence = run.fence(inst);
+  run.set_run_options(ctx.run_options());
   auto job = std::make_unique<DeviceJob>(run, inst.name());
   job->views.resize(n);
   job->ptrs.resize(n);
   std::vector<std::pair<void*, size_t>> sources(n, {nullptr, 0});
   std::vector<kiln_copy_t> copies;
+  bool unstable_source = false;    // a copy reads arena memory a later step may reuse
   bool device_only_input = false;  // a portable fallback could not read it
   for (size_t i = 0; i < n; ++i) {
     const ir::ValueId id = i < node.inputs.size() ? node.inputs[i] : ir::kNoValue;
@@ -181,13 +183,20 @@ Status PartitionKernel::compute_device(kernels::KernelContext& ctx, DeviceRun& r
     const int64_t key = id != ir::kNoValue ? id : DeviceRun::scratch_key(plan.step, 2048 + i);
     KILN_ASSIGN_OR_RETURN(void* dst, run.buffer(key, kind, inst, t.nbytes()));
     const int32_t src_kind = id != ir::kNoValue ? run.host_kind(id, inst) : KILN_MEMORY_HOST;
+    unstable_source |= !run.host_memory_stable(id);
     copies.push_back(make_copy(t.raw_data(), src_kind, dst, kind, t.nbytes()));
     view.data = dst;
     view.memory_kind = kind;
     sources[i] = {dst, t.nbytes()};
     if (id != ir::kNoValue) run.set_device_value(id, DeviceValue{&inst, kind, dst, Tensor::borrow(t.dtype(), t.shape(), dst)});
   }
-  if (!copies.empty()) KILN_RETURN_IF_ERROR(queue_copies(inst, copies, fence).status());
+  if (!copies.empty()) {
+    KILN_ASSIGN_OR_RETURN(uint64_t v, queue_copies(inst, copies, fence));
+    if (unstable_source) {  // e.g. a view a portable kernel made of arena memory: let the copy finish first
+      Status waited = fence->wait(v);
+      if (!waited.is_ok()) return std::move(waited).with_context(plugin_label_);
+    }
+  }
 
   kiln_exec_context& ec = job->ec;
   for (int32_t k = 0; k < KILN_MEMORY_KIND_COUNT; ++k) {
@@ -248,11 +257,13 @@ Status PartitionKernel::compute_device(kernels::KernelContext& ctx, DeviceRun& r
       ctx.set_output_value(o, Value(t));  // device memory: only this instance's partitions read it
     } else if (kind == KILN_MEMORY_HOST_PINNED || kind == KILN_MEMORY_DEVICE_HOST_VISIBLE) {
       ctx.set_output_value(o, Value(t));  // the host reads it where it is, after the call's fence
+      run.mark_run_owned(id);
       if (done.fence) run.set_host_pending(id, done);
     } else {
       KILN_ASSIGN_OR_RETURN(void* pinned, run.buffer(id, KILN_MEMORY_HOST_PINNED, inst, t.nbytes()));
       out_copies.push_back(make_copy(const_cast<void*>(t.raw_data()), kind, pinned, KILN_MEMORY_HOST_PINNED, t.nbytes()));
       ctx.set_output_value(o, Value(Tensor::borrow(t.dtype(), t.shape(), pinned)));
+      run.mark_run_owned(id);
       staged.push_back(id);
     }
   }

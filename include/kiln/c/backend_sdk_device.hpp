@@ -76,7 +76,8 @@ class Fence {
 
 /// Records one trace slice from construction to destruction (or end()), on
 /// the plugin's track `track`, when the run is traced; costs one check
-/// otherwise. \since 1.1
+/// otherwise. In asynchronous work, end() it before signalling the call's
+/// fence: the context is valid only until then. \since 1.1
 class TraceScope {
  public:
   TraceScope(const ExecContext& ctx, std::string name, int32_t track = 0)

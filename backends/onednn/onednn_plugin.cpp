@@ -5,7 +5,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -25,7 +24,6 @@ using kiln::sdk::fail;
 using kiln::sdk::Graph;
 using kiln::sdk::Inputs;
 using kiln::sdk::Instance;
-using kiln::sdk::Node;
 using kiln::sdk::Options;
 using kiln::sdk::OptionSpec;
 using kiln::sdk::Partition;
@@ -78,46 +76,11 @@ uint8_t winograd_mode(const std::string& s) {
 
 class OnednnInstance final : public Instance {
  public:
-  explicit OnednnInstance(Options options) : Instance(std::move(options)) { winograd_mode(options_.get("winograd")); }
-
-  void set_property(const std::string& key, const std::string& value) override {
-    Options before = options_;
-    options_.set(key, value);
-    try {
-      winograd_mode(options_.get("winograd"));
-    } catch (...) {
-      options_ = std::move(before);
-      throw;
-    }
-  }
+  using Instance::Instance;
 
   void get_capability(const Graph& graph, Capability& cap) override {
-    const size_t n = graph.num_nodes();
-    std::vector<int8_t> ok(n, 0);
-    for (size_t i = 0; i < n; ++i) {
-      std::string why = decline_reason(graph.node(i));
-      if (why.empty()) ok[i] = 1;
-      else cap.decline(i, why);
-    }
     // Connected supported nodes form one group, so layouts stay blocked across it.
-    std::vector<size_t> parent(n);
-    std::iota(parent.begin(), parent.end(), size_t{0});
-    auto find = [&](size_t x) {
-      while (parent[x] != x) x = parent[x] = parent[parent[x]];
-      return x;
-    };
-    for (size_t i = 0; i < n; ++i) {
-      if (!ok[i]) continue;
-      Node node = graph.node(i);
-      for (size_t k = 0; k < node.num_inputs(); ++k) {
-        Node p = node.input(k) ? node.input(k).producer() : Node();
-        if (p && ok[p.index()]) parent[find(i)] = find(p.index());
-      }
-    }
-    std::map<size_t, std::vector<size_t>> groups;
-    for (size_t i = 0; i < n; ++i)
-      if (ok[i]) groups[find(i)].push_back(i);
-    for (auto& [root, nodes] : groups) cap.add_group(std::move(nodes));
+    cap.add_connected_groups(graph, cap.decline_unsupported(graph, decline_reason));
   }
 
   std::unique_ptr<Compiled> compile(const Graph& graph, const Partition& part) override {
@@ -139,7 +102,12 @@ class OnednnInstance final : public Instance {
   std::unique_ptr<Compiled> import_compiled(const uint8_t* bytes, size_t size) override {
     Program prog = Program::parse(bytes, size);
     check_target(prog);
+    std::vector<kiln::sdk::InputSpec> specs;  // no partition here: the program's static input shapes
+    for (int32_t v : prog.inputs)
+      specs.push_back({"", KILN_DTYPE_FLOAT32, static_cast<int64_t>(prog.dims[static_cast<size_t>(v)].size()),
+                       prog.dims[static_cast<size_t>(v)], KILN_MEMORY_HOST});
     auto c = std::make_unique<OnednnCompiled>(std::move(prog));
+    c->set_input_specs(std::move(specs));
     c->plan(1);
     return c;
   }
@@ -174,6 +142,7 @@ class OnednnPlugin final : public Plugin {
         {"verbose", KILN_OPTION_BOOL, "false", "log the oneDNN implementation of every primitive at compile"},
     };
   }
+  void validate_options(const Options& o) const override { winograd_mode(o.get("winograd")); }
   std::unique_ptr<Instance> create_instance(size_t, Options options) override {
     require_library();
     return std::make_unique<OnednnInstance>(std::move(options));

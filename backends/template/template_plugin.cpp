@@ -9,7 +9,6 @@
 // walks through each part.
 #include <map>
 #include <memory>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -94,61 +93,16 @@ class TemplateCompiled final : public Compiled {
 
 class TemplateInstance final : public Instance {
  public:
-  explicit TemplateInstance(Options options) : Instance(std::move(options)) { check(); }
-
-  void set_property(const std::string& key, const std::string& value) override {
-    Options before = options_;
-    options_.set(key, value);
-    try {
-      check();
-    } catch (...) {
-      options_ = std::move(before);
-      throw;
-    }
-  }
+  using Instance::Instance;
 
   void get_capability(const Graph& graph, Capability& cap) override {
-    const size_t n = graph.num_nodes();
-    std::vector<int8_t> ok(n, 0);
-    for (size_t i = 0; i < n; ++i) {
-      std::string why = decline_reason(graph.node(i));
-      if (why.empty()) ok[i] = 1;
-      else cap.decline(i, why);
-    }
-    // Connected components of supported nodes (through values one produces
-    // and another reads) become fused groups. Convexity is the host's job.
-    std::vector<size_t> parent(n);
-    std::iota(parent.begin(), parent.end(), size_t{0});
-    auto find = [&](size_t x) {
-      while (parent[x] != x) x = parent[x] = parent[parent[x]];
-      return x;
-    };
-    if (options_.get_bool("fuse")) {
-      for (size_t i = 0; i < n; ++i) {
-        if (!ok[i]) continue;
-        Node node = graph.node(i);
-        for (size_t k = 0; k < node.num_inputs(); ++k) {
-          Node p = node.input(k) ? node.input(k).producer() : Node();
-          if (p && ok[p.index()]) parent[find(i)] = find(p.index());
-        }
-      }
-    }
-    std::map<size_t, std::vector<size_t>> groups;
-    for (size_t i = 0; i < n; ++i)
-      if (ok[i]) groups[find(i)].push_back(i);
-    const int64_t max_size = options_.get_int("max_group_size");
-    for (auto& [root, nodes] : groups) {
-      for (size_t start = 0; start < nodes.size();) {
-        size_t len = max_size > 0 ? std::min<size_t>(static_cast<size_t>(max_size), nodes.size() - start)
-                                  : nodes.size() - start;
-        cap.add_group(std::vector<size_t>(nodes.begin() + static_cast<std::ptrdiff_t>(start),
-                                          nodes.begin() + static_cast<std::ptrdiff_t>(start + len)));
-        start += len;
-      }
-    }
+    // Connected supported nodes become fused groups; convexity is the host's job.
+    std::vector<bool> ok = cap.decline_unsupported(graph, decline_reason);
+    size_t groups = cap.add_connected_groups(graph, ok, static_cast<size_t>(options_.get_int("max_group_size")),
+                                             options_.get_bool("fuse"));
     if (options_.get_bool("verbose")) {
-      graph.host().log(KILN_LOG_INFO, "claimed " + std::to_string(groups.size()) + " groups of " + std::to_string(n) +
-                                          " nodes offered");
+      graph.host().log(KILN_LOG_INFO, "claimed " + std::to_string(groups) + " groups of " +
+                                          std::to_string(graph.num_nodes()) + " nodes offered");
     }
   }
 
@@ -211,14 +165,11 @@ class TemplateInstance final : public Instance {
   }
 
   std::unique_ptr<Compiled> import_compiled(const uint8_t* bytes, size_t size) override {
-    return std::make_unique<TemplateCompiled>(Program::parse(bytes, size), options_.get_bool("serial"));
-  }
-
- private:
-  void check() const {
-    if (options_.get_int("max_group_size") < 0) {
-      fail(KILN_STATUS_INVALID_ARGUMENT, "option 'max_group_size' must be >= 0, got " + options_.get("max_group_size"));
-    }
+    Program prog = Program::parse(bytes, size);
+    std::vector<kiln::sdk::InputSpec> specs = prog.input_specs();  // no partition here: the blob has them
+    auto c = std::make_unique<TemplateCompiled>(std::move(prog), options_.get_bool("serial"));
+    c->set_input_specs(std::move(specs));
+    return c;
   }
 };
 
@@ -244,6 +195,10 @@ class TemplatePlugin final : public Plugin {
   }
   std::vector<CustomOp> custom_ops() const override {
     return {{kCustomDomain, "MulAdd", 1, "y = a * b + c (float32, numpy broadcasting)"}};
+  }
+  void validate_options(const Options& o) const override {
+    if (o.get_int("max_group_size") < 0)
+      fail(KILN_STATUS_INVALID_ARGUMENT, "option 'max_group_size' must be >= 0, got " + o.get("max_group_size"));
   }
   std::unique_ptr<Instance> create_instance(size_t, Options options) override {
     return std::make_unique<TemplateInstance>(std::move(options));

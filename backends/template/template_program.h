@@ -53,8 +53,13 @@ struct Program {
   /// naming what is wrong. Touches no device.
   static Program parse(const uint8_t* bytes, size_t size);
 
-  /// Runs the ops: checks inputs against the compiled shapes, writes outputs
-  /// into host memory from ctx.allocate_output, scratch from the host allocator.
+  /// What execute's inputs must be (float32, the recorded rank and dims),
+  /// for a handle imported without a partition.
+  std::vector<kiln::sdk::InputSpec> input_specs() const;
+
+  /// Runs the ops on inputs the SDK has checked (count, dtype, shape, bytes),
+  /// writes outputs into host memory from ctx.allocate_output, scratch from
+  /// the host allocator.
   void run(kiln::sdk::ExecContext& ctx, const kiln::sdk::Inputs& inputs) const;
 };
 

@@ -64,6 +64,10 @@ struct Options {
 void check_abi(const Options& o, Report& r);        ///< load, entry, tables, info, devices, options, custom ops
 void check_lifecycle(const Options& o, Report& r);  ///< create/release, options, properties, NULL releases
 void check_capability(const Options& o, Report& r); ///< capability answers, compile errors
+/// The ABI 1.1 device contract: declarations, device memory that is not host
+/// memory, instance_copy, fences signalled (KILN_CHECK_FENCE_TIMEOUT_MS), each
+/// partition alone in its declared memory kinds.
+void check_device(const Options& o, Report& r);
 void check_execute(const Options& o, Report& r);    ///< execute vs portable, error paths, export/import, concurrency
 void check_unload(const Options& o, Report& r);     ///< unload, reload, leaks
 
@@ -78,5 +82,8 @@ void check_fusion(const Options& o, const std::string& name, Report& r);
 /// True when the rows of check_abi say the host can load the plugin at all
 /// (the later groups need that).
 bool loads(const Report& abi_rows);
+/// False when check_device found a fence the plugin never signals: the groups
+/// that run the plugin through the executor would wait for it for ever.
+bool fences_signalled(const Report& device_rows);
 
 }  // namespace kiln::backend_check

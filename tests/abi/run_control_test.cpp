@@ -101,7 +101,7 @@ class Poller final : public sdk::Plugin {
       using Instance::Instance;
       void get_capability(const sdk::Graph& g, sdk::Capability& cap) override {
         for (size_t i = 0; i < g.num_nodes(); ++i) {
-          if (g.node(i).op_type() == "Relu") cap.add_node(i);
+          if (g.node(i).op_type() == "Relu") cap.add_single_node_group(i);
           else cap.decline(i, "only Relu");
         }
       }

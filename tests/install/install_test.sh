@@ -23,8 +23,8 @@ cmake --install "$build" --prefix "$p" >/dev/null
 diff -u "$work/want" "$work/got" || fail "installed headers differ from include/kiln"
 cxx=${CXX:-c++}
 n=0
-# backend_sdk_glue.hpp is the second half of backend_sdk.hpp (it #errors alone).
-for h in $(grep -v '_glue\.hpp$' "$work/got"); do
+# backend_sdk_*.hpp (glue, inputs, device) are parts of backend_sdk.hpp (they #error alone).
+for h in $(grep -v 'backend_sdk_[a-z]*\.hpp$' "$work/got"); do
   printf '#include <%s>\n#include <%s>\n' "$h" "$h" >"$work/one.cpp"
   $cxx -std=c++20 -Wall -Wextra -Werror -fsyntax-only -I"$p/include" "$work/one.cpp" || fail "$h does not compile alone"
   n=$((n + 1))

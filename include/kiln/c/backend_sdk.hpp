@@ -18,6 +18,15 @@
 // no-op / inline). Optional plugin entries are set to NULL when the plugin
 // does not override them (export/import when supports_export() is false).
 //
+// 1.1 helpers: execute's inputs checked against the partition before your
+// execute runs (backend_sdk_inputs.hpp), Plugin::validate_options,
+// Capability::decline_unsupported / add_connected_groups, and for device
+// plugins the Compiled declarations (memory kinds, workspace, in-place pairs,
+// is_async + execute_async with a Fence), ExecContext::workspace /
+// trace_event, Instance::allocate / deallocate / copy (backend_sdk_device.hpp).
+// Each calls a 1.1 host entry only when the host has it, so a plugin built
+// with this SDK still runs on a 1.0 host.
+//
 // \since 1.0
 #ifndef KILN_C_BACKEND_SDK_HPP_
 #define KILN_C_BACKEND_SDK_HPP_
@@ -25,6 +34,7 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -81,6 +91,17 @@ inline std::string dtype_name(int32_t dtype) {
                                       "uint32",    "uint64",  "complex64", "complex128", "bfloat16"};
   if (dtype >= 0 && dtype <= 16) return names[dtype];
   return "dtype(" + std::to_string(dtype) + ")";
+}
+
+/// "host", "host-pinned", "device", "device-host-visible", "memory kind N". \since 1.1
+inline std::string memory_kind_name(int32_t kind) {
+  switch (kind) {
+    case KILN_MEMORY_HOST: return "host";
+    case KILN_MEMORY_HOST_PINNED: return "host-pinned";
+    case KILN_MEMORY_DEVICE: return "device";
+    case KILN_MEMORY_DEVICE_HOST_VISIBLE: return "device-host-visible";
+    default: return "memory kind " + std::to_string(kind);
+  }
 }
 
 /// "[1, 3, 224, 224]"
@@ -144,6 +165,15 @@ class Host {
     if (api_.log) api_.log(context_, level, message.c_str());
   }
 
+  /// The host's clock for trace events (CLOCK_MONOTONIC nanoseconds); the
+  /// same clock read directly on a 1.0 host. \since 1.1
+  uint64_t now_ns() const noexcept {
+    if (api_.trace_now_ns) return api_.trace_now_ns();
+    // steady_clock is CLOCK_MONOTONIC with libstdc++ and libc++ on Linux.
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+  }
+
   /// Converts a host status into an Error (throws) and frees it; no-op for NULL.
   void check(kiln_status_t* status) const {
     if (!status) return;
@@ -169,6 +199,10 @@ struct TensorView {
   size_t rank = 0;
   void* data = nullptr;
   size_t nbytes = 0;
+  /// \since 1.1: where `data` lives (a kiln_memory_kind_t; HOST from a 1.0
+  /// host, whose views end before this member) and on which device.
+  int32_t memory_kind = KILN_MEMORY_HOST;
+  uint32_t device_index = 0;
 
   int64_t numel() const {
     int64_t n = 1;
@@ -189,6 +223,8 @@ struct TensorView {
     v.rank = t->rank;
     v.data = t->data;
     v.nbytes = t->nbytes;
+    if (KILN_ABI_HAS(kiln_tensor_t, memory_kind, t->struct_size)) v.memory_kind = t->memory_kind;
+    if (KILN_ABI_HAS(kiln_tensor_t, device_index, t->struct_size)) v.device_index = t->device_index;
     if (v.rank > 0 && !v.dims) fail(KILN_STATUS_INVALID_ARGUMENT, "tensor view has rank > 0 and no dims");
     return v;
   }
@@ -472,14 +508,97 @@ class Options {
 // Capability, partition, execution
 // ---------------------------------------------------------------------------
 
+/// Claimed nodes of `graph` (claimed[i] for node i) joined into connected
+/// groups: two claimed nodes are connected when one reads a value the other
+/// produces. Each group lists its nodes in topological order; a group larger
+/// than `max_size` (0: no limit) is cut into consecutive runs of at most
+/// `max_size` nodes of that order. Groups come in the order of their first
+/// node. Convexity is the host's job (it splits a group that is not convex).
+/// \since 1.1
+inline std::vector<std::vector<size_t>> connected_groups(const Graph& graph, const std::vector<bool>& claimed,
+                                                         size_t max_size = 0) {
+  const size_t n = graph.num_nodes() < claimed.size() ? graph.num_nodes() : claimed.size();
+  std::vector<size_t> parent(n);
+  for (size_t i = 0; i < n; ++i) parent[i] = i;
+  auto find = [&](size_t x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    if (!claimed[i]) continue;
+    Node node = graph.node(i);
+    for (size_t k = 0; k < node.num_inputs(); ++k) {
+      Value v = node.input(k);
+      Node p = v ? v.producer() : Node();
+      if (!p) continue;
+      size_t j = p.index();
+      if (j < n && claimed[j]) parent[find(i)] = find(j);
+    }
+  }
+  std::vector<std::vector<size_t>> by_root(n), out;
+  for (size_t i = 0; i < n; ++i)
+    if (claimed[i]) by_root[find(i)].push_back(i);
+  std::vector<size_t> order;  // roots in the order of their first node
+  std::vector<bool> seen(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    if (!claimed[i] || seen[find(i)]) continue;
+    seen[find(i)] = true;
+    order.push_back(find(i));
+  }
+  for (size_t root : order) {
+    const std::vector<size_t>& nodes = by_root[root];
+    const size_t step = max_size > 0 ? max_size : nodes.size();
+    for (size_t start = 0; start < nodes.size(); start += step) {
+      size_t end = start + step < nodes.size() ? start + step : nodes.size();
+      out.emplace_back(nodes.begin() + static_cast<std::ptrdiff_t>(start),
+                       nodes.begin() + static_cast<std::ptrdiff_t>(end));
+    }
+  }
+  return out;
+}
+
 /// What get_capability fills: groups to fuse and declined nodes with reasons.
 class Capability {
  public:
   void add_group(std::vector<size_t> nodes) {
     if (!nodes.empty()) groups_.push_back(std::move(nodes));
   }
-  void add_node(size_t node) { groups_.push_back({node}); }
+  /// Claims `node` as a group of its own (a partition of one node). \since 1.1
+  void add_single_node_group(size_t node) { groups_.push_back({node}); }
+  /// The 1.0 name of add_single_node_group: it never joined a larger group.
+  [[deprecated("add_node makes a one-node group: call add_single_node_group")]] void add_node(size_t node) {
+    add_single_node_group(node);
+  }
   void decline(size_t node, std::string reason) { declined_.emplace_back(node, std::move(reason)); }
+
+  /// Asks `why_not(node)` (a std::string: "" to claim) of every node of
+  /// `graph`; declines each node with a non-empty answer, with that answer
+  /// as its reason. Returns which nodes are claimable, for
+  /// add_connected_groups or your own grouping. \since 1.1
+  template <class F>
+  std::vector<bool> decline_unsupported(const Graph& graph, F&& why_not) {
+    std::vector<bool> ok(graph.num_nodes(), false);
+    for (size_t i = 0; i < ok.size(); ++i) {
+      std::string reason = why_not(graph.node(i));
+      if (reason.empty()) ok[i] = true;
+      else decline(i, std::move(reason));
+    }
+    return ok;
+  }
+  /// Claims the connected groups of `claimed` (see connected_groups); with
+  /// `fuse` false, each claimed node as a group of its own. Returns the
+  /// number of groups added. \since 1.1
+  size_t add_connected_groups(const Graph& graph, const std::vector<bool>& claimed, size_t max_size = 0,
+                              bool fuse = true) {
+    const size_t before = groups_.size();
+    if (!fuse) {
+      for (size_t i = 0; i < claimed.size(); ++i)
+        if (claimed[i]) add_single_node_group(i);
+    } else {
+      for (std::vector<size_t>& g : connected_groups(graph, claimed, max_size)) add_group(std::move(g));
+    }
+    return groups_.size() - before;
+  }
   const std::vector<std::vector<size_t>>& groups() const { return groups_; }
   const std::vector<std::pair<size_t, std::string>>& declined() const { return declined_; }
 
@@ -555,6 +674,33 @@ class ExecContext {
     if (call.error) std::rethrow_exception(call.error);
   }
 
+  /// The scratch the compiled handle declared for `kind`
+  /// (Compiled::workspace_bytes), valid until the call's fence is signalled
+  /// (a synchronous call: until it returns). {nullptr, 0} when none was
+  /// declared, and always on a 1.0 host: then allocate it yourself. \since 1.1
+  struct Span {
+    void* data = nullptr;
+    size_t size = 0;
+  };
+  Span workspace(kiln_memory_kind_t kind) const {
+    Span s;
+    if (h_->api().exec_workspace) s.data = h_->api().exec_workspace(ctx_, kind, &s.size);
+    if (!s.data) s.size = 0;
+    return s;
+  }
+
+  /// True when the run is traced (`kiln bench --trace`); false on a 1.0 host. \since 1.1
+  bool trace_enabled() const {
+    return h_->api().exec_trace_enabled && h_->api().exec_trace_event && h_->api().exec_trace_enabled(ctx_);
+  }
+  /// Records a slice on the plugin's track `track` (0 compute, 1 copies, ...)
+  /// from begin_ns to end_ns on the host's clock (host().now_ns()); nothing
+  /// when the run is not traced. Callable from any thread until the call's
+  /// fence is signalled. \since 1.1
+  void trace_event(const std::string& name, int32_t track, uint64_t begin_ns, uint64_t end_ns) const {
+    if (trace_enabled()) h_->api().exec_trace_event(ctx_, name.c_str(), track, begin_ns, end_ns);
+  }
+
   const Host& host() const { return *h_; }
   kiln_exec_context_t* raw() const { return ctx_; }
 
@@ -578,6 +724,15 @@ class Inputs {
   size_t n_;
 };
 
+}  // namespace kiln::sdk
+
+// InputSpec, check_input: what the SDK checks execute's inputs against.
+#include "kiln/c/backend_sdk_inputs.hpp"  // IWYU pragma: export
+// Fence, TraceScope, HeldTensor, Copy: the 1.1 device helpers.
+#include "kiln/c/backend_sdk_device.hpp"  // IWYU pragma: export
+
+namespace kiln::sdk {
+
 // ---------------------------------------------------------------------------
 // The classes a plugin derives from
 // ---------------------------------------------------------------------------
@@ -586,6 +741,7 @@ class Compiled {
  public:
   virtual ~Compiled() = default;
   /// Runs on `inputs` (partition input order); allocates outputs via ctx.
+  /// The SDK has already checked the inputs against input_specs().
   virtual void execute(ExecContext& ctx, const Inputs& inputs) = 0;
   virtual size_t num_inputs() const = 0;
   virtual size_t num_outputs() const = 0;
@@ -595,6 +751,49 @@ class Compiled {
   virtual std::vector<uint8_t> export_bytes() const {
     fail(KILN_STATUS_UNIMPLEMENTED, "this backend does not export compiled partitions");
   }
+
+  /// What the SDK checks every execute input against (check_input) before
+  /// calling execute: recorded from the partition after compile() unless
+  /// compile() set them itself. A handle from import_compiled has none (only
+  /// the count and each view's own consistency are checked) until
+  /// import_compiled calls set_input_specs. \since 1.1
+  const std::vector<InputSpec>& input_specs() const { return input_specs_; }
+  void set_input_specs(std::vector<InputSpec> specs) {
+    input_specs_ = std::move(specs);
+    has_input_specs_ = true;
+  }
+  bool has_input_specs() const { return has_input_specs_; }
+
+  // --- device plugins (\since 1.1; every default is the 1.0 behaviour) ----
+  /// Per input (num_inputs() entries) the memory kind execute wants it in;
+  /// empty: all host.
+  virtual std::vector<kiln_memory_kind_t> input_memory_kinds() const { return {}; }
+  /// Per output (num_outputs() entries) the kind allocate_output hands out;
+  /// empty: all host.
+  virtual std::vector<kiln_memory_kind_t> output_memory_kinds() const { return {}; }
+  /// Scratch per call, bytes per memory kind (ExecContext::workspace).
+  virtual std::array<uint64_t, KILN_MEMORY_KIND_COUNT> workspace_bytes() const { return {}; }
+  /// (input index, output index) pairs whose buffers may be one.
+  virtual std::vector<std::pair<size_t, size_t>> inplace_pairs() const { return {}; }
+  /// Constants (value names) copied into memory of the handle's own.
+  virtual std::vector<std::string> owned_constants() const { return {}; }
+  /// True: the host may call execute_async (KILN_COMPILED_ASYNC).
+  virtual bool is_async() const { return false; }
+  /// Queues the work and returns; signals `done` (done.signal(), or
+  /// done.fail(...)) once every output is written. Obtain every output
+  /// (ctx.allocate_output) before returning. `ctx` and the inputs' memory
+  /// stay valid until `done` completes, the Inputs views only during the
+  /// call: keep hold(inputs). Throw only before handing `done` to queued
+  /// work: a throw means nothing was queued. The default runs execute() and
+  /// signals.
+  virtual void execute_async(ExecContext& ctx, const Inputs& inputs, Fence done) {
+    execute(ctx, inputs);
+    done.signal();
+  }
+
+ private:
+  std::vector<InputSpec> input_specs_;
+  bool has_input_specs_ = false;
 };
 
 class Instance {
@@ -610,8 +809,28 @@ class Instance {
   virtual std::unique_ptr<Compiled> import_compiled(const uint8_t*, size_t) {
     fail(KILN_STATUS_UNIMPLEMENTED, "this backend does not import compiled partitions");
   }
+  /// Called after Plugin::validate_options accepted the new value of an
+  /// option of the schema (a failed validation changes nothing), and for
+  /// keys outside the schema, which are errors unless you override this.
   virtual void set_property(const std::string& key, const std::string& value) { options_.set(key, value); }
   virtual std::string get_property(const std::string& key) { return options_.get(key); }
+
+  // --- device memory (\since 1.1; published when Plugin::device_memory()) --
+  /// `size` bytes of `kind` (never HOST) on device `device`, aligned to
+  /// `alignment` (a power of two). Throw RESOURCE_EXHAUSTED when out of memory.
+  virtual void* allocate(kiln_memory_kind_t kind, uint32_t device, size_t size, size_t alignment) {
+    (void)kind, (void)device, (void)size, (void)alignment;
+    fail(KILN_STATUS_UNIMPLEMENTED, "this backend allocates no device memory");
+  }
+  /// Frees memory from allocate (never NULL).
+  virtual void deallocate(kiln_memory_kind_t kind, void* ptr) noexcept { (void)kind, (void)ptr; }
+  /// Performs the copies; with an empty `done` before returning, otherwise
+  /// it may queue them and signal `done` when all are done (in order with
+  /// the instance's executions).
+  virtual void copy(const std::vector<Copy>& copies, Fence done) {
+    (void)copies, (void)done;
+    fail(KILN_STATUS_UNIMPLEMENTED, "this backend copies no device memory");
+  }
 
   const Options& options() const { return options_; }
 
@@ -648,15 +867,28 @@ class Plugin {
   };
 
   virtual ~Plugin() = default;
-  /// Called once, right after construction.
+  /// Called once, inside the entry call (every time the library is loaded,
+  /// also by `kiln backends`, before the host asks unavailable_reason()):
+  /// keep it cheap and never initialize a device here.
   virtual Info info() const = 0;
   /// "" when the plugin can run here; otherwise why not and what to install.
   virtual std::string unavailable_reason() { return {}; }
+  /// Called once, when the host first asks for devices, which it does after
+  /// unavailable_reason(): devices() may use a vendor library that
+  /// unavailable_reason() loaded (\since 1.1; 1.0 called it at entry).
   virtual std::vector<Device> devices() const { return {{"cpu", KILN_DEVICE_CPU, "the host CPU"}}; }
   virtual std::vector<OptionSpec> option_schema() const { return {}; }
   virtual std::vector<CustomOp> custom_ops() const { return {}; }
-  /// Options are already checked against option_schema().
+  /// Options are already checked against option_schema() and validate_options().
   virtual std::unique_ptr<Instance> create_instance(size_t device_index, Options options) = 0;
+  /// Throw (INVALID_ARGUMENT, naming the option) when option values that each
+  /// parse as their type are still unacceptable (a range, a combination).
+  /// The SDK calls it before create_instance and, on the would-be options,
+  /// before set_property changes anything, so no rollback is needed. \since 1.1
+  virtual void validate_options(const Options& options) const { (void)options; }
+  /// True: publish instance_alloc / instance_free / instance_copy
+  /// (Instance::allocate, deallocate, copy). \since 1.1
+  virtual bool device_memory() const { return false; }
   /// Return true and override check_compiled and Compiled::export_bytes /
   /// Instance::import_compiled to support export/import.
   virtual bool supports_export() const { return false; }
@@ -668,6 +900,10 @@ class Plugin {
   /// or callbacks alive after it is released: the host then never unloads
   /// the library (KILN_PLUGIN_NO_UNLOAD). \since 1.1
   virtual bool no_unload() const { return false; }
+  /// Return true when instances may be shared by several sessions of one
+  /// registry (KILN_PLUGIN_SHARED_INSTANCES: instance-level calls come from
+  /// several threads, never at once). \since 1.1
+  virtual bool shared_instances() const { return false; }
 
   /// The host (valid from construction's end until destruction).
   const Host& host() const { return *host_; }

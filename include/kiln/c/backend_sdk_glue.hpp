@@ -58,6 +58,9 @@ struct Glue {
       throw;
     }
   }
+  // The SDK's part when a plugin call that was handed a fence failed.
+  static void disarm(Fence& f) noexcept { f.disarm(); }
+
   template <class T>
   static void host_delete(const Host& host, T* p) noexcept {
     if (!p) return;
@@ -74,7 +77,9 @@ struct PluginHolder {
   Host host;
   std::unique_ptr<Plugin> impl;
   Plugin::Info info;
-  bool no_unload = false;
+  uint32_t flags = 0;  // kiln_plugin_flag_t bits
+  // devices() is asked lazily, after the host's availability probe.
+  std::once_flag devices_once;
   std::vector<Plugin::Device> devices;
   std::vector<OptionSpec> schema;
   std::vector<Plugin::CustomOp> custom_ops;
@@ -91,6 +96,73 @@ struct InstanceHolder {
 struct CompiledHolder {
   PluginHolder* plugin;
   std::unique_ptr<Compiled> impl;
+  // The 1.1 compiled info, read once after compile/import; the host borrows
+  // these arrays until compiled_release.
+  uint32_t flags = 0;
+  std::vector<int32_t> input_kinds, output_kinds;
+  std::array<uint64_t, KILN_MEMORY_KIND_COUNT> workspace{};
+  std::vector<size_t> inplace;
+  std::vector<std::string> owned;
+  std::vector<const char*> owned_ptrs;
+  // True once the host read the memory kinds (compiled_get_info with a 1.1
+  // struct): until then it passes host memory, as a 1.0 host always does.
+  std::atomic<bool> kinds_published{false};
+
+  CompiledHolder(PluginHolder* p, std::unique_ptr<Compiled> c) : plugin(p), impl(std::move(c)) {}
+
+  // Reads and checks the handle's 1.1 declarations (throws naming the problem).
+  void read_declarations() {
+    auto kinds = [](const std::vector<kiln_memory_kind_t>& in, size_t n, const char* what) {
+      if (!in.empty() && in.size() != n) {
+        fail(KILN_STATUS_INTERNAL, std::string(what) + " memory kinds: " + std::to_string(in.size()) +
+                                       " entries for " + std::to_string(n) + " " + what + "s");
+      }
+      std::vector<int32_t> out;
+      bool any = false;
+      for (kiln_memory_kind_t k : in) {
+        if (k < KILN_MEMORY_HOST || k > KILN_MEMORY_DEVICE_HOST_VISIBLE)
+          fail(KILN_STATUS_INTERNAL, std::string(what) + " memory kind " + std::to_string(k) + " is not a kiln_memory_kind_t");
+        out.push_back(static_cast<int32_t>(k));
+        any |= k != KILN_MEMORY_HOST;
+      }
+      if (!any) out.clear();  // all host: NULL, as in 1.0
+      return out;
+    };
+    input_kinds = kinds(impl->input_memory_kinds(), impl->num_inputs(), "input");
+    output_kinds = kinds(impl->output_memory_kinds(), impl->num_outputs(), "output");
+    workspace = impl->workspace_bytes();
+    for (auto [i, o] : impl->inplace_pairs()) {
+      if (i >= impl->num_inputs() || o >= impl->num_outputs()) {
+        fail(KILN_STATUS_INTERNAL, "in-place pair (input " + std::to_string(i) + ", output " + std::to_string(o) +
+                                       ") is out of range");
+      }
+      inplace.push_back(i);
+      inplace.push_back(o);
+    }
+    owned = impl->owned_constants();
+    for (const std::string& n : owned) owned_ptrs.push_back(n.c_str());
+    flags = impl->is_async() ? uint32_t{KILN_COMPILED_ASYNC} : 0u;
+  }
+
+  // Checks execute's inputs against the handle's specs (count, dtype, shape, kind).
+  void check_inputs(const kiln_tensor_t* const* inputs, size_t n) const {
+    const size_t want = impl->num_inputs();
+    if (n != want) {
+      std::string names;
+      for (const InputSpec& sp : impl->input_specs()) names += (names.empty() ? "" : ", ") + sp.name;
+      fail(KILN_STATUS_INVALID_ARGUMENT, "execute got " + std::to_string(n) + " inputs; the partition takes " +
+                                             std::to_string(want) + (names.empty() ? "" : " (" + names + ")"));
+    }
+    if (n > 0 && !inputs) fail(KILN_STATUS_INVALID_ARGUMENT, "execute: inputs is NULL");
+    const std::vector<InputSpec>& specs = impl->input_specs();
+    const bool kinds = kinds_published.load(std::memory_order_acquire);
+    for (size_t k = 0; k < n; ++k) {
+      if (!inputs[k]) fail(KILN_STATUS_INVALID_ARGUMENT, "execute: input " + std::to_string(k) + " is NULL");
+      InputSpec spec = k < specs.size() ? specs[k] : InputSpec{};
+      spec.memory_kind = kinds && k < input_kinds.size() ? input_kinds[k] : KILN_MEMORY_HOST;
+      check_input(k, spec, TensorView::from_c(inputs[k]));
+    }
+  }
 };
 
 template <class P>
@@ -135,11 +207,12 @@ struct PluginEntry {
         holder->impl.reset(new P());
         holder->impl->host_ = &holder->host;
         holder->info = holder->impl->info();
-        holder->no_unload = holder->impl->no_unload();
-        holder->devices = holder->impl->devices();
+        if (holder->impl->no_unload()) holder->flags |= KILN_PLUGIN_NO_UNLOAD;
+        if (holder->impl->shared_instances()) holder->flags |= KILN_PLUGIN_SHARED_INSTANCES;
         holder->schema = holder->impl->option_schema();
         holder->custom_ops = holder->impl->custom_ops();
-        fill_table(holder->api, holder->impl->supports_export(), !holder->custom_ops.empty());
+        fill_table(holder->api, holder->impl->supports_export(), !holder->custom_ops.empty(),
+                   holder->impl->device_memory());
       } catch (...) {
         Glue::host_delete(boot, holder);
         holder = nullptr;
@@ -152,7 +225,7 @@ struct PluginEntry {
     return nullptr;
   }
 
-  static void fill_table(kiln_backend_api_t& t, bool exports, bool has_custom_ops) {
+  static void fill_table(kiln_backend_api_t& t, bool exports, bool has_custom_ops, bool device_memory) {
     t.header.struct_size = sizeof(kiln_backend_api_t);
     t.header.abi_major = KILN_BACKEND_ABI_MAJOR;
     t.header.abi_minor = KILN_BACKEND_ABI_MINOR;
@@ -181,6 +254,18 @@ struct PluginEntry {
       t.plugin_get_custom_op_count = &plugin_get_custom_op_count;
       t.plugin_get_custom_op_info = &plugin_get_custom_op_info;
     }
+    if (device_memory) {
+      t.instance_alloc = &instance_alloc;
+      t.instance_free = &instance_free;
+      t.instance_copy = &instance_copy;
+    }
+    t.compiled_execute_async = &compiled_execute_async;  // used only for handles that declare KILN_COMPILED_ASYNC
+  }
+
+  // devices(), asked once on first use (after the host's availability probe).
+  static const std::vector<Plugin::Device>& devices_of(PluginHolder* h) {
+    std::call_once(h->devices_once, [h] { h->devices = h->impl->devices(); });
+    return h->devices;
   }
 
   // Writes `value` into out->member when the member fits in out->struct_size.
@@ -206,7 +291,7 @@ struct PluginEntry {
       KILN_SDK_SET_(out, kiln_plugin_info_t, vendor_sdk_version, h->info.vendor_sdk_version.c_str());
       KILN_SDK_SET_(out, kiln_plugin_info_t, description, h->info.description.c_str());
       KILN_SDK_SET_(out, kiln_plugin_info_t, priority, h->info.priority);
-      KILN_SDK_SET_(out, kiln_plugin_info_t, flags, h->no_unload ? uint32_t{KILN_PLUGIN_NO_UNLOAD} : uint32_t{0});
+      KILN_SDK_SET_(out, kiln_plugin_info_t, flags, h->flags);
     });
   }
 
@@ -221,17 +306,18 @@ struct PluginEntry {
 
   static kiln_status_t* plugin_get_device_count(kiln_plugin_t* p, size_t* out) noexcept {
     if (!p || !out) return null_argument("plugin_get_device_count: NULL plugin or out_count");
-    *out = of(p)->devices.size();
-    return nullptr;
+    PluginHolder* h = of(p);
+    return Glue::guard(h->host, "plugin_get_device_count", [&] { *out = devices_of(h).size(); });
   }
 
   static kiln_status_t* plugin_get_device_info(kiln_plugin_t* p, size_t index, kiln_device_info_t* out) noexcept {
     if (!p || !out) return null_argument("plugin_get_device_info: NULL plugin or out_info");
     PluginHolder* h = of(p);
     return Glue::guard(h->host, "plugin_get_device_info", [&] {
-      if (index >= h->devices.size())
-        fail(KILN_STATUS_OUT_OF_RANGE, "device " + std::to_string(index) + " of " + std::to_string(h->devices.size()));
-      const Plugin::Device& d = h->devices[index];
+      const std::vector<Plugin::Device>& devices = devices_of(h);
+      if (index >= devices.size())
+        fail(KILN_STATUS_OUT_OF_RANGE, "device " + std::to_string(index) + " of " + std::to_string(devices.size()));
+      const Plugin::Device& d = devices[index];
       KILN_SDK_SET_(out, kiln_device_info_t, name, d.name.c_str());
       KILN_SDK_SET_(out, kiln_device_info_t, kind, static_cast<int32_t>(d.kind));
       KILN_SDK_SET_(out, kiln_device_info_t, description, d.description.c_str());
@@ -290,15 +376,16 @@ struct PluginEntry {
     return Glue::guard(h->host, "instance_create", [&] {
       if (!out) fail(KILN_STATUS_INVALID_ARGUMENT, "instance_create: out_instance is NULL");
       if (n > 0 && (!keys || !values)) fail(KILN_STATUS_INVALID_ARGUMENT, "instance_create: NULL option arrays");
-      if (device_index >= h->devices.size()) {
+      if (device_index >= devices_of(h).size()) {
         fail(KILN_STATUS_OUT_OF_RANGE, "device " + std::to_string(device_index) + " does not exist; '" +
-                                           h->info.name + "' has " + std::to_string(h->devices.size()));
+                                           h->info.name + "' has " + std::to_string(devices_of(h).size()));
       }
       Options opts(h->schema);
       for (size_t i = 0; i < n; ++i) {
         if (!keys[i] || !values[i]) fail(KILN_STATUS_INVALID_ARGUMENT, "option " + std::to_string(i) + " is NULL");
         opts.set(keys[i], values[i]);
       }
+      h->impl->validate_options(opts);
       std::unique_ptr<Instance> impl = h->impl->create_instance(device_index, std::move(opts));
       if (!impl) fail(KILN_STATUS_INTERNAL, "create_instance returned null");
       InstanceHolder* ih = Glue::host_new<InstanceHolder>(h->host, InstanceHolder{h, std::move(impl)});
@@ -317,6 +404,13 @@ struct PluginEntry {
     InstanceHolder* ih = of(i);
     return Glue::guard(ih->plugin->host, "instance_set_property", [&] {
       if (!key || !value) fail(KILN_STATUS_INVALID_ARGUMENT, "set_property: NULL key or value");
+      bool in_schema = false;
+      for (const OptionSpec& o : ih->impl->options().schema()) in_schema |= o.name == key;
+      if (in_schema) {  // validate the would-be options first: a refusal changes nothing
+        Options next = ih->impl->options();
+        next.set(key, value);
+        ih->plugin->impl->validate_options(next);
+      }
       ih->impl->set_property(key, value);
     });
   }
@@ -377,8 +471,25 @@ struct PluginEntry {
       for (size_t k = 0; k < part->num_outputs; ++k) p.outputs.emplace_back(&host, part->outputs[k]);
       std::unique_ptr<Compiled> c = ih->impl->compile(Graph(&host, g), p);
       if (!c) fail(KILN_STATUS_INTERNAL, "compile returned null");
-      *out = reinterpret_cast<kiln_compiled_t*>(Glue::host_new<CompiledHolder>(host, CompiledHolder{ih->plugin, std::move(c)}));
+      if (!c->has_input_specs()) {
+        std::vector<InputSpec> specs;
+        for (const Value& v : p.inputs) specs.push_back(InputSpec::of(v));
+        c->set_input_specs(std::move(specs));
+      }
+      *out = finish(host, ih->plugin, std::move(c));
     });
+  }
+
+  // A holder for a new handle, its 1.1 declarations read and checked.
+  static kiln_compiled_t* finish(const Host& host, PluginHolder* plugin, std::unique_ptr<Compiled> c) {
+    CompiledHolder* ch = Glue::host_new<CompiledHolder>(host, plugin, std::move(c));
+    try {
+      ch->read_declarations();
+    } catch (...) {
+      Glue::host_delete(host, ch);
+      throw;
+    }
+    return reinterpret_cast<kiln_compiled_t*>(ch);
   }
 
   static void compiled_release(kiln_compiled_t* c) noexcept {
@@ -394,6 +505,18 @@ struct PluginEntry {
       KILN_SDK_SET_(out, kiln_compiled_info_t, concurrency, static_cast<int32_t>(ch->impl->concurrency()));
       KILN_SDK_SET_(out, kiln_compiled_info_t, num_inputs, ch->impl->num_inputs());
       KILN_SDK_SET_(out, kiln_compiled_info_t, num_outputs, ch->impl->num_outputs());
+      // 1.1 members: a 1.0 host's struct ends before them, so it sees none.
+      KILN_SDK_SET_(out, kiln_compiled_info_t, flags, ch->flags);
+      KILN_SDK_SET_(out, kiln_compiled_info_t, input_memory_kinds, ch->input_kinds.empty() ? nullptr : ch->input_kinds.data());
+      KILN_SDK_SET_(out, kiln_compiled_info_t, output_memory_kinds, ch->output_kinds.empty() ? nullptr : ch->output_kinds.data());
+      if (KILN_ABI_HAS(kiln_compiled_info_t, workspace_bytes, out->struct_size))
+        for (size_t k = 0; k < KILN_MEMORY_KIND_COUNT; ++k) out->workspace_bytes[k] = ch->workspace[k];
+      KILN_SDK_SET_(out, kiln_compiled_info_t, num_inplace, ch->inplace.size() / 2);
+      KILN_SDK_SET_(out, kiln_compiled_info_t, inplace_pairs, ch->inplace.empty() ? nullptr : ch->inplace.data());
+      KILN_SDK_SET_(out, kiln_compiled_info_t, num_owned_constants, ch->owned_ptrs.size());
+      KILN_SDK_SET_(out, kiln_compiled_info_t, owned_constants, ch->owned_ptrs.empty() ? nullptr : ch->owned_ptrs.data());
+      if (KILN_ABI_HAS(kiln_compiled_info_t, input_memory_kinds, out->struct_size))
+        ch->kinds_published.store(true, std::memory_order_release);
     });
   }
 
@@ -403,14 +526,68 @@ struct PluginEntry {
     CompiledHolder* ch = of(c);
     const Host& host = ch->plugin->host;
     return Glue::guard(host, "compiled_execute", [&] {
-      if (n != ch->impl->num_inputs()) {
-        fail(KILN_STATUS_INVALID_ARGUMENT, "execute got " + std::to_string(n) + " inputs, the partition takes " +
-                                               std::to_string(ch->impl->num_inputs()));
-      }
-      if (n > 0 && !inputs) fail(KILN_STATUS_INVALID_ARGUMENT, "execute: inputs is NULL");
+      ch->check_inputs(inputs, n);
       ExecContext ec(&host, ctx);
       ch->impl->execute(ec, Inputs(inputs, n));
     });
+  }
+
+  static kiln_status_t* compiled_execute_async(kiln_compiled_t* c, kiln_exec_context_t* ctx,
+                                               const kiln_tensor_t* const* inputs, size_t n, kiln_fence_t* fence,
+                                               uint64_t value) noexcept {
+    if (!c || !fence) return null_argument("compiled_execute_async: NULL compiled or fence");
+    CompiledHolder* ch = of(c);
+    const Host& host = ch->plugin->host;
+    Fence done;
+    kiln_status_t* st = Glue::guard(host, "compiled_execute_async", [&] {
+      ch->check_inputs(inputs, n);
+      done = Fence(&host, fence, value);
+      ExecContext ec(&host, ctx);
+      ch->impl->execute_async(ec, Inputs(inputs, n), done);
+    });
+    if (st) Glue::disarm(done);  // nothing was queued: the fence is not signalled
+    return st;
+  }
+
+  static kiln_status_t* instance_alloc(kiln_instance_t* i, int32_t kind, uint32_t device, size_t size,
+                                       size_t alignment, void** out) noexcept {
+    if (!i || !out) return null_argument("instance_alloc: NULL instance or out_ptr");
+    InstanceHolder* ih = of(i);
+    return Glue::guard(ih->plugin->host, "instance_alloc", [&] {
+      if (kind <= KILN_MEMORY_HOST || kind > KILN_MEMORY_DEVICE_HOST_VISIBLE)
+        fail(KILN_STATUS_INVALID_ARGUMENT, "instance_alloc: " + memory_kind_name(kind) + " is not a kind to allocate");
+      if (alignment == 0) alignment = 64;
+      if ((alignment & (alignment - 1)) != 0)
+        fail(KILN_STATUS_INVALID_ARGUMENT, "instance_alloc: alignment " + std::to_string(alignment) + " is not a power of two");
+      void* p = ih->impl->allocate(static_cast<kiln_memory_kind_t>(kind), device, size, alignment);
+      if (!p) fail(KILN_STATUS_RESOURCE_EXHAUSTED, "instance_alloc: no " + memory_kind_name(kind) + " memory for " + std::to_string(size) + " bytes");
+      *out = p;
+    });
+  }
+
+  static void instance_free(kiln_instance_t* i, int32_t kind, void* ptr) noexcept {
+    if (!i || !ptr) return;
+    of(i)->impl->deallocate(static_cast<kiln_memory_kind_t>(kind), ptr);
+  }
+
+  static kiln_status_t* instance_copy(kiln_instance_t* i, const kiln_copy_t* copies, size_t n, kiln_fence_t* fence,
+                                      uint64_t value) noexcept {
+    if (!i || (n > 0 && !copies)) return null_argument("instance_copy: NULL instance or copies");
+    InstanceHolder* ih = of(i);
+    const Host& host = ih->plugin->host;
+    Fence done;
+    kiln_status_t* st = Glue::guard(host, "instance_copy", [&] {
+      std::vector<Copy> list;
+      for (size_t k = 0; k < n; ++k) {
+        const kiln_copy_t& c = copies[k];
+        if (c.bytes > 0 && (!c.src || !c.dst)) fail(KILN_STATUS_INVALID_ARGUMENT, "copy " + std::to_string(k) + ": NULL src or dst");
+        list.push_back({c.src, c.src_kind, c.src_device, c.dst, c.dst_kind, c.dst_device, c.bytes});
+      }
+      if (fence) done = Fence(&host, fence, value);
+      ih->impl->copy(list, done);
+    });
+    if (st) Glue::disarm(done);
+    return st;
   }
 
   static kiln_status_t* compiled_export(kiln_compiled_t* c, void** out_bytes, size_t* out_size) noexcept {
@@ -446,7 +623,7 @@ struct PluginEntry {
       ih->plugin->impl->check_compiled(static_cast<const uint8_t*>(bytes), size);
       std::unique_ptr<Compiled> c = ih->impl->import_compiled(static_cast<const uint8_t*>(bytes), size);
       if (!c) fail(KILN_STATUS_INTERNAL, "import_compiled returned null");
-      *out = reinterpret_cast<kiln_compiled_t*>(Glue::host_new<CompiledHolder>(host, CompiledHolder{ih->plugin, std::move(c)}));
+      *out = finish(host, ih->plugin, std::move(c));
     });
   }
 #undef KILN_SDK_SET_

@@ -18,16 +18,13 @@
 namespace kiln::backend_check {
 namespace {
 
-struct Tolerance {
-  double rtol = 1e-3;
-  double atol = 1e-5;
-};
-
 std::vector<ir::Dim> dims_of(const std::vector<int64_t>& d) {
   std::vector<ir::Dim> out;
   for (int64_t x : d) out.push_back(ir::Dim{x, {}});
   return out;
 }
+
+}  // namespace
 
 Tensor random_tensor(const Shape& shape, uint32_t seed) {
   Tensor t = Tensor::allocate(DType::kFloat32, shape);
@@ -92,17 +89,6 @@ std::shared_ptr<ir::Graph> probe_graph(bool unknown) {
   return g;
 }
 
-class HeapOutputs final : public runtime::ExecOutputs {
- public:
-  explicit HeapOutputs(size_t n) : t_(n) {}
-  size_t num_outputs() const override { return t_.size(); }
-  Result<Tensor*> allocate(size_t i, DType dt, const Shape& s) override {
-    t_[i] = Tensor::allocate(dt, s);
-    return &t_[i];
-  }
-  std::vector<Tensor> t_;
-};
-
 // Runs a compiled partition directly on `inputs` (views of them, possibly altered).
 Status execute(const runtime::CompiledPartition& cp, std::vector<kiln_tensor_t> views, size_t num_outputs,
                std::vector<Tensor>* outputs = nullptr) {
@@ -143,7 +129,6 @@ std::string compare_all(const std::vector<Tensor>& got, const std::vector<Tensor
   return "";
 }
 
-}  // namespace
 
 void check_capability(const Options& o, Report& r) {
   LogCapture capture;
@@ -211,6 +196,15 @@ void check_capability(const Options& o, Report& r) {
   else r.pass("compile of an unclaimed group fails", compiled.status().message());
 }
 
+PartitionInputs inputs_for(const runtime::Program& program, const runtime::PartitionKernel& pk) {
+  PartitionInputs in;
+  for (ir::ValueId id : pk.node()->inputs)
+    in.tensors.push_back(random_tensor(program.graph().value(id).type.static_shape(), 21));
+  in.views.resize(in.tensors.size());
+  for (size_t i = 0; i < in.tensors.size(); ++i) (void)runtime::tensor_view(in.tensors[i], &in.views[i]);
+  return in;
+}
+
 namespace {
 
 // The probe graph built through the plugin and on portable kernels.
@@ -261,21 +255,6 @@ void check_matches_portable(Probe& probe, const PlacementReport& rep, Report& r)
   } else {
     r.fail("execute vs portable", diff);
   }
-}
-
-// Inputs of the right shape for partition `pk`, and views of them.
-struct PartitionInputs {
-  std::vector<Tensor> tensors;
-  std::vector<kiln_tensor_t> views;
-};
-
-PartitionInputs inputs_for(const runtime::Program& program, const runtime::PartitionKernel& pk) {
-  PartitionInputs in;
-  for (ir::ValueId id : pk.node()->inputs)
-    in.tensors.push_back(random_tensor(program.graph().value(id).type.static_shape(), 21));
-  in.views.resize(in.tensors.size());
-  for (size_t i = 0; i < in.tensors.size(); ++i) (void)runtime::tensor_view(in.tensors[i], &in.views[i]);
-  return in;
 }
 
 // Error paths: too few or too many inputs, a wrong dtype, rank or buffer size.
@@ -390,25 +369,36 @@ void check_concurrency(const Probe& probe, const PlacementReport& rep, Report& r
 
 }  // namespace
 
+Result<ProbePrograms> build_probe(const Options& o, const Loaded& l) {
+  std::vector<BackendOption> bopts;
+  for (const auto& [k, v] : o.backend_options) bopts.push_back({l.plugin->name(), k, v});
+  KILN_ASSIGN_OR_RETURN(auto request,
+                        runtime::select_backends(*l.registry, {l.plugin->name()}, bopts, FallbackPolicy::kAllow));
+  ProbePrograms out;
+  out.request = std::make_unique<runtime::PartitionRequest>(std::move(request));  // outlives the programs
+  runtime::ProgramOptions portable;
+  portable.registry = &kernels::portable_registry();
+  runtime::ProgramOptions with_plugin = portable;
+  with_plugin.partition = out.request.get();
+  auto program = runtime::Program::build(probe_graph(false), with_plugin);
+  auto reference = runtime::Program::build(probe_graph(false), portable);
+  if (!program.is_ok() || !reference.is_ok()) {
+    return Status(StatusCode::kInternal, "building the probe graph failed: " + (program.is_ok() ? reference.status().message()
+                                                                                                : program.status().message()));
+  }
+  out.program = std::move(program).value();
+  out.reference = std::move(reference).value();
+  return out;
+}
+
 void check_execute(const Options& o, Report& r) {
   LogCapture capture;
   Loaded l;
   if (!load_usable(o, capture, r, "execute vs portable", &l)) return;
-  std::vector<BackendOption> bopts;
-  for (const auto& [k, v] : o.backend_options) bopts.push_back({l.plugin->name(), k, v});
-  auto request = runtime::select_backends(*l.registry, {l.plugin->name()}, bopts, FallbackPolicy::kAllow);
-  if (!request.is_ok()) return r.fail("execute vs portable", request.status().message());
-  runtime::ProgramOptions portable;
-  portable.registry = &kernels::portable_registry();
-  runtime::ProgramOptions with_plugin = portable;
-  with_plugin.partition = &*request;
-  auto program = runtime::Program::build(probe_graph(false), with_plugin);
-  auto reference = runtime::Program::build(probe_graph(false), portable);
-  if (!program.is_ok() || !reference.is_ok()) {
-    return r.fail("execute vs portable", "building the probe graph failed: " +
-                                             (program.is_ok() ? reference.status().message() : program.status().message()));
-  }
-  Probe probe{std::move(program).value(), std::move(reference).value(), {}, {}};
+  auto built = build_probe(o, l);
+  if (!built.is_ok()) return r.fail("execute vs portable", built.status().message());
+  std::unique_ptr<runtime::PartitionRequest> request = std::move(built->request);
+  Probe probe{std::move(built->program), std::move(built->reference), {}, {}};
   const PlacementReport& rep = probe.program->placement();
   check_claimed_groups_compile(l, rep, r);
   if (rep.partitions.empty()) {
@@ -428,14 +418,22 @@ void check_execute(const Options& o, Report& r) {
     return;
   }
   check_matches_portable(probe, rep, r);
-  // Error paths and export, on the first partition that takes inputs.
+  // Error paths and export, on the first partition that takes inputs in
+  // host memory (device inputs: the "device" group runs those alone).
   const runtime::PartitionKernel* pk = nullptr;
+  bool device_inputs = false;
   for (const runtime::Step& s : probe.program->steps()) {
     auto* k = dynamic_cast<const runtime::PartitionKernel*>(s.kernel.get());
-    if (k && !k->node()->inputs.empty() && !pk) pk = k;
+    if (!k || k->node()->inputs.empty() || pk) continue;
+    const std::vector<int32_t>& kinds = k->compiled().device().input_kinds;
+    if (std::any_of(kinds.begin(), kinds.end(), [](int32_t kind) { return kind != KILN_MEMORY_HOST; })) device_inputs = true;
+    else pk = k;
   }
   if (!pk) {
-    r.skip("execute rejects wrong inputs", "no partition takes inputs");
+    const char* why = device_inputs ? "every partition takes device inputs (the device group runs them alone)"
+                                    : "no partition takes inputs";
+    r.skip("execute rejects wrong inputs", why);
+    r.skip("export/import", why);
   } else {
     const PartitionInputs in = inputs_for(*probe.program, *pk);
     check_wrong_inputs(*pk, in, r);

@@ -225,3 +225,21 @@ def test_check_backend_reports_claimed_groups_that_do_not_compile():
     assert r.returncode == 1, r.stdout
     assert any("claimed groups compile" in line and " FAIL " in line and "not a std::exception" in line
                for line in r.stdout.splitlines()), r.stdout
+
+
+@pytest.mark.parametrize("name,check,detail", [
+    ("no_signal", "fences signalled", "never signalled its fence (value 1) within 300 ms"),
+    ("bad_kinds", "device declarations", "declares non-host memory but the plugin has no instance_alloc"),
+    ("bad_inplace", "device declarations", "in-place pair 0 (input 0, output 3) is out of range"),
+    ("host_pointer", "device memory is not host memory", "instance_alloc(device) returned memory the host can read"),
+    ("big_workspace", "device declarations", "bytes of device workspace; the device has 1048576"),
+])
+def test_check_backend_reports_each_broken_device_plugin(name, check, detail):
+    lib = os.path.join(FAKES, "device_faulty", "libkiln_fake_dev_%s.so" % name)
+    r = kiln("check-backend", lib, "--no-suite", "--verbose", env={"KILN_CHECK_FENCE_TIMEOUT_MS": "300"})
+    assert r.returncode == 1, r.stdout
+    assert any(line.split()[:len(check.split())] == check.split() and " FAIL " in line and detail in line
+               for line in r.stdout.splitlines()), r.stdout
+    if name == "no_signal":  # the groups that would wait on its fence are skipped, not hung
+        assert any(line.startswith("  execute ") and "does not signal its fences" in line
+                   for line in r.stdout.splitlines()), r.stdout

@@ -56,7 +56,7 @@ class ThrowingInstance final : public Instance {
     if (throws("capability")) throw std::runtime_error("boom in get_capability");
     for (size_t i = 0; i < g.num_nodes(); ++i) {
       Node n = g.node(i);
-      if (n.op_type() == "Relu" && n.domain().empty() && n.input(0).dtype() == KILN_DTYPE_FLOAT32) cap.add_node(i);
+      if (n.op_type() == "Relu" && n.domain().empty() && n.input(0).dtype() == KILN_DTYPE_FLOAT32) cap.add_single_node_group(i);
       else cap.decline(i, "only float32 Relu");
     }
   }

@@ -320,7 +320,8 @@ typedef struct kiln_compiled kiln_compiled_t; /**< a compiled partition */
 /**
  * A tensor view: dtype, shape and a pointer to row-major elements. Never owns
  * anything. Input views are read-only (data is const in spirit); output views
- * point into host memory the plugin writes.
+ * point into memory the plugin writes: host memory, or from 1.1 the kind the
+ * compiled handle declared (memory_kind).
  */
 typedef struct kiln_tensor {
   uint32_t struct_size; /**< sizeof(kiln_tensor_t) of whoever filled it */
@@ -580,9 +581,12 @@ typedef struct kiln_host_api {
 
   /* --- execution ---------------------------------------------------------- */
   /**
-   * Allocates output `index` of the running partition in host memory (the
-   * session's memory plan) and fills `out_tensor` with a view of it, valid
-   * until compiled_execute returns. dims must be >= 0; rank <= 64. Calling it
+   * Allocates output `index` of the running partition (the session's memory
+   * plan) and fills `out_tensor` with a view of it, valid until
+   * compiled_execute returns (for compiled_execute_async: until the call's
+   * fence is signalled). The memory is host memory unless the handle
+   * declared another kind for that output (\since 1.1; the view's
+   * memory_kind says which). dims must be >= 0; rank <= 64. Calling it
    * again for the same index replaces the earlier allocation. `dtype` is a
    * kiln_dtype_t passed as int32_t, like kiln_tensor_t.dtype, so that the
    * host can reject a value outside the enum without undefined behaviour.
@@ -865,7 +869,8 @@ typedef struct kiln_backend_api {
    * Performs `num_copies` transfers between host, pinned and device memory of
    * this instance. With a NULL `fence` it returns when they are done; with a
    * fence it may return at once and signals `fence` to `value` when all are
-   * done (copies queued on one instance run in order with its executions).
+   * done (a non-NULL return means nothing was queued and the plugin will not
+   * signal the fence) (copies queued on one instance run in order with its executions).
    * The `copies` array is borrowed for the call only: copy what you queue.
    */
   kiln_status_t* (*instance_copy)(kiln_instance_t* instance, const kiln_copy_t* copies, size_t num_copies,

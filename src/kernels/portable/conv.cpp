@@ -3,7 +3,10 @@
 //   - depthwise (one input channel per group, 1-D/2-D): conv_depthwise.h, a
 //     direct kernel for any kernel size, stride and dilation;
 //   - pointwise (1x1 kernel, stride 1, no padding): Y = W x X, a GEMM straight
-//     on the NCHW input, no copy;
+//     on the NCHW input, no copy; on small maps whose size is a poor fit for
+//     the vector width (7x7 = 49 positions fill 64 lanes) and known at load,
+//     Y^T = X^T W^T instead (the vectors then run along the output channels)
+//     into a scratch, then transposed into Y;
 //   - everything else: GEMM with an implicit im2col that writes the packed B
 //     panels directly (gemm.h BPanelSource), so the column matrix is never
 //     materialized and its scratch stays one cache block.
@@ -124,11 +127,64 @@ void apply_activation(float* y, int64_t n, const ConvFusion& f, ThreadPool* pool
   parallel_for(pool, n, 16384, [&](int64_t b, int64_t e) { apply_activation_block(y + b, e - b, f); });
 }
 
+// Whether a pointwise conv with m output channels over n positions runs
+// faster as Y^T = X^T W^T: when n wastes a fair share of the vector lanes
+// (the microkernel's columns are 16-lane vectors) and m wastes fewer.
+bool prefer_transposed_pointwise(int64_t m, int64_t n) {
+  if (n < 2 || n > 256 || m < 16) return false;
+  auto lane_use = [](int64_t len) { return static_cast<double>(len) / static_cast<double>((len + 15) / 16 * 16); };
+  return lane_use(n) < 0.85 && lane_use(m) > lane_use(n) + 0.1;
+}
+
+// dst[j * rows + i] = src[i * cols + j]: a rows x cols matrix transposed,
+// in 16 x 16 blocks.
+void transpose_f32(const float* src, int64_t rows, int64_t cols, float* dst, ThreadPool* pool) {
+  constexpr int64_t kB = 16;
+  parallel_for(pool, (cols + kB - 1) / kB, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, rows)),
+               [&](int64_t b0, int64_t b1) {
+                 for (int64_t j0 = b0 * kB; j0 < std::min(cols, b1 * kB); j0 += kB) {
+                   const int64_t j1 = std::min(cols, j0 + kB);
+                   for (int64_t i0 = 0; i0 < rows; i0 += kB) {
+                     const int64_t i1 = std::min(rows, i0 + kB);
+                     for (int64_t j = j0; j < j1; ++j)
+                       for (int64_t i = i0; i < i1; ++i) dst[j * rows + i] = src[i * cols + j];
+                   }
+                 }
+               });
+}
+
+// A pointwise conv of one image as Y^T = X^T W^T (prefer_transposed_pointwise):
+// `wt` is W^T packed as the GEMM's B; the bias is a per-column epilogue.
+void pointwise_transposed(const ConvProblem& p, const float* xg, const PackedMatrix& wt, const float* bias,
+                          const GemmEpilogue& clamp, float* yg, ThreadPool* pool) {
+  const int64_t n = p.g.out_size(), m = p.m, k = p.c;
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < static_cast<size_t>(n * m)) scratch.resize(static_cast<size_t>(n * m));
+  GemmEpilogue ep = clamp;
+  ep.col_bias = bias;
+  sgemm_ex(n, m, k, 1.f, GemmOperand::raw(xg, n, true), GemmOperand::prepacked(wt), 0.f, scratch.data(), m, pool, ep);
+  transpose_f32(scratch.data(), n, m, yg, pool);
+}
+
 // Y = conv(X, W) + B for float32. `packed` holds W per group when W was
-// constant at load (else null: W is read directly).
+// constant at load (else null: W is read directly); `packed_t`, when not
+// null, W^T for the transposed pointwise path.
 void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::vector<PackedMatrix>* packed,
-              const float* bias, float* y, ThreadPool* pool, const ConvFusion& fusion = {}) {
+              const float* bias, float* y, ThreadPool* pool, const ConvFusion& fusion = {},
+              const PackedMatrix* packed_t = nullptr) {
   const int64_t total = p.n * p.m * p.g.out_size();
+  if (packed_t && p.group == 1 && p.pointwise() && !fusion.z) {
+    GemmEpilogue clamp;
+    if (fusion.act == ConvFusion::Act::kClamp) {
+      clamp.clamp_min = fusion.p0;
+      clamp.clamp_max = fusion.p1;
+    }
+    for (int64_t img = 0; img < p.n; ++img)
+      pointwise_transposed(p, x + img * p.c * p.g.in_size(), *packed_t, bias, clamp, y + img * p.m * p.g.out_size(),
+                           pool);
+    if (fusion.act != ConvFusion::Act::kClamp) apply_activation(y, total, fusion, pool);
+    return;
+  }
   if (p.depthwise()) {
     depthwise_conv_f32(depthwise_geometry(p), x, w, bias, y, pool);
     if (fusion.z)
@@ -184,8 +240,12 @@ class ConvKernel final : public Kernel {
     if (group_ < 1) return invalid_argument("attribute group is ", group_, ", expected >= 1");
     if (init.node.op_type == "FusedConv") KILN_RETURN_IF_ERROR(parse_fusion(init));
     const Tensor* w = init.constant_input(1);
-    if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3 && w->dim(0) % group_ == 0 && w->numel() > 0 &&
-        !(w->dim(1) == 1 && group_ > 1)) {  // depthwise reads W directly
+    if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3 && group_ == 1 && w->numel() > 0 &&
+        prefer_transposed_pointwise(w->dim(0), static_pointwise_size(init, *w))) {
+      packed_t_ = pack_b_for(init, "WT", true, w->dim(1), w->dim(0), w->data<float>(), w->dim(1));
+      packed_shape_ = w->shape();
+    } else if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3 && w->dim(0) % group_ == 0 && w->numel() > 0 &&
+               !(w->dim(1) == 1 && group_ > 1)) {  // depthwise reads W directly
       const int64_t mg = w->dim(0) / group_, kg = w->numel() / w->dim(0);
       for (int64_t grp = 0; grp < group_; ++grp)
         packed_.push_back(pack_a_for(init, "W" + std::to_string(grp), false, mg, kg, w->data<float>() + grp * mg * kg, kg));
@@ -240,9 +300,10 @@ class ConvKernel final : public Kernel {
     switch (x.dtype()) {
       case DType::kFloat32: {
         const bool use_packed = !packed_.empty() && w.shape() == packed_shape_;
+        const bool use_packed_t = !packed_t_.empty() && w.shape() == packed_shape_;
         fusion.z = z ? z->data<float>() : nullptr;
         conv_f32(p, x.data<float>(), w.data<float>(), use_packed ? &packed_ : nullptr, b ? b->data<float>() : nullptr,
-                 y->data<float>(), ctx.pool(), fusion);
+                 y->data<float>(), ctx.pool(), fusion, use_packed_t ? &packed_t_ : nullptr);
         return Status::ok();
       }
       case DType::kFloat16:
@@ -300,10 +361,30 @@ class ConvKernel final : public Kernel {
     return Status::ok();
   }
 
+  // The output positions of a pointwise (1x1, stride 1, unpadded) conv whose
+  // input's spatial dims are known at load; 0 otherwise.
+  int64_t static_pointwise_size(const KernelInit& init, const Tensor& w) const {
+    const ir::ValueType* xt = init.inputs.empty() ? nullptr : init.inputs[0].type;
+    if (!xt || !xt->has_shape || xt->dims.size() != w.shape().rank()) return 0;
+    for (size_t d = 2; d < w.shape().rank(); ++d)
+      if (w.dim(d) != 1) return 0;
+    for (int64_t s : attrs_.strides)
+      if (s != 1) return 0;
+    for (int64_t pad : attrs_.pads)
+      if (pad != 0) return 0;
+    int64_t n = 1;
+    for (size_t d = 2; d < xt->dims.size(); ++d) {
+      if (!xt->dims[d].known()) return 0;
+      n *= xt->dims[d].value;
+    }
+    return n;
+  }
+
   WindowAttrs attrs_;
   int64_t group_ = 1;
   ConvFusion fusion_;
   std::vector<PackedMatrix> packed_;  // W per group, when W is a constant
+  PackedMatrix packed_t_;             // W^T, for the transposed pointwise path
   Shape packed_shape_;
 };
 

@@ -140,6 +140,35 @@ TEST(GemmTest, CrossesCacheBlocksAndThreadSplits) {
   ASSERT_TRUE(sgemm_force_kernel(original.c_str()));
 }
 
+TEST(GemmTest, EdgeTilesOfEveryRowAndColumnCount) {
+  // Every row count of a register tile (the SIMD kernels compile a variant
+  // per count) against one and two vectors of columns, full and partial,
+  // with beta, both biases and a clamp in the masked stores; and K blocks
+  // (first / last) crossed.
+  std::mt19937 rng(21);
+  const std::string original = sgemm_kernel_name();
+  const float dummy = 0.f;
+  GemmEpilogue ep;
+  ep.row_bias = &dummy;  // replaced by random biases in check_case
+  ep.col_bias = &dummy;
+  ep.clamp_min = -1.5f;
+  ep.clamp_max = 1.25f;
+  ThreadPool pool(3);
+  for (const std::string& kernel : available_kernels()) {
+    ASSERT_TRUE(sgemm_force_kernel(kernel.c_str()));
+    for (int64_t m = 1; m <= 13; ++m) {
+      for (int64_t n : {1, 3, 8, 15, 16, 17, 24, 31, 32, 33, 49}) {
+        const int64_t k = (m + n) % 3 == 0 ? 260 : 5 + m;
+        check_case(Case{m % 2 == 1, n % 2 == 0, m, n, k, 1.f, m % 3 == 0 ? 0.5f : 0.f}, nullptr,
+                   m % 4 == 0 ? GemmEpilogue{} : ep, rng, kernel);
+      }
+    }
+    check_case(Case{false, false, 25, 49, 40, 1.f, 0.f}, &pool, ep, rng, kernel + " pool");
+    check_case(Case{true, false, 49, 1280 / 8, 33, 1.f, 0.f}, &pool, ep, rng, kernel + " pool");
+  }
+  ASSERT_TRUE(sgemm_force_kernel(original.c_str()));
+}
+
 TEST(GemmTest, OneRowTimesPackedBAndPackedATimesOneColumn) {
   // m == 1 with packed B and n == 1 with packed A take the GEMV path: every
   // panel width, K across cache blocks, transposes, thread splits, epilogue.

@@ -13,7 +13,11 @@ struct Avx2 {
   static Reg zero() { return _mm256_setzero_ps(); }
   static Reg load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
-  static void store_aligned(float* p, Reg v) { _mm256_store_ps(p, v); }
+  static __m256i mask(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static Reg load_part(const float* p, int64_t n) { return _mm256_maskload_ps(p, mask(n)); }
+  static void store_part(float* p, Reg v, int64_t n) { _mm256_maskstore_ps(p, mask(n), v); }
   static Reg broadcast(const float* p) { return _mm256_broadcast_ss(p); }
   static Reg set1(float x) { return _mm256_set1_ps(x); }
   static Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }

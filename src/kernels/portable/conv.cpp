@@ -120,7 +120,28 @@ void apply_activation_block(float* y, int64_t n, const ConvFusion& f) {
   }
 }
 
-// The activation over all of Y (the paths that cannot apply it in the GEMM
+// The GEMM epilogue's view of the activation: the clamp in the microkernel's
+// store, any other activation on each block of C while it is in cache.
+GemmEpilogue activation_epilogue(const ConvFusion& f) {
+  GemmEpilogue ep;
+  if (f.act == ConvFusion::Act::kClamp) {
+    ep.clamp_min = f.p0;
+    ep.clamp_max = f.p1;
+  } else if (f.act != ConvFusion::Act::kNone) {
+    ep.apply = [](const void* ctx, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+      const ConvFusion& fusion = *static_cast<const ConvFusion*>(ctx);
+      if (cols == ldc) {
+        apply_activation_block(c, rows * cols, fusion);
+        return;
+      }
+      for (int64_t r = 0; r < rows; ++r) apply_activation_block(c + r * ldc, cols, fusion);
+    };
+    ep.apply_ctx = &f;
+  }
+  return ep;
+}
+
+// The activation over all of Y (the depthwise path, which has no GEMM
 // epilogue), vectorized and split over the pool.
 void apply_activation(float* y, int64_t n, const ConvFusion& f, ThreadPool* pool) {
   if (f.act == ConvFusion::Act::kNone) return;
@@ -156,11 +177,11 @@ void transpose_f32(const float* src, int64_t rows, int64_t cols, float* dst, Thr
 // A pointwise conv of one image as Y^T = X^T W^T (prefer_transposed_pointwise):
 // `wt` is W^T packed as the GEMM's B; the bias is a per-column epilogue.
 void pointwise_transposed(const ConvProblem& p, const float* xg, const PackedMatrix& wt, const float* bias,
-                          const GemmEpilogue& clamp, float* yg, ThreadPool* pool) {
+                          const GemmEpilogue& act, float* yg, ThreadPool* pool) {
   const int64_t n = p.g.out_size(), m = p.m, k = p.c;
   thread_local std::vector<float> scratch;
   if (scratch.size() < static_cast<size_t>(n * m)) scratch.resize(static_cast<size_t>(n * m));
-  GemmEpilogue ep = clamp;
+  GemmEpilogue ep = act;
   ep.col_bias = bias;
   sgemm_ex(n, m, k, 1.f, GemmOperand::raw(xg, n, true), GemmOperand::prepacked(wt), 0.f, scratch.data(), m, pool, ep);
   transpose_f32(scratch.data(), n, m, yg, pool);
@@ -174,15 +195,10 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
               const PackedMatrix* packed_t = nullptr) {
   const int64_t total = p.n * p.m * p.g.out_size();
   if (packed_t && p.group == 1 && p.pointwise() && !fusion.z) {
-    GemmEpilogue clamp;
-    if (fusion.act == ConvFusion::Act::kClamp) {
-      clamp.clamp_min = fusion.p0;
-      clamp.clamp_max = fusion.p1;
-    }
+    const GemmEpilogue act = activation_epilogue(fusion);
     for (int64_t img = 0; img < p.n; ++img)
-      pointwise_transposed(p, x + img * p.c * p.g.in_size(), *packed_t, bias, clamp, y + img * p.m * p.g.out_size(),
+      pointwise_transposed(p, x + img * p.c * p.g.in_size(), *packed_t, bias, act, y + img * p.m * p.g.out_size(),
                            pool);
-    if (fusion.act != ConvFusion::Act::kClamp) apply_activation(y, total, fusion, pool);
     return;
   }
   if (p.depthwise()) {
@@ -192,7 +208,6 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
     apply_activation(y, total, fusion, pool);
     return;
   }
-  const bool clamp = fusion.act == ConvFusion::Act::kClamp;
   const int64_t mg = p.mg(), kg = p.kg(), cg = p.cg();
   const int64_t in_size = p.g.in_size(), out_size = p.g.out_size();
   const bool pointwise = p.pointwise();
@@ -201,12 +216,8 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
     float* yg = y + (img * p.m + grp * mg) * out_size;
     const GemmOperand a = packed ? GemmOperand::prepacked((*packed)[static_cast<size_t>(grp)])
                                  : GemmOperand::raw(w + grp * mg * kg, kg);
-    GemmEpilogue ep;
+    GemmEpilogue ep = activation_epilogue(fusion);
     ep.row_bias = bias ? bias + grp * mg : nullptr;
-    if (clamp) {
-      ep.clamp_min = fusion.p0;
-      ep.clamp_max = fusion.p1;
-    }
     float beta = 0.f;
     if (fusion.z) {  // Y starts as Z and the GEMM accumulates onto it
       std::copy_n(fusion.z + (yg - y), mg * out_size, yg);
@@ -229,7 +240,6 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
   } else {
     for (int64_t t = 0; t < jobs; ++t) one(t / p.group, t % p.group, pool);
   }
-  if (!clamp) apply_activation(y, total, fusion, pool);
 }
 
 class ConvKernel final : public Kernel {

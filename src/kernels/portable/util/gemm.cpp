@@ -243,6 +243,7 @@ void run_tile(const GemmProblem& g, int64_t i0, int64_t i1, int64_t j0, int64_t 
             st.row_bias = g.ep->row_bias ? g.ep->row_bias + ic + ir : nullptr;
             uk.fn(kc, ap + ir * kc, bp + jr * kc, g.c + (ic + ir) * g.ldc + jc + jr, g.ldc, mv, nv, st);
           }
+          if (st.last && g.ep->apply) g.ep->apply(g.ep->apply_ctx, g.c + ic * g.ldc + jc + jr, g.ldc, mc, nv);
         }
       }
     }
@@ -261,6 +262,7 @@ void run_empty_k(const GemmProblem& g) {
       crow[j] = v;
     }
   }
+  if (g.ep->apply) g.ep->apply(g.ep->apply_ctx, g.c, g.ldc, g.m, g.n);
 }
 
 // acc[w] += sum_p panel[p * width + w] * x[p * incx] for w < width: one
@@ -333,6 +335,11 @@ void packed_gemv(const GemmProblem& g, bool b_side, const float* x, int64_t incx
         if (g.ep->col_bias) v += g.ep->col_bias[j];
         if (g.clamp) v = std::min(std::max(v, g.ep->clamp_min), g.ep->clamp_max);
         c = v;
+      }
+      if (g.ep->apply) {
+        float* first = g.c + (b_side ? r : r * g.ldc);
+        if (b_side) g.ep->apply(g.ep->apply_ctx, first, g.ldc, 1, rows);
+        else g.ep->apply(g.ep->apply_ctx, first, g.ldc, rows, 1);
       }
     }
   });

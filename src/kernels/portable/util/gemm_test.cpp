@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -206,6 +207,49 @@ TEST(GemmTest, EpilogueAddsBiasesAndClamps) {
                         Case{true, false, 6, 16, 8, 1.f, 0.f}}) {
     check_case(c, nullptr, ep, rng, "epilogue");
     check_case(c, &pool, ep, rng, "epilogue pool");
+  }
+}
+
+TEST(GemmTest, ApplyRunsOnceOnEveryElementAfterTheClamp) {
+  // apply (v -> 3v + 1) is not idempotent, so running twice on a block, or
+  // before the last K block, or before the clamp, changes the result. Over
+  // K blocks, M/N blocks, thread splits, the GEMV paths and k == 0.
+  std::mt19937 rng(31);
+  ThreadPool pool(3);
+  auto apply = [](const void* ctx, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+    ++*static_cast<std::atomic<int64_t>*>(const_cast<void*>(ctx));
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) c[i * ldc + j] = 3.f * c[i * ldc + j] + 1.f;
+  };
+  struct Shape3 {
+    int64_t m, n, k;
+    bool pack_a, pack_b;
+  };
+  for (const Shape3& sh : {Shape3{150, 70, 600, true, false}, Shape3{13, 2100, 30, false, false},
+                           Shape3{1, 77, 300, false, true}, Shape3{90, 1, 300, true, false},
+                           Shape3{20, 33, 0, false, false}, Shape3{49, 160, 40, false, true}}) {
+    for (ThreadPool* tp : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      const std::vector<float> a = random_vec(static_cast<size_t>(sh.m * sh.k + 1), rng);
+      const std::vector<float> b = random_vec(static_cast<size_t>(sh.k * sh.n + 1), rng);
+      const std::vector<float> bias = random_vec(static_cast<size_t>(sh.m), rng);
+      GemmEpilogue ep;
+      ep.row_bias = bias.data();
+      ep.clamp_max = 0.5f;
+      std::vector<float> want(static_cast<size_t>(sh.m * sh.n)), got(want.size());
+      sgemm(false, false, sh.m, sh.n, sh.k, 1.f, a.data(), sh.k, b.data(), sh.n, 0.f, want.data(), sh.n, nullptr, ep);
+      for (float& v : want) v = 3.f * v + 1.f;
+      std::atomic<int64_t> calls{0};
+      ep.apply = apply;
+      ep.apply_ctx = &calls;
+      const PackedMatrix pa = PackedMatrix::pack_a(false, sh.m, sh.k, a.data(), sh.k);
+      const PackedMatrix pb = PackedMatrix::pack_b(false, sh.k, sh.n, b.data(), sh.n);
+      const GemmOperand ao = sh.pack_a && sh.k > 0 ? GemmOperand::prepacked(pa) : GemmOperand::raw(a.data(), sh.k);
+      const GemmOperand bo = sh.pack_b && sh.k > 0 ? GemmOperand::prepacked(pb) : GemmOperand::raw(b.data(), sh.n);
+      sgemm_ex(sh.m, sh.n, sh.k, 1.f, ao, bo, 0.f, got.data(), sh.n, tp, ep);
+      EXPECT_GT(calls.load(), 0);
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-4f * static_cast<float>(sh.k + 4)) << sh.m << "x" << sh.n << "x" << sh.k << " at " << i;
+    }
   }
 }
 

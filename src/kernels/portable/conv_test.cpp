@@ -268,6 +268,8 @@ TEST(ConvTest, FusedConvAddsZAndActivation) {
       {"Tanh", {}, [](float v, const std::vector<float>&) { return std::tanh(v); }},
       {"HardSigmoid", {0.3f, 0.4f},
        [](float v, const std::vector<float>& p) { return std::min(1.f, std::max(0.f, p[0] * v + p[1])); }},
+      {"HardSwish", {}, [](float v, const std::vector<float>&) { return v * std::min(1.f, std::max(0.f, v / 6.f + 0.5f)); }},
+      {"Silu", {}, [](float v, const std::vector<float>&) { return static_cast<float>(v / (1.0 + std::exp(-double(v)))); }},
   };
   // im2col, pointwise and depthwise paths
   for (const ConvCase& c : {cc({1, 4, 9, 9}, {6, 4, 3, 3}, 1, {}, {}, {1, 1, 1, 1}), cc({2, 8, 5, 5}, {4, 8, 1, 1}),

@@ -235,6 +235,9 @@ void run_tile(const GemmProblem& g, int64_t i0, int64_t i1, int64_t j0, int64_t 
           pack_a_block(g.a.data, g.a.ld, g.a.trans, ic, mc, pc, kc, mr, a_buf);
           ap = a_buf;
         }
+        // apply runs on groups of column panels (rows of >= 256 values, the
+        // block still in L2) so its per-call cost is amortized.
+        int64_t applied = 0;
         for (int64_t jr = 0; jr < nc; jr += nr) {
           const int64_t nv = std::min(nr, nc - jr);
           st.col_bias = g.ep->col_bias ? g.ep->col_bias + jc + jr : nullptr;
@@ -243,7 +246,11 @@ void run_tile(const GemmProblem& g, int64_t i0, int64_t i1, int64_t j0, int64_t 
             st.row_bias = g.ep->row_bias ? g.ep->row_bias + ic + ir : nullptr;
             uk.fn(kc, ap + ir * kc, bp + jr * kc, g.c + (ic + ir) * g.ldc + jc + jr, g.ldc, mv, nv, st);
           }
-          if (st.last && g.ep->apply) g.ep->apply(g.ep->apply_ctx, g.c + ic * g.ldc + jc + jr, g.ldc, mc, nv);
+          const int64_t done = jr + nv;
+          if (st.last && g.ep->apply && (done - applied >= 256 || done == nc)) {
+            g.ep->apply(g.ep->apply_ctx, g.c + ic * g.ldc + jc + applied, g.ldc, mc, done - applied);
+            applied = done;
+          }
         }
       }
     }

@@ -170,6 +170,28 @@ TEST(GemmTest, EdgeTilesOfEveryRowAndColumnCount) {
   ASSERT_TRUE(sgemm_force_kernel(original.c_str()));
 }
 
+TEST(GemmTest, SmallMReadsBInPlace) {
+  // Up to 8 register tiles of rows, a raw untransposed B is read in place
+  // (its full panels; the ragged last one packed): around that bound, over
+  // K blocks, the N block (2048) and thread splits, with the epilogue.
+  std::mt19937 rng(23);
+  ThreadPool pool(2);
+  const float dummy = 0.f;
+  GemmEpilogue ep;
+  ep.row_bias = &dummy;  // replaced by random biases in check_case
+  ep.clamp_min = -2.f;
+  const std::string original = sgemm_kernel_name();
+  for (const std::string& kernel : available_kernels()) {
+    ASSERT_TRUE(sgemm_force_kernel(kernel.c_str()));
+    for (const Case& c : {Case{false, false, 96, 100, 300, 1.f, 0.f}, Case{true, false, 97, 70, 20, 1.f, 0.5f},
+                          Case{false, false, 48, 2085, 17, 1.f, 0.f}, Case{false, false, 3, 32, 513, -1.f, 0.f}}) {
+      check_case(c, nullptr, ep, rng, kernel);
+      check_case(c, &pool, ep, rng, kernel + " pool");
+    }
+  }
+  ASSERT_TRUE(sgemm_force_kernel(original.c_str()));
+}
+
 TEST(GemmTest, OneRowTimesPackedBAndPackedATimesOneColumn) {
   // m == 1 with packed B and n == 1 with packed A take the GEMV path: every
   // panel width, K across cache blocks, transposes, thread splits, epilogue.

@@ -33,9 +33,9 @@ static_assert(2 * Avx512::kLanes == kAvx512Nr);
 
 }  // namespace
 
-void ukernel_avx512(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mv, int64_t nv,
+void ukernel_avx512(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t mv, int64_t nv,
                     const TileStore& st) {
-  ukernel_simd<Avx512>(kc, a, b, c, ldc, mv, nv, st);
+  ukernel_simd<Avx512>(kc, a, b, ldb, c, ldc, mv, nv, st);
 }
 
 }  // namespace kiln::kernels::gemm

@@ -30,12 +30,13 @@ namespace kiln::kernels::gemm {
 
 // R rows (<= kMr) and H vectors (1 or 2) of C; `nv` columns, of which the
 // last vector holds nv - (H - 1) * kLanes (1..kLanes). A's panel is kMr
-// wide and B's 2 * kLanes wide whatever R and H are.
+// wide whatever R is; B's rows are `ldb` apart (2 * kLanes when packed) and
+// only the H vectors that C's columns need are read.
 template <class V, int R, int H>
-__attribute__((always_inline)) inline void ukernel_rh(int64_t kc, const float* a, const float* b, float* c,
-                                                      int64_t ldc, int64_t nv, const TileStore& st) {
+__attribute__((always_inline)) inline void ukernel_rh(int64_t kc, const float* a, const float* b, int64_t ldb,
+                                                      float* c, int64_t ldc, int64_t nv, const TileStore& st) {
   using Reg = typename V::Reg;
-  constexpr int64_t kMr = V::kMr, kL = V::kLanes, kNr = 2 * V::kLanes;
+  constexpr int64_t kMr = V::kMr, kL = V::kLanes;
   Reg acc[R][H];
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
@@ -54,7 +55,7 @@ __attribute__((always_inline)) inline void ukernel_rh(int64_t kc, const float* a
       for (int h = 0; h < H; ++h) acc[i][h] = V::fmadd(av, bv[h], acc[i][h]);
     }
     a += kMr;
-    b += kNr;
+    b += ldb;
   }
   const int64_t tail = nv - (H - 1) * kL;  // lanes of the last vector
   const Reg alpha = V::set1(st.alpha);
@@ -85,12 +86,13 @@ __attribute__((always_inline)) inline void ukernel_rh(int64_t kc, const float* a
 }
 
 template <class V, int R, int H>
-void ukernel_rh_fn(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t nv,
+void ukernel_rh_fn(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t nv,
                    const TileStore& st) {
-  ukernel_rh<V, R, H>(kc, a, b, c, ldc, nv, st);
+  ukernel_rh<V, R, H>(kc, a, b, ldb, c, ldc, nv, st);
 }
 
-using RowsHalvesFn = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, const TileStore&);
+using RowsHalvesFn = void (*)(int64_t, const float*, const float*, int64_t, float*, int64_t, int64_t,
+                              const TileStore&);
 
 // The variants for 1..kMr rows, one vector then two: table[(rows - 1) * 2 + halves - 1].
 template <class V, int... I>
@@ -101,15 +103,15 @@ constexpr auto make_rh_table(std::integer_sequence<int, I...>) {
 /// The MicroKernelFn for V: dispatches the tile to the variant for its
 /// rows and vectors.
 template <class V>
-inline void ukernel_simd(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mv, int64_t nv,
-                         const TileStore& st) {
+inline void ukernel_simd(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t mv,
+                         int64_t nv, const TileStore& st) {
   constexpr int64_t kMr = V::kMr, kL = V::kLanes;
   if (mv == kMr && nv == 2 * kL) {
-    ukernel_rh<V, static_cast<int>(kMr), 2>(kc, a, b, c, ldc, nv, st);
+    ukernel_rh<V, static_cast<int>(kMr), 2>(kc, a, b, ldb, c, ldc, nv, st);
     return;
   }
   static constexpr auto table = make_rh_table<V>(std::make_integer_sequence<int, static_cast<int>(2 * kMr)>());
-  table[static_cast<size_t>((mv - 1) * 2 + (nv > kL ? 1 : 0))](kc, a, b, c, ldc, nv, st);
+  table[static_cast<size_t>((mv - 1) * 2 + (nv > kL ? 1 : 0))](kc, a, b, ldb, c, ldc, nv, st);
 }
 
 }  // namespace kiln::kernels::gemm

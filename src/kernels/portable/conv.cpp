@@ -72,12 +72,23 @@ DepthwiseConv depthwise_geometry(const ConvProblem& p) {
   return d;
 }
 
+// im2col_panels<float> compiled for the CPU's vector width (flatten inlines
+// it into each clone): its copies and stride-2 gathers are most of a stem
+// conv's time besides the GEMM.
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((flatten))
+#endif
+KILN_CV_MULTIVERSION void im2col_panels_f32(const WindowGeometry& g, const float* x, int64_t p0, int64_t kc,
+                                            int64_t j0, int64_t nc, int64_t nr, float* out) {
+  im2col_panels<float>(g, x, p0, kc, j0, nc, nr, 0.f, out);
+}
+
 // The im2col matrix of one image and group, produced panel by panel.
 class Im2colSource final : public BPanelSource {
  public:
   Im2colSource(const WindowGeometry& g, const float* x) : g_(g), x_(x) {}
   void pack(int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* out) const override {
-    im2col_panels<float>(g_, x_, p0, kc, j0, nc, nr, 0.f, out);
+    im2col_panels_f32(g_, x_, p0, kc, j0, nc, nr, out);
   }
 
  private:

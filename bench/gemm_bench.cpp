@@ -81,6 +81,12 @@ int main(int argc, char** argv) {
       {256, 196, 2304, "conv 3x3 256->256 @14x14"},
       {512, 49, 4608, "conv 3x3 512->512 @7x7"},
       {64, 12544, 147, "conv 7x7/2 3->64 @112x112"},
+      {32, 12544, 27, "stem 3x3/2 3->32 @112x112 (mobilenet)"},
+      {16, 12544, 32, "pointwise 32->16 @112x112 (M=16 edge tiles)"},
+      {96, 12544, 16, "pointwise 16->96 @112x112 (K=16)"},
+      {96, 196, 576, "pointwise 576->96 @14x14"},
+      {1280, 49, 320, "pointwise 320->1280 @7x7 (as Y = W X)"},
+      {49, 1280, 320, "pointwise 320->1280 @7x7 (as Y^T = X^T W^T)"},
       {128, 512, 256, "bert qkv-ish (M=128 seq,N=512,K=256)"},
   };
   for (const auto& s : shapes) {

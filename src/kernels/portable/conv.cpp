@@ -3,7 +3,10 @@
 //   - depthwise (one input channel per group, 1-D/2-D): conv_depthwise.h, a
 //     direct kernel for any kernel size, stride and dilation;
 //   - pointwise (1x1 kernel, stride 1, no padding): Y = W x X, a GEMM straight
-//     on the NCHW input, no copy;
+//     on the NCHW input, no copy; on small maps whose size is a poor fit for
+//     the vector width (7x7 = 49 positions fill 64 lanes) and known at load,
+//     Y^T = X^T W^T instead (the vectors then run along the output channels)
+//     into a scratch, then transposed into Y;
 //   - everything else: GEMM with an implicit im2col that writes the packed B
 //     panels directly (gemm.h BPanelSource), so the column matrix is never
 //     materialized and its scratch stays one cache block.
@@ -17,6 +20,7 @@
 // Kiln's optimizer (src/optimizer) fuses Conv + activation into; Kiln adds
 // the activations HardSwish and Silu (x * Sigmoid(x)) to ORT's list.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -72,12 +76,23 @@ DepthwiseConv depthwise_geometry(const ConvProblem& p) {
   return d;
 }
 
+// im2col_panels<float> compiled for the CPU's vector width (flatten inlines
+// it into each clone): its copies and stride-2 gathers are most of a stem
+// conv's time besides the GEMM.
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((flatten))
+#endif
+KILN_CV_MULTIVERSION void im2col_panels_f32(const WindowGeometry& g, const float* x, int64_t p0, int64_t kc,
+                                            int64_t j0, int64_t nc, int64_t nr, float* out) {
+  im2col_panels<float>(g, x, p0, kc, j0, nc, nr, 0.f, out);
+}
+
 // The im2col matrix of one image and group, produced panel by panel.
 class Im2colSource final : public BPanelSource {
  public:
   Im2colSource(const WindowGeometry& g, const float* x) : g_(g), x_(x) {}
   void pack(int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* out) const override {
-    im2col_panels<float>(g_, x_, p0, kc, j0, nc, nr, 0.f, out);
+    im2col_panels_f32(g_, x_, p0, kc, j0, nc, nr, out);
   }
 
  private:
@@ -96,6 +111,42 @@ struct ConvFusion {
   float p0 = 0.f, p1 = 0.f;  // clamp: lo, hi; LeakyRelu: alpha; HardSigmoid: alpha, beta
 };
 
+// e^t for t in [-87, 87]: t = k ln2 + g with |g| <= ln2 / 2, e^g by its
+// degree-7 Taylor polynomial (relative error < 1e-7), 2^k added into the
+// exponent bits. Branch-free bit arithmetic (no float-to-int conversion) so
+// the loops below vectorize, and NaN flows through.
+inline float exp_bounded(float t) {
+  constexpr float kRound = 12582912.f;  // 1.5 * 2^23: adding it rounds to an integer
+  const float r = t * 1.44269504f + kRound;
+  const float kf = r - kRound;
+  const float g = (t - kf * 0.693145752f) - kf * 1.42860677e-6f;  // ln2 split in two
+  float p = 1.f / 5040.f;
+  p = p * g + 1.f / 720.f;
+  p = p * g + 1.f / 120.f;
+  p = p * g + 1.f / 24.f;
+  p = p * g + 1.f / 6.f;
+  p = p * g + 0.5f;
+  p = p * g + 1.f;
+  p = p * g + 1.f;
+  const int32_t k = std::bit_cast<int32_t>(r) - std::bit_cast<int32_t>(kRound);
+  return std::bit_cast<float>(std::bit_cast<int32_t>(p) + k * (1 << 23));
+}
+
+// y = y * sigmoid(y) = y / (1 + e^-y), vectorized for the CPU (FusedConv's
+// Silu in the GEMM epilogue; as accurate as Sigmoid then Mul to a few ulp).
+KILN_CV_MULTIVERSION
+void silu_inplace(float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = y[i];
+    y[i] = x / (1.f + exp_bounded(std::min(std::max(-x, -87.f), 87.f)));
+  }
+}
+
+KILN_CV_MULTIVERSION
+void hard_swish_inplace(float* y, int64_t n) {  // as the HardSwish kernel computes it
+  for (int64_t i = 0; i < n; ++i) y[i] *= std::min(1.f, std::max(0.f, y[i] * (1.f / 6.f) + 0.5f));
+}
+
 void apply_activation_block(float* y, int64_t n, const ConvFusion& f) {
   switch (f.act) {
     case ConvFusion::Act::kNone: break;
@@ -106,33 +157,92 @@ void apply_activation_block(float* y, int64_t n, const ConvFusion& f) {
     case ConvFusion::Act::kHardSigmoid:
       for (int64_t i = 0; i < n; ++i) y[i] = std::min(1.f, std::max(0.f, f.p0 * y[i] + f.p1));
       break;
-    case ConvFusion::Act::kHardSwish:  // as the HardSwish kernel computes it
-      for (int64_t i = 0; i < n; ++i) y[i] *= std::min(1.f, std::max(0.f, y[i] * (1.f / 6.f) + 0.5f));
-      break;
-    case ConvFusion::Act::kSilu: {  // x * sigmoid(x), as the Sigmoid and Mul kernels compute it
-      float s[256];
-      for (int64_t i = 0; i < n; i += 256) {
-        const int64_t len = std::min<int64_t>(256, n - i);
-        simd::sigmoid_f32(y + i, s, len);
-        for (int64_t k = 0; k < len; ++k) y[i + k] *= s[k];
-      }
-      break;
-    }
+    case ConvFusion::Act::kHardSwish: hard_swish_inplace(y, n); break;
+    case ConvFusion::Act::kSilu: silu_inplace(y, n); break;
   }
 }
 
-// The activation over all of Y (the paths that cannot apply it in the GEMM
+// The GEMM epilogue's view of the activation: the clamp in the microkernel's
+// store, any other activation on each block of C while it is in cache.
+GemmEpilogue activation_epilogue(const ConvFusion& f) {
+  GemmEpilogue ep;
+  if (f.act == ConvFusion::Act::kClamp) {
+    ep.clamp_min = f.p0;
+    ep.clamp_max = f.p1;
+  } else if (f.act != ConvFusion::Act::kNone) {
+    ep.apply = [](const void* ctx, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+      const ConvFusion& fusion = *static_cast<const ConvFusion*>(ctx);
+      if (cols == ldc) {
+        apply_activation_block(c, rows * cols, fusion);
+        return;
+      }
+      for (int64_t r = 0; r < rows; ++r) apply_activation_block(c + r * ldc, cols, fusion);
+    };
+    ep.apply_ctx = &f;
+  }
+  return ep;
+}
+
+// The activation over all of Y (the depthwise path, which has no GEMM
 // epilogue), vectorized and split over the pool.
 void apply_activation(float* y, int64_t n, const ConvFusion& f, ThreadPool* pool) {
   if (f.act == ConvFusion::Act::kNone) return;
   parallel_for(pool, n, 16384, [&](int64_t b, int64_t e) { apply_activation_block(y + b, e - b, f); });
 }
 
+// Whether a pointwise conv with m output channels over n positions runs
+// faster as Y^T = X^T W^T: when n wastes a fair share of the vector lanes
+// (the microkernel's columns are 16-lane vectors) and m wastes fewer.
+bool prefer_transposed_pointwise(int64_t m, int64_t n) {
+  if (n < 2 || n > 256 || m < 16) return false;
+  auto lane_use = [](int64_t len) { return static_cast<double>(len) / static_cast<double>((len + 15) / 16 * 16); };
+  return lane_use(n) < 0.85 && lane_use(m) > lane_use(n) + 0.1;
+}
+
+// dst[j * rows + i] = src[i * cols + j]: a rows x cols matrix transposed,
+// in 16 x 16 blocks.
+void transpose_f32(const float* src, int64_t rows, int64_t cols, float* dst, ThreadPool* pool) {
+  constexpr int64_t kB = 16;
+  parallel_for(pool, (cols + kB - 1) / kB, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, rows)),
+               [&](int64_t b0, int64_t b1) {
+                 for (int64_t j0 = b0 * kB; j0 < std::min(cols, b1 * kB); j0 += kB) {
+                   const int64_t j1 = std::min(cols, j0 + kB);
+                   for (int64_t i0 = 0; i0 < rows; i0 += kB) {
+                     const int64_t i1 = std::min(rows, i0 + kB);
+                     for (int64_t j = j0; j < j1; ++j)
+                       for (int64_t i = i0; i < i1; ++i) dst[j * rows + i] = src[i * cols + j];
+                   }
+                 }
+               });
+}
+
+// A pointwise conv of one image as Y^T = X^T W^T (prefer_transposed_pointwise):
+// `wt` is W^T packed as the GEMM's B; the bias is a per-column epilogue.
+void pointwise_transposed(const ConvProblem& p, const float* xg, const PackedMatrix& wt, const float* bias,
+                          const GemmEpilogue& act, float* yg, ThreadPool* pool) {
+  const int64_t n = p.g.out_size(), m = p.m, k = p.c;
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < static_cast<size_t>(n * m)) scratch.resize(static_cast<size_t>(n * m));
+  GemmEpilogue ep = act;
+  ep.col_bias = bias;
+  sgemm_ex(n, m, k, 1.f, GemmOperand::raw(xg, n, true), GemmOperand::prepacked(wt), 0.f, scratch.data(), m, pool, ep);
+  transpose_f32(scratch.data(), n, m, yg, pool);
+}
+
 // Y = conv(X, W) + B for float32. `packed` holds W per group when W was
-// constant at load (else null: W is read directly).
+// constant at load (else null: W is read directly); `packed_t`, when not
+// null, W^T for the transposed pointwise path.
 void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::vector<PackedMatrix>* packed,
-              const float* bias, float* y, ThreadPool* pool, const ConvFusion& fusion = {}) {
+              const float* bias, float* y, ThreadPool* pool, const ConvFusion& fusion = {},
+              const PackedMatrix* packed_t = nullptr) {
   const int64_t total = p.n * p.m * p.g.out_size();
+  if (packed_t && p.group == 1 && p.pointwise() && !fusion.z) {
+    const GemmEpilogue act = activation_epilogue(fusion);
+    for (int64_t img = 0; img < p.n; ++img)
+      pointwise_transposed(p, x + img * p.c * p.g.in_size(), *packed_t, bias, act, y + img * p.m * p.g.out_size(),
+                           pool);
+    return;
+  }
   if (p.depthwise()) {
     depthwise_conv_f32(depthwise_geometry(p), x, w, bias, y, pool);
     if (fusion.z)
@@ -140,7 +250,6 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
     apply_activation(y, total, fusion, pool);
     return;
   }
-  const bool clamp = fusion.act == ConvFusion::Act::kClamp;
   const int64_t mg = p.mg(), kg = p.kg(), cg = p.cg();
   const int64_t in_size = p.g.in_size(), out_size = p.g.out_size();
   const bool pointwise = p.pointwise();
@@ -149,12 +258,8 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
     float* yg = y + (img * p.m + grp * mg) * out_size;
     const GemmOperand a = packed ? GemmOperand::prepacked((*packed)[static_cast<size_t>(grp)])
                                  : GemmOperand::raw(w + grp * mg * kg, kg);
-    GemmEpilogue ep;
+    GemmEpilogue ep = activation_epilogue(fusion);
     ep.row_bias = bias ? bias + grp * mg : nullptr;
-    if (clamp) {
-      ep.clamp_min = fusion.p0;
-      ep.clamp_max = fusion.p1;
-    }
     float beta = 0.f;
     if (fusion.z) {  // Y starts as Z and the GEMM accumulates onto it
       std::copy_n(fusion.z + (yg - y), mg * out_size, yg);
@@ -177,7 +282,6 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
   } else {
     for (int64_t t = 0; t < jobs; ++t) one(t / p.group, t % p.group, pool);
   }
-  if (!clamp) apply_activation(y, total, fusion, pool);
 }
 
 // The Winograd path (conv_winograd.h) with conv's fusion as its epilogue.
@@ -204,8 +308,12 @@ class ConvKernel final : public Kernel {
     if (group_ < 1) return invalid_argument("attribute group is ", group_, ", expected >= 1");
     if (init.node.op_type == "FusedConv") KILN_RETURN_IF_ERROR(parse_fusion(init));
     const Tensor* w = init.constant_input(1);
-    if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3 && w->dim(0) % group_ == 0 && w->numel() > 0 &&
-        !(w->dim(1) == 1 && group_ > 1)) {  // depthwise reads W directly
+    if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3 && group_ == 1 && w->numel() > 0 &&
+        prefer_transposed_pointwise(w->dim(0), static_pointwise_size(init, *w))) {
+      packed_t_ = pack_b_for(init, "WT", true, w->dim(1), w->dim(0), w->data<float>(), w->dim(1));
+      packed_shape_ = w->shape();
+    } else if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3 && w->dim(0) % group_ == 0 && w->numel() > 0 &&
+               !(w->dim(1) == 1 && group_ > 1)) {  // depthwise reads W directly
       wino_.prepare(init, *w, group_, attrs_);
       if (wino_.covers_static_input(init)) return Status::ok();  // W is never read by im2col
       const int64_t mg = w->dim(0) / group_, kg = w->numel() / w->dim(0);
@@ -262,13 +370,14 @@ class ConvKernel final : public Kernel {
     switch (x.dtype()) {
       case DType::kFloat32: {
         const bool use_packed = !packed_.empty() && w.shape() == packed_shape_;
+        const bool use_packed_t = !packed_t_.empty() && w.shape() == packed_shape_;
         fusion.z = z ? z->data<float>() : nullptr;
         if (wino_.applies(p.g, p.n, w.shape())) {
           run_winograd(wino_, p, x.data<float>(), b ? b->data<float>() : nullptr, y->data<float>(), ctx.pool(), fusion);
           return Status::ok();
         }
         conv_f32(p, x.data<float>(), w.data<float>(), use_packed ? &packed_ : nullptr, b ? b->data<float>() : nullptr,
-                 y->data<float>(), ctx.pool(), fusion);
+                 y->data<float>(), ctx.pool(), fusion, use_packed_t ? &packed_t_ : nullptr);
         return Status::ok();
       }
       case DType::kFloat16:
@@ -326,11 +435,31 @@ class ConvKernel final : public Kernel {
     return Status::ok();
   }
 
+  // The output positions of a pointwise (1x1, stride 1, unpadded) conv whose
+  // input's spatial dims are known at load; 0 otherwise.
+  int64_t static_pointwise_size(const KernelInit& init, const Tensor& w) const {
+    const ir::ValueType* xt = init.inputs.empty() ? nullptr : init.inputs[0].type;
+    if (!xt || !xt->has_shape || xt->dims.size() != w.shape().rank()) return 0;
+    for (size_t d = 2; d < w.shape().rank(); ++d)
+      if (w.dim(d) != 1) return 0;
+    for (int64_t s : attrs_.strides)
+      if (s != 1) return 0;
+    for (int64_t pad : attrs_.pads)
+      if (pad != 0) return 0;
+    int64_t n = 1;
+    for (size_t d = 2; d < xt->dims.size(); ++d) {
+      if (!xt->dims[d].known()) return 0;
+      n *= xt->dims[d].value;
+    }
+    return n;
+  }
+
   WindowAttrs attrs_;
   int64_t group_ = 1;
   ConvFusion fusion_;
   std::vector<PackedMatrix> packed_;  // W per group, when W is a constant
   WinogradConv wino_;                  // W transformed, when the Winograd path may run
+  PackedMatrix packed_t_;              // W^T, for the transposed pointwise path
   Shape packed_shape_;
 };
 

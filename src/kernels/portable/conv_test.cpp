@@ -112,14 +112,14 @@ std::vector<ir::Attribute> conv_attrs(const ConvCase& c) {
 void check_conv(const ConvCase& c, std::mt19937& rng, const std::string& what) {
   Tensor x = random_tensor(c.x, rng), w = random_tensor(c.w, rng), b = random_tensor({c.w[0]}, rng);
   Tensor want = naive_conv(c, x, w, c.bias ? &b : nullptr);
-  for (int variant = 0; variant < 3; ++variant) {
+  for (int variant = 0; variant < 4; ++variant) {
     testing::OpCall call;
     call.op_type = "Conv";
     call.inputs = {x, w};
     if (c.bias) call.inputs.push_back(b);
     call.attrs = conv_attrs(c);
     call.inputs_are_constant = variant >= 1;  // packed weights
-    call.threads = variant == 2 ? 2 : 1;
+    call.threads = variant >= 2 ? variant : 1;
     call.opset = variant == 0 ? 11 : 1;
     auto out = run_op(call);
     ASSERT_TRUE(out.ok()) << what << ": " << out.status().to_string();
@@ -185,6 +185,20 @@ TEST(ConvTest, DepthwiseAndPointwisePaths) {
   // big enough to cross GEMM cache blocks (K = 300 > KC, M > MC) and thread splits
   check_conv(cc({1, 12, 20, 20}, {150, 12, 5, 5}, 1, {}, {}, {2, 2, 2, 2}), rng, "large");
   check_conv(cc({1, 3, 30, 30}, {16, 3, 7, 7}, 1, {2, 2}, {}, {3, 3, 3, 3}), rng, "stem 7x7/2");
+  // stems with stride-2 rows of every length class (runs of 4 gathered values and tails)
+  check_conv(cc({1, 3, 23, 37}, {32, 3, 3, 3}, 1, {2, 2}, {}, {1, 1, 1, 1}), rng, "stem 3x3/2");
+  check_conv(cc({2, 4, 18, 19}, {16, 4, 3, 3}, 1, {2, 2}, {}, {0, 1, 1, 0}), rng, "stem 3x3/2 Cin 4");
+  check_conv(cc({1, 3, 9, 64}, {8, 3, 3, 3}, 1, {2, 2}, {}, {}, "SAME_UPPER"), rng, "stem 3x3/2 same");
+  // pointwise on small maps with many channels: Y^T = X^T W^T when W is
+  // constant (variants 1..3), 2-D, 1-D and 3-D, with and without bias
+  check_conv(cc({1, 24, 7, 7}, {64, 24, 1, 1}), rng, "pw 7x7 transposed");
+  check_conv(cc({2, 40, 5, 5}, {48, 40, 1, 1}), rng, "pw 5x5 transposed, 2 images");
+  check_conv(cc({1, 16, 3, 3}, {100, 16, 1, 1}), rng, "pw 3x3 transposed, ragged channels");
+  check_conv(cc({1, 8, 33}, {32, 8, 1}), rng, "pw 1-D transposed");
+  check_conv(cc({1, 8, 2, 3, 3}, {32, 8, 1, 1, 1}), rng, "pw 3-D transposed");
+  ConvCase no_bias = cc({1, 300, 7, 7}, {160, 300, 1, 1});
+  no_bias.bias = false;
+  check_conv(no_bias, rng, "pw 7x7 transposed, K > KC, no bias");
   // small map, many output channels: with 2 threads only rows split and the
   // im2col panels are packed once and shared
   check_conv(cc({1, 64, 7, 7}, {256, 64, 3, 3}, 1, {}, {}, {1, 1, 1, 1}), rng, "7x7 map, 256 channels");
@@ -254,6 +268,8 @@ TEST(ConvTest, FusedConvAddsZAndActivation) {
       {"Tanh", {}, [](float v, const std::vector<float>&) { return std::tanh(v); }},
       {"HardSigmoid", {0.3f, 0.4f},
        [](float v, const std::vector<float>& p) { return std::min(1.f, std::max(0.f, p[0] * v + p[1])); }},
+      {"HardSwish", {}, [](float v, const std::vector<float>&) { return v * std::min(1.f, std::max(0.f, v / 6.f + 0.5f)); }},
+      {"Silu", {}, [](float v, const std::vector<float>&) { return static_cast<float>(v / (1.0 + std::exp(-double(v)))); }},
   };
   // im2col, pointwise and depthwise paths
   for (const ConvCase& c : {cc({1, 4, 9, 9}, {6, 4, 3, 3}, 1, {}, {}, {1, 1, 1, 1}), cc({2, 8, 5, 5}, {4, 8, 1, 1}),
@@ -281,6 +297,30 @@ TEST(ConvTest, FusedConvAddsZAndActivation) {
           ASSERT_NEAR(y.data<float>()[i], act.f(pre, act.params), 2e-4) << act.name << " at " << i;
         }
       }
+    }
+  }
+  // The transposed pointwise path (constant W, 7x7 map, 32 channels): the
+  // clamp in the GEMM epilogue, the other activations as a pass.
+  const ConvCase pw = cc({1, 8, 7, 7}, {32, 8, 1, 1});
+  Tensor x = random_tensor(pw.x, rng), w = random_tensor(pw.w, rng), b = random_tensor({pw.w[0]}, rng);
+  Tensor plain = naive_conv(pw, x, w, &b);
+  for (const Act& act : acts) {
+    for (int threads : {1, 2, 3}) {
+      testing::OpCall call;
+      call.op_type = "FusedConv";
+      call.domain = "com.microsoft";
+      call.opset = 1;
+      call.inputs = {x, w, b};
+      call.attrs = {attr("activation", act.name)};
+      if (!act.params.empty()) call.attrs.push_back(attr("activation_params", act.params));
+      call.inputs_are_constant = true;
+      call.threads = threads;
+      auto r = run_op(call);
+      ASSERT_TRUE(r.ok()) << r.status().to_string();
+      const Tensor& y = (*r)[0].tensor();
+      ASSERT_EQ(y.shape(), plain.shape());
+      for (int64_t i = 0; i < y.numel(); ++i)
+        ASSERT_NEAR(y.data<float>()[i], act.f(plain.data<float>()[i], act.params), 2e-4) << act.name << " at " << i;
     }
   }
   testing::OpCall bad;

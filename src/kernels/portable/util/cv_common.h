@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/kernel.h"
@@ -75,6 +76,9 @@ struct PanelWriter {
       } else if (step == 1) {
         copy_short(dst, src, chunk);
         src += chunk;
+      } else if (step == 2) {
+        copy_stride2(dst, src, chunk);
+        src += chunk * 2;
       } else {
         for (int64_t t = 0; t < chunk; ++t) dst[t] = src[t * step];
         src += chunk * step;
@@ -102,6 +106,32 @@ struct PanelWriter {
       t += 2;
     }
     if (n - t >= 1) dst[t] = src[t];
+  }
+
+  // dst[t] = src[2 * t] (stride-2 convolutions: the stems): sixteen, then
+  // four at a time from twice as many loaded values and one shuffle, never
+  // reading past src[2 * (n - 1)].
+  static inline void copy_stride2(T* dst, const T* src, int64_t n) {
+    int64_t t = 0;
+    if constexpr (std::is_same_v<T, float>) {
+      typedef float V16 __attribute__((vector_size(64)));  // one permute where the ISA has 16 lanes
+      for (; t + 17 <= n; t += 16) {
+        V16 lo, hi;
+        __builtin_memcpy(&lo, src + 2 * t, sizeof(V16));
+        __builtin_memcpy(&hi, src + 2 * t + 16, sizeof(V16));
+        const V16 even = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        __builtin_memcpy(dst + t, &even, sizeof(V16));
+      }
+      typedef float V4 __attribute__((vector_size(16)));
+      for (; t + 5 <= n; t += 4) {
+        V4 lo, hi;
+        __builtin_memcpy(&lo, src + 2 * t, sizeof(V4));
+        __builtin_memcpy(&hi, src + 2 * t + 4, sizeof(V4));
+        const V4 even = __builtin_shufflevector(lo, hi, 0, 2, 4, 6);
+        __builtin_memcpy(dst + t, &even, sizeof(V4));
+      }
+    }
+    for (; t < n; ++t) dst[t] = src[2 * t];
   }
 };
 }  // namespace detail

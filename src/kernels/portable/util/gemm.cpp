@@ -49,8 +49,8 @@ struct MicroKernel {
 constexpr int64_t kPortableMr = 4;
 constexpr int64_t kPortableNr = 8;
 
-void ukernel_portable(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mv, int64_t nv,
-                      const TileStore& st) {
+void ukernel_portable(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t mv,
+                      int64_t nv, const TileStore& st) {
   float acc[kPortableMr][kPortableNr] = {};
   for (int64_t p = 0; p < kc; ++p) {
     for (int64_t i = 0; i < kPortableMr; ++i) {
@@ -58,7 +58,7 @@ void ukernel_portable(int64_t kc, const float* a, const float* b, float* c, int6
       for (int64_t j = 0; j < kPortableNr; ++j) acc[i][j] += av * b[j];
     }
     a += kPortableMr;
-    b += kPortableNr;
+    b += ldb;
   }
   store_tile_scalar<Baseline>(&acc[0][0], kPortableNr, c, ldc, mv, nv, st);
 }
@@ -192,6 +192,10 @@ struct GemmProblem {
   // per call and shared by the parallel tasks); null: pack per block.
   const float* a_pack = nullptr;
   const float* b_pack = nullptr;
+  // B is raw, untransposed and read in place by the microkernel (its full
+  // NR-column panels; a ragged last panel is packed): small M, where
+  // packing B would cost as much as the arithmetic (pointwise convs).
+  bool b_direct = false;
 };
 
 // Runs the blocked loops on the C tile rows [i0, i1) x columns [j0, j1).
@@ -216,8 +220,11 @@ void run_tile(const GemmProblem& g, int64_t i0, int64_t i1, int64_t j0, int64_t 
       const int64_t kc = std::min(uk.kc, g.k - pc);
       st.first = pc == 0;
       st.last = pc + kc == g.k;
-      const float* bp;
-      if (g.b_pack) {
+      const float* bp = nullptr;
+      if (g.b_direct) {
+        if (nc % nr != 0)  // the ragged last panel, packed at its place in b_buf
+          pack_b_block(g.b.data, g.b.ld, false, pc, kc, jc + nc / nr * nr, nc % nr, nr, b_buf + nc / nr * nr * kc);
+      } else if (g.b_pack) {
         bp = g.b_pack + pc * n_pad + jc * kc;
       } else if (g.b.source) {
         g.b.source->pack(pc, kc, jc, nc, nr, b_buf);
@@ -235,13 +242,26 @@ void run_tile(const GemmProblem& g, int64_t i0, int64_t i1, int64_t j0, int64_t 
           pack_a_block(g.a.data, g.a.ld, g.a.trans, ic, mc, pc, kc, mr, a_buf);
           ap = a_buf;
         }
+        // apply runs on groups of column panels (rows of >= 256 values, the
+        // block still in L2) so its per-call cost is amortized.
+        int64_t applied = 0;
         for (int64_t jr = 0; jr < nc; jr += nr) {
           const int64_t nv = std::min(nr, nc - jr);
           st.col_bias = g.ep->col_bias ? g.ep->col_bias + jc + jr : nullptr;
           for (int64_t ir = 0; ir < mc; ir += mr) {
             const int64_t mv = std::min(mr, mc - ir);
             st.row_bias = g.ep->row_bias ? g.ep->row_bias + ic + ir : nullptr;
-            uk.fn(kc, ap + ir * kc, bp + jr * kc, g.c + (ic + ir) * g.ldc + jc + jr, g.ldc, mv, nv, st);
+            if (g.b_direct && nv == nr)
+              uk.fn(kc, ap + ir * kc, g.b.data + pc * g.b.ld + jc + jr, g.b.ld, g.c + (ic + ir) * g.ldc + jc + jr,
+                    g.ldc, mv, nv, st);
+            else
+              uk.fn(kc, ap + ir * kc, (g.b_direct ? b_buf : bp) + jr * kc, nr, g.c + (ic + ir) * g.ldc + jc + jr,
+                    g.ldc, mv, nv, st);
+          }
+          const int64_t done = jr + nv;
+          if (st.last && g.ep->apply && (done - applied >= 256 || done == nc)) {
+            g.ep->apply(g.ep->apply_ctx, g.c + ic * g.ldc + jc + applied, g.ldc, mc, done - applied);
+            applied = done;
           }
         }
       }
@@ -261,6 +281,7 @@ void run_empty_k(const GemmProblem& g) {
       crow[j] = v;
     }
   }
+  if (g.ep->apply) g.ep->apply(g.ep->apply_ctx, g.c, g.ldc, g.m, g.n);
 }
 
 // acc[w] += sum_p panel[p * width + w] * x[p * incx] for w < width: one
@@ -333,6 +354,11 @@ void packed_gemv(const GemmProblem& g, bool b_side, const float* x, int64_t incx
         if (g.ep->col_bias) v += g.ep->col_bias[j];
         if (g.clamp) v = std::min(std::max(v, g.ep->clamp_min), g.ep->clamp_max);
         c = v;
+      }
+      if (g.ep->apply) {
+        float* first = g.c + (b_side ? r : r * g.ldc);
+        if (b_side) g.ep->apply(g.ep->apply_ctx, first, g.ldc, 1, rows);
+        else g.ep->apply(g.ep->apply_ctx, first, g.ldc, rows, 1);
       }
     }
   });
@@ -449,6 +475,7 @@ void sgemm_ex(int64_t m, int64_t n, int64_t k, float alpha, const GemmOperand& a
     return;
   }
   const MicroKernel& uk = *g.uk;
+  g.b_direct = !g.b_pack && !b.source && !b.trans && m <= 8 * uk.mr && n >= uk.nr;
   const int64_t threads = pool ? pool->num_threads() : 1;
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   if (threads <= 1 || flops < 2e6) {
@@ -473,7 +500,7 @@ void sgemm_ex(int64_t m, int64_t n, int64_t k, float alpha, const GemmOperand& a
   std::unique_ptr<float, AlignedFree> shared_a, shared_b;
   const int64_t m_pad = round_up(m, uk.mr), n_pad = round_up(n, uk.nr);
   const int64_t k_blocks = (k + uk.kc - 1) / uk.kc;
-  if (!g.b_pack && tn == 1 && tm > 1) {
+  if (!g.b_pack && !g.b_direct && tn == 1 && tm > 1) {
     shared_b.reset(static_cast<float*>(aligned_alloc_bytes(static_cast<size_t>(n_pad * k) * sizeof(float))));
     float* dst = shared_b.get();
     parallel_for(pool, k_blocks, 1, [&](int64_t b0, int64_t b1) {

@@ -37,6 +37,14 @@ struct GemmEpilogue {
   const float* col_bias = nullptr;  // n values
   float clamp_min = -std::numeric_limits<float>::infinity();
   float clamp_max = std::numeric_limits<float>::infinity();
+  /// When set, runs on every block of C once it is final (after the biases
+  /// and the clamp), a few microkernel tiles at a time while they are still
+  /// in cache: an activation that would otherwise be a pass over all of C
+  /// (Conv + Silu/HardSwish). `c` points at the block's first element; rows
+  /// are `ldc` apart. Called from the pool's threads, concurrently on
+  /// disjoint blocks.
+  void (*apply)(const void* ctx, float* c, int64_t ldc, int64_t rows, int64_t cols) = nullptr;
+  const void* apply_ctx = nullptr;
 };
 
 /// op(A) or op(B) copied into the engine's panel layout for the microkernel

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -140,6 +141,57 @@ TEST(GemmTest, CrossesCacheBlocksAndThreadSplits) {
   ASSERT_TRUE(sgemm_force_kernel(original.c_str()));
 }
 
+TEST(GemmTest, EdgeTilesOfEveryRowAndColumnCount) {
+  // Every row count of a register tile (the SIMD kernels compile a variant
+  // per count) against one and two vectors of columns, full and partial,
+  // with beta, both biases and a clamp in the masked stores; and K blocks
+  // (first / last) crossed.
+  std::mt19937 rng(21);
+  const std::string original = sgemm_kernel_name();
+  const float dummy = 0.f;
+  GemmEpilogue ep;
+  ep.row_bias = &dummy;  // replaced by random biases in check_case
+  ep.col_bias = &dummy;
+  ep.clamp_min = -1.5f;
+  ep.clamp_max = 1.25f;
+  ThreadPool pool(3);
+  for (const std::string& kernel : available_kernels()) {
+    ASSERT_TRUE(sgemm_force_kernel(kernel.c_str()));
+    for (int64_t m = 1; m <= 13; ++m) {
+      for (int64_t n : {1, 3, 8, 15, 16, 17, 24, 31, 32, 33, 49}) {
+        const int64_t k = (m + n) % 3 == 0 ? 260 : 5 + m;
+        check_case(Case{m % 2 == 1, n % 2 == 0, m, n, k, 1.f, m % 3 == 0 ? 0.5f : 0.f}, nullptr,
+                   m % 4 == 0 ? GemmEpilogue{} : ep, rng, kernel);
+      }
+    }
+    check_case(Case{false, false, 25, 49, 40, 1.f, 0.f}, &pool, ep, rng, kernel + " pool");
+    check_case(Case{true, false, 49, 1280 / 8, 33, 1.f, 0.f}, &pool, ep, rng, kernel + " pool");
+  }
+  ASSERT_TRUE(sgemm_force_kernel(original.c_str()));
+}
+
+TEST(GemmTest, SmallMReadsBInPlace) {
+  // Up to 8 register tiles of rows, a raw untransposed B is read in place
+  // (its full panels; the ragged last one packed): around that bound, over
+  // K blocks, the N block (2048) and thread splits, with the epilogue.
+  std::mt19937 rng(23);
+  ThreadPool pool(2);
+  const float dummy = 0.f;
+  GemmEpilogue ep;
+  ep.row_bias = &dummy;  // replaced by random biases in check_case
+  ep.clamp_min = -2.f;
+  const std::string original = sgemm_kernel_name();
+  for (const std::string& kernel : available_kernels()) {
+    ASSERT_TRUE(sgemm_force_kernel(kernel.c_str()));
+    for (const Case& c : {Case{false, false, 96, 100, 300, 1.f, 0.f}, Case{true, false, 97, 70, 20, 1.f, 0.5f},
+                          Case{false, false, 48, 2085, 17, 1.f, 0.f}, Case{false, false, 3, 32, 513, -1.f, 0.f}}) {
+      check_case(c, nullptr, ep, rng, kernel);
+      check_case(c, &pool, ep, rng, kernel + " pool");
+    }
+  }
+  ASSERT_TRUE(sgemm_force_kernel(original.c_str()));
+}
+
 TEST(GemmTest, OneRowTimesPackedBAndPackedATimesOneColumn) {
   // m == 1 with packed B and n == 1 with packed A take the GEMV path: every
   // panel width, K across cache blocks, transposes, thread splits, epilogue.
@@ -177,6 +229,49 @@ TEST(GemmTest, EpilogueAddsBiasesAndClamps) {
                         Case{true, false, 6, 16, 8, 1.f, 0.f}}) {
     check_case(c, nullptr, ep, rng, "epilogue");
     check_case(c, &pool, ep, rng, "epilogue pool");
+  }
+}
+
+TEST(GemmTest, ApplyRunsOnceOnEveryElementAfterTheClamp) {
+  // apply (v -> 3v + 1) is not idempotent, so running twice on a block, or
+  // before the last K block, or before the clamp, changes the result. Over
+  // K blocks, M/N blocks, thread splits, the GEMV paths and k == 0.
+  std::mt19937 rng(31);
+  ThreadPool pool(3);
+  auto apply = [](const void* ctx, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+    ++*static_cast<std::atomic<int64_t>*>(const_cast<void*>(ctx));
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) c[i * ldc + j] = 3.f * c[i * ldc + j] + 1.f;
+  };
+  struct Shape3 {
+    int64_t m, n, k;
+    bool pack_a, pack_b;
+  };
+  for (const Shape3& sh : {Shape3{150, 70, 600, true, false}, Shape3{13, 2100, 30, false, false},
+                           Shape3{1, 77, 300, false, true}, Shape3{90, 1, 300, true, false},
+                           Shape3{20, 33, 0, false, false}, Shape3{49, 160, 40, false, true}}) {
+    for (ThreadPool* tp : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      const std::vector<float> a = random_vec(static_cast<size_t>(sh.m * sh.k + 1), rng);
+      const std::vector<float> b = random_vec(static_cast<size_t>(sh.k * sh.n + 1), rng);
+      const std::vector<float> bias = random_vec(static_cast<size_t>(sh.m), rng);
+      GemmEpilogue ep;
+      ep.row_bias = bias.data();
+      ep.clamp_max = 0.5f;
+      std::vector<float> want(static_cast<size_t>(sh.m * sh.n)), got(want.size());
+      sgemm(false, false, sh.m, sh.n, sh.k, 1.f, a.data(), sh.k, b.data(), sh.n, 0.f, want.data(), sh.n, nullptr, ep);
+      for (float& v : want) v = 3.f * v + 1.f;
+      std::atomic<int64_t> calls{0};
+      ep.apply = apply;
+      ep.apply_ctx = &calls;
+      const PackedMatrix pa = PackedMatrix::pack_a(false, sh.m, sh.k, a.data(), sh.k);
+      const PackedMatrix pb = PackedMatrix::pack_b(false, sh.k, sh.n, b.data(), sh.n);
+      const GemmOperand ao = sh.pack_a && sh.k > 0 ? GemmOperand::prepacked(pa) : GemmOperand::raw(a.data(), sh.k);
+      const GemmOperand bo = sh.pack_b && sh.k > 0 ? GemmOperand::prepacked(pb) : GemmOperand::raw(b.data(), sh.n);
+      sgemm_ex(sh.m, sh.n, sh.k, 1.f, ao, bo, 0.f, got.data(), sh.n, tp, ep);
+      EXPECT_GT(calls.load(), 0);
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-4f * static_cast<float>(sh.k + 4)) << sh.m << "x" << sh.n << "x" << sh.k << " at " << i;
+    }
   }
 }
 

@@ -47,19 +47,20 @@ inline void store_tile_scalar(const float* acc, int64_t acc_ld, float* c, int64_
 }
 
 /// C[0:mv, 0:nv] (row stride ldc) gets the MR x NR product of a packed A
-/// sliver (kc x MR) and a packed B sliver (kc x NR), then the epilogue.
-using MicroKernelFn = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mv,
-                               int64_t nv, const TileStore& st);
+/// sliver (kc x MR) and a B sliver of kc rows of NR values `ldb` apart
+/// (ldb == NR: packed; else B's own rows, read in place), then the epilogue.
+using MicroKernelFn = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
+                               int64_t mv, int64_t nv, const TileStore& st);
 
 #if defined(__x86_64__) || defined(__i386__)
 /// The x86 microkernels (cpu/x86/gemm_avx2.cpp, gemm_avx512.cpp), each
 /// compiled for its ISA; call only when the CPU has it.
 inline constexpr int64_t kAvx2Mr = 6, kAvx2Nr = 16;
 inline constexpr int64_t kAvx512Mr = 12, kAvx512Nr = 32;
-void ukernel_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mv, int64_t nv,
-                  const TileStore& st);
-void ukernel_avx512(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mv, int64_t nv,
-                    const TileStore& st);
+void ukernel_avx2(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t mv,
+                  int64_t nv, const TileStore& st);
+void ukernel_avx512(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t mv,
+                    int64_t nv, const TileStore& st);
 #endif
 
 }  // namespace kiln::kernels::gemm

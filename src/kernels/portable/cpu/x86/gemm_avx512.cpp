@@ -18,7 +18,9 @@ struct Avx512 {
   static Reg zero() { return _mm512_setzero_ps(); }
   static Reg load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
-  static void store_aligned(float* p, Reg v) { _mm512_store_ps(p, v); }
+  static __mmask16 mask(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+  static Reg load_part(const float* p, int64_t n) { return _mm512_maskz_loadu_ps(mask(n), p); }
+  static void store_part(float* p, Reg v, int64_t n) { _mm512_mask_storeu_ps(p, mask(n), v); }
   static Reg broadcast(const float* p) { return _mm512_set1_ps(*p); }
   static Reg set1(float x) { return _mm512_set1_ps(x); }
   static Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
@@ -31,9 +33,9 @@ static_assert(2 * Avx512::kLanes == kAvx512Nr);
 
 }  // namespace
 
-void ukernel_avx512(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mv, int64_t nv,
+void ukernel_avx512(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t mv, int64_t nv,
                     const TileStore& st) {
-  ukernel_simd<Avx512>(kc, a, b, c, ldc, mv, nv, st);
+  ukernel_simd<Avx512>(kc, a, b, ldb, c, ldc, mv, nv, st);
 }
 
 }  // namespace kiln::kernels::gemm

@@ -37,6 +37,11 @@ class PartitionKernel final : public kernels::Kernel {
 
   Status compute(kernels::KernelContext& ctx) const override;
 
+  /// Forgets the portable fallback (and the constants it holds): the host
+  /// dropped a constant the plugin owns, which the fallback would read.
+  void drop_fallback() { fallback_.reset(); }
+  bool has_fallback() const { return fallback_ != nullptr; }
+
  private:
   std::shared_ptr<CompiledPartition> compiled_;
   std::unique_ptr<ir::Node> node_;

@@ -152,6 +152,10 @@ class CompiledPartition {
   int64_t num_inputs() const { return num_inputs_; }
   int64_t num_outputs() const { return num_outputs_; }
 
+  /// The constants (graph value names) the handle declared it owns
+  /// (kiln_compiled_info_t.owned_constants, ABI 1.1), copied at creation.
+  const std::vector<std::string>& owned_constants() const { return owned_constants_; }
+
   /// compiled_execute, serialized when the handle is not reentrant.
   Status execute(kiln_exec_context_t* ctx, const kiln_tensor_t* const* inputs, size_t num_inputs) const;
   /// compiled_export (kUnimplemented when the plugin has none).
@@ -163,7 +167,9 @@ class CompiledPartition {
   kiln_concurrency_t concurrency_;
   int64_t num_inputs_;
   int64_t num_outputs_;
+  std::vector<std::string> owned_constants_;  // set by BackendInstance::wrap
   mutable std::mutex mu_;
+  friend class BackendInstance;
 };
 
 /// Checks string options against a plugin's schema: unknown keys (listing

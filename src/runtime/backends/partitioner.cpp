@@ -443,11 +443,12 @@ void Partitioner::release_owned_constants(size_t k) {
     const uint64_t bytes = p_.constants.at(v).nbytes();
     ++out_.report.num_dropped_constants;
     out_.report.dropped_constant_bytes += bytes;
-    auto& per = dropped_by_backend_[static_cast<PartitionKernel*>(out_.kernels[k].get())->compiled().instance().name()];
+    auto kernel = [&](size_t part) { return static_cast<PartitionKernel*>(out_.kernels[part].get()); };
+    auto& per = dropped_by_backend_[kernel(k)->compiled().instance().name()];
     ++per.first;
     per.second += bytes;
     for (int32_t r : readers_[static_cast<size_t>(v)]) {  // the owners' fallbacks hold the bytes too
-      auto* pk = static_cast<PartitionKernel*>(out_.kernels[static_cast<size_t>(out_.claimed_by[static_cast<size_t>(r)])].get());
+      PartitionKernel* pk = kernel(static_cast<size_t>(out_.claimed_by[static_cast<size_t>(r)]));
       if (pk->has_fallback()) ++lost_fallbacks_;
       pk->drop_fallback();
     }

@@ -6,7 +6,8 @@
  * owned_constants), so the host may drop its copy. Built twice: with
  * FAKE_SHARED it sets KILN_PLUGIN_SHARED_INSTANCES. Properties (read-only):
  * "instances_created" (this plugin object's instance_create calls) and
- * "weight_copies" (distinct constants the instance holds). C11. */
+ * "weight_copies" (distinct constants the instance holds). With
+ * KILN_FAKE_WEIGHTS_KEEP_HOST_COPY set it declares nothing owned. C11. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,7 +156,7 @@ static int op_of(const kiln_host_api_t* h, const kiln_node_t* node) {
       if (xd[i] != cd[i]) return OP_NONE;
     return OP_ADD;
   }
-  return xr == 2 && cr == 2 && xd[1] == cd[0] ? OP_MATMUL : OP_NONE;
+  return xr >= 2 && cr == 2 && xd[xr - 1] == cd[0] ? OP_MATMUL : OP_NONE;
 }
 
 static kiln_status_t* capability(kiln_instance_t* instance, const kiln_graph_t* graph, kiln_capability_t* out) {
@@ -287,7 +288,10 @@ static kiln_status_t* compiled_get_info(kiln_compiled_t* compiled, kiln_compiled
   out->concurrency = KILN_CONCURRENCY_REENTRANT;
   out->num_inputs = 1;
   out->num_outputs = 1;
-  if (KILN_ABI_HAS(kiln_compiled_info_t, owned_constants, out->struct_size)) {
+  /* The environment switch gives the same plugin without the promise, for
+   * measuring what dropping the host's copies saves. */
+  if (KILN_ABI_HAS(kiln_compiled_info_t, owned_constants, out->struct_size) &&
+      !getenv("KILN_FAKE_WEIGHTS_KEEP_HOST_COPY")) {
     out->num_owned_constants = 1;
     out->owned_constants = wc->owned;
   }
@@ -303,7 +307,7 @@ static kiln_status_t* execute(kiln_compiled_t* compiled, kiln_exec_context_t* ct
   kiln_tensor_t out;
   kiln_status_t* st;
   size_t i, n;
-  int64_t m, k, j, dims[2];
+  int64_t m, k, j, rows, dims[8];
   if (num_inputs != 1 || !inputs || !inputs[0]) return error(p, KILN_STATUS_INVALID_ARGUMENT, "one input expected");
   x = inputs[0];
   xs = (const float*)x->data;
@@ -318,13 +322,19 @@ static kiln_status_t* execute(kiln_compiled_t* compiled, kiln_exec_context_t* ct
     for (i = 0; i < n; ++i) ((float*)out.data)[i] = xs[i] + ws[i];
     return NULL;
   }
-  if (x->rank != 2 || x->dims[1] != wc->k) return error(p, KILN_STATUS_INVALID_ARGUMENT, "MatMul input shape changed");
-  dims[0] = x->dims[0];
-  dims[1] = wc->n;
-  st = host_of(p)->exec_allocate_output(ctx, 0, KILN_DTYPE_FLOAT32, dims, 2, &out);
+  /* x is [..., rows, k]: every leading dim is a row of the product. */
+  if (x->rank < 2 || x->rank > 8 || x->dims[x->rank - 1] != wc->k)
+    return error(p, KILN_STATUS_INVALID_ARGUMENT, "MatMul input shape changed");
+  rows = 1;
+  for (i = 0; i + 1 < x->rank; ++i) {
+    dims[i] = x->dims[i];
+    rows *= x->dims[i];
+  }
+  dims[x->rank - 1] = wc->n;
+  st = host_of(p)->exec_allocate_output(ctx, 0, KILN_DTYPE_FLOAT32, dims, x->rank, &out);
   if (st) return st;
-  memset(out.data, 0, (size_t)(dims[0] * dims[1]) * sizeof(float));
-  for (m = 0; m < dims[0]; ++m)
+  memset(out.data, 0, (size_t)(rows * wc->n) * sizeof(float));
+  for (m = 0; m < rows; ++m)
     for (k = 0; k < wc->k; ++k) {
       const float a = xs[m * wc->k + k];
       const float* row = ws + k * wc->n;

@@ -76,6 +76,8 @@ struct ExternalLocation {
   /// The initializer's data pointer when it was imported: a constant whose
   /// data is elsewhere (rewritten, folded) no longer lives in the file.
   const void* data = nullptr;
+  /// `data` points into a read-only mapping of the file (not a copy).
+  bool mapped = false;
 };
 
 class Graph {

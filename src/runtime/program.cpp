@@ -4,6 +4,7 @@
 
 #include "kernels/default_registry.h"
 #include "runtime/backends/partitioner.h"
+#include "runtime/constant_release.h"
 #include "runtime/node_inputs.h"
 #include "runtime/run_state.h"
 
@@ -299,10 +300,7 @@ Result<PartitionOutcome> partition(BuildWork& w) {
                          w.options.keep_owned_constants, nullptr};
   // An owned constant's bytes go as soon as its last reader is compiled (the
   // graph's initializer and this map share them); the entries go after.
-  params.release_constant = [&w](ir::ValueId id) {
-    if (auto it = w.constants.find(id); it != w.constants.end()) it->second = Tensor();
-    if (auto it = w.g.initializers.find(id); it != w.g.initializers.end()) it->second = Tensor();
-  };
+  params.release_constant = [&w](ir::ValueId id) { release_constant_bytes(w.g, w.constants, id); };
   return partition_graph(params);
 }
 

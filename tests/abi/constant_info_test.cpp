@@ -268,7 +268,7 @@ TEST(ConstantInfoTest, AConstantRewrittenAfterImportHasNoFileLocation) {
   auto g = add_model("w", Tensor::from_vector<float>({1, 2, 3}));
   ir::ValueId w = g->find_value("w");
   // Recorded as if imported from a file, but the bytes are not those any more.
-  g->external_data[w] = ir::ExternalLocation{"/nowhere/w.bin", 0, 12, nullptr};
+  g->external_data[w] = ir::ExternalLocation{"/nowhere/w.bin", 0, 12, nullptr, false};
   auto v = view_of(*g);
   EXPECT_EQ(info_of(v.get(), "w").info.external_path, nullptr);
   g->external_data[w].data = g->initializer(w)->raw_data();

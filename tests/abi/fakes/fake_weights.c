@@ -163,14 +163,25 @@ static kiln_status_t* capability(kiln_instance_t* instance, const kiln_graph_t* 
   weights_instance* inst = (weights_instance*)instance;
   const weights_plugin* p = inst->plugin;
   const kiln_host_api_t* h = host_of(p);
-  size_t n = h->graph_num_nodes(graph), claimed = 0, i, g = 0;
+  size_t n = h->graph_num_nodes(graph), claimed = 0, i, g = 0, d = 0;
   for (i = 0; i < n; ++i) claimed += op_of(h, h->graph_node(graph, i)) != OP_NONE;
-  if (claimed == 0) return NULL;
-  out->group_sizes = (size_t*)h->alloc(p->base.ctx, claimed * sizeof(size_t), 0);
-  out->group_nodes = (size_t*)h->alloc(p->base.ctx, claimed * sizeof(size_t), 0);
-  if (!out->group_sizes || !out->group_nodes) return error(p, KILN_STATUS_INTERNAL, "out of memory");
+  if (claimed > 0) {
+    out->group_sizes = (size_t*)h->alloc(p->base.ctx, claimed * sizeof(size_t), 0);
+    out->group_nodes = (size_t*)h->alloc(p->base.ctx, claimed * sizeof(size_t), 0);
+    if (!out->group_sizes || !out->group_nodes) return error(p, KILN_STATUS_INTERNAL, "out of memory");
+  }
+  if (n > claimed) {
+    out->declined_nodes = (size_t*)h->alloc(p->base.ctx, (n - claimed) * sizeof(size_t), 0);
+    out->declined_reasons = (char**)h->alloc(p->base.ctx, (n - claimed) * sizeof(char*), 0);
+    if (!out->declined_nodes || !out->declined_reasons) return error(p, KILN_STATUS_INTERNAL, "out of memory");
+  }
   for (i = 0; i < n; ++i) {
-    if (op_of(h, h->graph_node(graph, i)) == OP_NONE) continue;
+    if (op_of(h, h->graph_node(graph, i)) == OP_NONE) {
+      out->declined_nodes[d] = i;
+      out->declined_reasons[d] = host_strdup(p, "only float32 Add (same shape) and MatMul with a constant second input");
+      out->num_declined = ++d;
+      continue;
+    }
     out->group_sizes[g] = 1;
     out->group_nodes[g] = i;
     out->num_groups = ++g;
@@ -312,10 +323,13 @@ static kiln_status_t* execute(kiln_compiled_t* compiled, kiln_exec_context_t* ct
   x = inputs[0];
   xs = (const float*)x->data;
   if (x->dtype != KILN_DTYPE_FLOAT32) return error(p, KILN_STATUS_INVALID_ARGUMENT, "float32 input expected");
+  n = 1;
+  for (i = 0; i < x->rank; ++i) n *= (size_t)x->dims[i];
+  if (x->nbytes < n * sizeof(float)) return error(p, KILN_STATUS_INVALID_ARGUMENT, "input buffer is smaller than its shape");
   memset(&out, 0, sizeof(out));
   out.struct_size = sizeof(out);
   if (wc->op == OP_ADD) {
-    if (x->nbytes != wc->w->count * sizeof(float)) return error(p, KILN_STATUS_INVALID_ARGUMENT, "input size changed");
+    if (n != wc->w->count) return error(p, KILN_STATUS_INVALID_ARGUMENT, "input size changed");
     st = host_of(p)->exec_allocate_output(ctx, 0, KILN_DTYPE_FLOAT32, x->dims, x->rank, &out);
     if (st) return st;
     n = wc->w->count;

@@ -52,7 +52,9 @@ std::unique_ptr<kiln_graph> make_graph_view(const ir::Graph& g,
     v.type = &g.values[i].type;
     if (constants) {
       auto it = constants->find(v.id);
-      if (it != constants->end()) v.constant = &it->second;
+      // An undefined entry is a constant whose bytes the host already dropped
+      // (a plugin owns it; nothing in this view reads it): not offered.
+      if (it != constants->end() && it->second.defined()) v.constant = &it->second;
     } else {
       v.constant = g.initializer(v.id);
     }

@@ -368,6 +368,14 @@ TEST(ImporterTest, ExternalDataRelativeToTheModelFile) {
   const Tensor* t = ok->graph.initializer(ok->graph.find_value("W"));
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->data<float>()[3], 1.5f);
+  // Where the bytes came from is kept (value_constant_info reports it).
+  auto loc = ok->graph.external_data.find(ok->graph.find_value("W"));
+  ASSERT_NE(loc, ok->graph.external_data.end());
+  EXPECT_EQ(loc->second.path, std::filesystem::canonical(dir.file("w.bin")).string());
+  EXPECT_EQ(loc->second.offset, 0u);
+  EXPECT_EQ(loc->second.length, 16u);
+  EXPECT_EQ(loc->second.data, t->raw_data());
+  EXPECT_TRUE(loc->second.mapped);  // offset 0 of a mapping is aligned
 
   // From bytes, the folder comes from the options.
   ImportOptions opts;

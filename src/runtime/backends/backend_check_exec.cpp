@@ -380,6 +380,7 @@ Result<ProbePrograms> build_probe(const Options& o, const Loaded& l) {
   portable.registry = &kernels::portable_registry();
   runtime::ProgramOptions with_plugin = portable;
   with_plugin.partition = out.request.get();
+  with_plugin.keep_owned_constants = true;  // guard_problems compiles each partition again
   auto program = runtime::Program::build(probe_graph(false), with_plugin);
   auto reference = runtime::Program::build(probe_graph(false), portable);
   if (!program.is_ok() || !reference.is_ok()) {

@@ -197,6 +197,9 @@ class CompiledPartition {
 
   /// The 1.1 declarations: memory kinds, async, workspace, in-place pairs.
   const CompiledDeviceInfo& device() const { return device_; }
+  /// The constants (graph value names) the handle declared it owns
+  /// (kiln_compiled_info_t.owned_constants, ABI 1.1), checked at creation.
+  const std::vector<std::string>& owned_constants() const { return device_.owned_constants; }
 
   /// compiled_execute, serialized when the handle is not reentrant.
   Status execute(kiln_exec_context_t* ctx, const kiln_tensor_t* const* inputs, size_t num_inputs) const;

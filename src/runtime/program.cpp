@@ -59,7 +59,7 @@ Result<std::unique_ptr<Program>> Program::build(std::shared_ptr<ir::Graph> graph
   p->graph_ = std::move(graph);
   for (auto& [id, t] : p->graph_->initializers) p->constants_.emplace(id, t);
   KILN_RETURN_IF_ERROR(p->build_steps(options));
-  p->groups_ = concurrent_groups(p->steps_);
+  p->groups_ = concurrent_groups(p->steps_, *p->graph_);
   p->compute_lifetimes();
 
   // Subgraph programs, with their outer refs bound to this graph's values.

@@ -26,24 +26,38 @@ bool has_subgraph(const ir::Node& n) {
   });
 }
 
+// Output elements of a step when every output's shape is static, else -1.
+int64_t static_output_elements(const ir::Node& n, const ir::Graph& g) {
+  int64_t total = 0;
+  for (ir::ValueId id : n.outputs) {
+    if (id == ir::kNoValue) continue;
+    const ir::ValueType& t = g.value(id).type;
+    if (!t.is_tensor() || !t.is_static()) return -1;
+    total += t.static_shape().numel();
+  }
+  return total;
+}
+
 // A step that may share a group: a portable kernel that computes its outputs
 // from its inputs alone and is worth a task of its own.
-bool groupable(const Step& s) {
+bool groupable(const Step& s, const ir::Graph& g) {
   const ir::Node& n = *s.node;
   if (n.domain == kPartitionDomain || has_subgraph(n)) return false;
-  return !(s.flags & (kernels::kNondeterministic | kernels::kAliasesInput0));
+  if (s.flags & (kernels::kNondeterministic | kernels::kAliasesInput0)) return false;
+  const int64_t elements = static_output_elements(n, g);
+  return elements < 0 || elements >= kMinGroupedElements;
 }
 
 }  // namespace
 
-std::vector<uint32_t> concurrent_groups(const std::vector<Step>& steps) {
+std::vector<uint32_t> concurrent_groups(const std::vector<Step>& steps, const ir::Graph& graph) {
   std::vector<uint32_t> begin;
   std::unordered_set<ir::ValueId> produced;  // outputs of the open group
   size_t open = 0;                           // steps in the open group
   bool open_groupable = false;
   for (size_t s = 0; s < steps.size(); ++s) {
     const ir::Node& n = *steps[s].node;
-    const bool ok = groupable(steps[s]);
+    const bool ok = groupable(steps[s], graph);
     bool joins = ok && open_groupable && open < kMaxGroupSteps;
     if (joins)
       for (ir::ValueId id : n.inputs)

@@ -20,11 +20,15 @@ namespace kiln::runtime {
 
 /// Most steps in one group.
 inline constexpr size_t kMaxGroupSteps = 4;
+/// Steps whose outputs have statically fewer elements than this stay alone:
+/// handing them to another thread costs more than running them.
+inline constexpr int64_t kMinGroupedElements = 2048;
 
 /// Group boundaries: group i is steps [begin[i], begin[i + 1]); the last
 /// element is steps.size(). Steps that run backend partitions, subgraphs,
-/// nondeterministic ops or views of their input (kAliasesInput0) stay alone.
-std::vector<uint32_t> concurrent_groups(const std::vector<Step>& steps);
+/// nondeterministic ops or views of their input (kAliasesInput0), and tiny
+/// steps (kMinGroupedElements), stay alone.
+std::vector<uint32_t> concurrent_groups(const std::vector<Step>& steps, const ir::Graph& graph);
 
 /// Per step, the first (`last` false) or last (`last` true) step of its group.
 std::vector<int32_t> group_edges(const std::vector<uint32_t>& begin, bool last);

@@ -152,7 +152,10 @@ class ScheduleTest : public ::testing::TestWithParam<int> {
 };
 
 TEST(ScheduleGroups, IndependentNeighboursShareAGroup) {
-  auto p = build(branches(2, 16));
+  auto tiny = build(branches(2, kMinGroupedElements - 1));
+  ASSERT_TRUE(tiny);
+  EXPECT_EQ(tiny->groups().size(), tiny->num_steps() + 1);  // tiny steps stay alone
+  auto p = build(branches(2, kMinGroupedElements));
   ASSERT_TRUE(p);
   // Per block: Wave | Wave Wave Wave | Sum2 | Sum2.
   const std::vector<uint32_t> want = {0, 1, 4, 5, 6, 7, 10, 11, 12};
@@ -163,10 +166,10 @@ TEST(ScheduleGroups, IndependentNeighboursShareAGroup) {
 }
 
 // Concurrent groups and the sequential order give the same bits; many runs,
-// two sizes (one-chunk and many-chunk nodes), from two caller threads at once.
+// two sizes, from two caller threads at once.
 TEST_P(ScheduleTest, SameOutputsAsSequential) {
   ThreadPool pool(GetParam());
-  for (int64_t n : {int64_t{40}, int64_t{5000}}) {
+  for (int64_t n : {kMinGroupedElements, int64_t{5000}}) {
     auto p = build(branches(6, n));
     ASSERT_TRUE(p);
     Value x(input(n, 0.37f));
@@ -193,9 +196,9 @@ TEST_P(ScheduleTest, SameOutputsAsSequential) {
 // a failing step in a group stops the run there.
 TEST_P(ScheduleTest, ErrorInAGroupNamesTheNode) {
   ThreadPool pool(GetParam());
-  auto p = build(branches(3, 256, "MaybeFail", -7.f));
+  auto p = build(branches(3, 4096, "MaybeFail", -7.f));
   ASSERT_TRUE(p);
-  Value x(input(256, 1.f));
+  Value x(input(4096, 1.f));
   for (int r = 0; r < 20; ++r) {
     auto out = p->run(std::span<const Value>(&x, 1), {}, &pool);
     ASSERT_FALSE(out.is_ok());
@@ -207,9 +210,9 @@ TEST_P(ScheduleTest, ErrorInAGroupNamesTheNode) {
 // A step of a group cancels the run: the run stops before the next group.
 TEST_P(ScheduleTest, CancelDuringAGroupIsReported) {
   ThreadPool pool(GetParam());
-  auto p = build(branches(3, 256, "CancelRun"));
+  auto p = build(branches(3, 4096, "CancelRun"));
   ASSERT_TRUE(p);
-  Value x(input(256, 1.f));
+  Value x(input(4096, 1.f));
   RunOptions options;
   options.cancel = &g_cancel;
   for (int r = 0; r < 20; ++r) {

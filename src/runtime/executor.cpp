@@ -53,16 +53,22 @@ class PlannedAllocator final : public kernels::OutputAllocator {
         core::TensorAccess::reset_view(*out, dtype, shape, st_.arena + st_.plan->offsets[v]);
         return Status::ok();
       }
-      // Steps of a group may allocate at once; only a miss takes the lock.
-      std::lock_guard<std::mutex> lock(miss_mu_);
-      if (st_.observed[v] == 0) st_.missed.push_back(id);
-      st_.observed[v] = std::max(st_.observed[v], std::max<size_t>(bytes, 1));
+      record_miss(id, bytes);
     }
     *out = Tensor::allocate(dtype, shape);
     return Status::ok();
   }
 
  private:
+  // Out of line: the planned path stays lean. Steps of a group may allocate
+  // at once; only a miss takes the lock.
+  [[gnu::noinline]] void record_miss(ir::ValueId id, size_t bytes) {
+    const auto v = static_cast<size_t>(id);
+    std::lock_guard<std::mutex> lock(miss_mu_);
+    if (st_.observed[v] == 0) st_.missed.push_back(id);
+    st_.observed[v] = std::max(st_.observed[v], std::max<size_t>(bytes, 1));
+  }
+
   RunState& st_;
   const std::vector<int8_t>& plannable_;
   std::mutex miss_mu_;
@@ -168,7 +174,7 @@ struct StepLoop {
   int64_t run_start;
 
   // Runs step s; with `event`, stores its profile event there.
-  Status run_step(size_t s, NodeEvent* event) {
+  [[gnu::always_inline]] Status run_step(size_t s, NodeEvent* event) {
     const Step& step = program.steps()[s];
     if (options && options->stop_requested()) {  // between nodes: cancel flag, deadline
       Status status = options->check().with_context("before node " + step.node->label());
@@ -213,28 +219,35 @@ struct StepLoop {
     return Status::ok();
   }
 
+  // Steps [b, e) one after the other.
+  Status run_range(size_t b, size_t e) {
+    if (!profile) {
+      for (size_t s = b; s < e; ++s) {
+        KILN_RETURN_IF_ERROR(run_step(s, nullptr));
+        release(s);
+      }
+      return Status::ok();
+    }
+    for (size_t s = b; s < e; ++s) {
+      chunk_log->set_step(program.steps()[s].node);
+      NodeEvent event;
+      Status status = run_step(s, &event);
+      if (event.thread_id != 0) profile->events.push_back(std::move(event));  // 0: cancelled before it ran
+      KILN_RETURN_IF_ERROR(std::move(status));
+      release(s);
+    }
+    return Status::ok();
+  }
+
   Status run() {
     const ThreadPool::RunScope run_scope(pool);  // workers spin between this run's nodes
     const std::vector<uint32_t>& groups = program.groups();
-    const bool at_once = pool && pool->num_threads() > 1 && interop_enabled();
+    const size_t n = program.num_steps();
+    // One thread, or no group of two steps: the plain loop.
+    if (!pool || pool->num_threads() <= 1 || !interop_enabled() || groups.size() == n + 1) return run_range(0, n);
     for (size_t g = 0; g + 1 < groups.size(); ++g) {
       const size_t b = groups[g], e = groups[g + 1];
-      if (at_once && e - b > 1) {
-        KILN_RETURN_IF_ERROR(run_group(b, e));
-        continue;
-      }
-      for (size_t s = b; s < e; ++s) {
-        if (!profile) {
-          KILN_RETURN_IF_ERROR(run_step(s, nullptr));
-        } else {
-          chunk_log->set_step(program.steps()[s].node);
-          NodeEvent event;
-          Status status = run_step(s, &event);
-          if (event.thread_id != 0) profile->events.push_back(std::move(event));  // 0: cancelled before it ran
-          KILN_RETURN_IF_ERROR(std::move(status));
-        }
-        release(s);
-      }
+      KILN_RETURN_IF_ERROR(e - b > 1 ? run_group(b, e) : run_range(b, e));
     }
     return Status::ok();
   }

@@ -173,12 +173,13 @@ struct StepLoop {
   WorkerChunkLog* chunk_log;
   int64_t run_start;
 
-  // Runs step s; with `event`, stores its profile event there.
-  [[gnu::always_inline]] Status run_step(size_t s, NodeEvent* event) {
+  // Runs step s; with `event`, stores its profile event there. False with
+  // `*error` set when it fails (one Status on the OK path: the hot loop).
+  [[gnu::always_inline]] bool run_step(size_t s, NodeEvent* event, Status* error) {
     const Step& step = program.steps()[s];
     if (options && options->stop_requested()) {  // between nodes: cancel flag, deadline
-      Status status = options->check().with_context("before node " + step.node->label());
-      if (!status.is_ok()) return status;
+      *error = options->check().with_context("before node " + step.node->label());
+      if (!error->is_ok()) return false;
     }
     const uint32_t ib = st.in_begin[s], ob = st.out_begin[s];
     kernels::KernelContext ctx(*step.node, st.in_ptrs.data() + ib, st.in_begin[s + 1] - ib, st.out_ptrs.data() + ob,
@@ -187,8 +188,10 @@ struct StepLoop {
     const int64_t t0 = event ? now_ns() : 0;
     Status status = compute_guarded(*step.kernel, ctx);
     if (event) *event = node_event(*step.node, t0 - run_start, now_ns() - run_start);
-    if (!status.is_ok()) return std::move(status).with_context("node " + step.node->label());
-    return status;
+    if (status.is_ok()) [[likely]]
+      return true;
+    *error = std::move(status).with_context("node " + step.node->label());
+    return false;
   }
 
   void release(size_t s) {
@@ -203,12 +206,12 @@ struct StepLoop {
     pool->run_tasks(static_cast<int64_t>(e - b), [&](int64_t i, int64_t) {
       const auto k = static_cast<size_t>(i);
       if (!profile) {
-        statuses[k] = run_step(b + k, nullptr);
+        run_step(b + k, nullptr, &statuses[k]);
         return;
       }
       StepChunkLog log(*chunk_log, *program.steps()[b + k].node);
       const ScopedChunkRecorder recorder(&log);
-      statuses[k] = run_step(b + k, &events[k]);
+      run_step(b + k, &events[k], &statuses[k]);
     });
     if (profile)
       for (size_t k = 0; k < e - b; ++k)
@@ -221,22 +224,23 @@ struct StepLoop {
 
   // Steps [b, e) one after the other.
   Status run_range(size_t b, size_t e) {
+    Status error;
     if (!profile) {
       for (size_t s = b; s < e; ++s) {
-        KILN_RETURN_IF_ERROR(run_step(s, nullptr));
+        if (!run_step(s, nullptr, &error)) return error;
         release(s);
       }
-      return Status::ok();
+      return error;
     }
     for (size_t s = b; s < e; ++s) {
       chunk_log->set_step(program.steps()[s].node);
       NodeEvent event;
-      Status status = run_step(s, &event);
+      const bool ok = run_step(s, &event, &error);
       if (event.thread_id != 0) profile->events.push_back(std::move(event));  // 0: cancelled before it ran
-      KILN_RETURN_IF_ERROR(std::move(status));
+      if (!ok) return error;
       release(s);
     }
-    return Status::ok();
+    return error;
   }
 
   Status run() {

@@ -99,12 +99,8 @@ void apply_activation_block(float* y, int64_t n, const ConvFusion& f) {
     case ConvFusion::Act::kLeakyRelu: simd::leaky_relu_f32(y, y, n, f.p0); break;
     case ConvFusion::Act::kSigmoid: simd::sigmoid_f32(y, y, n); break;
     case ConvFusion::Act::kTanh: simd::tanh_f32(y, y, n); break;
-    case ConvFusion::Act::kHardSigmoid:
-      for (int64_t i = 0; i < n; ++i) y[i] = std::min(1.f, std::max(0.f, f.p0 * y[i] + f.p1));
-      break;
-    case ConvFusion::Act::kHardSwish:  // as the HardSwish kernel computes it
-      for (int64_t i = 0; i < n; ++i) y[i] *= std::min(1.f, std::max(0.f, y[i] * (1.f / 6.f) + 0.5f));
-      break;
+    case ConvFusion::Act::kHardSigmoid: simd::hard_sigmoid_f32(y, y, n, f.p0, f.p1); break;  // as the kernels compute them
+    case ConvFusion::Act::kHardSwish: simd::hard_swish_f32(y, y, n); break;
     case ConvFusion::Act::kSilu: {  // x * sigmoid(x), as the Sigmoid and Mul kernels compute it
       float s[256];
       for (int64_t i = 0; i < n; i += 256) {

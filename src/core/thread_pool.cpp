@@ -63,8 +63,13 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
+// Runs chunks of `job` until none is left. A leaf job's chunks run as pool
+// tasks (a parallel_for inside runs inline); a run_tasks job's chunks may
+// share a parallel_for of their own with the pool.
 void ThreadPool::run_chunks(Job& job, bool worker) {
   ChunkRecorder* rec = worker ? job.recorder : nullptr;
+  const bool was_in_task = t_in_pool_task;
+  t_in_pool_task = job.leaf;
   for (;;) {
     int64_t c = job.next.fetch_add(1, std::memory_order_relaxed);
     if (c >= job.num_chunks) break;
@@ -73,21 +78,38 @@ void ThreadPool::run_chunks(Job& job, bool worker) {
     job.fn(b, std::min(job.n, b + job.chunk));
     if (rec) rec->chunk(t0, now_ns());
   }
+  t_in_pool_task = was_in_task;
 }
 
-// A queued job with chunks left, entered (active + 1); fully handed-out jobs
-// are unlisted on the way (their callers wait for completion).
-ThreadPool::Job* ThreadPool::take_job_locked() {
-  while (!queue_.empty()) {
-    Job* job = queue_.front();
-    if (job->next.load(std::memory_order_relaxed) < job->num_chunks) {
-      job->active.fetch_add(1, std::memory_order_relaxed);
-      return job;
+// A queued job with chunks left (a leaf job when `leaf_only`), entered
+// (active + 1); fully handed-out jobs are unlisted on the way (their callers
+// wait for completion).
+ThreadPool::Job* ThreadPool::take_job_locked(bool leaf_only) {
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    Job* job = *it;
+    if (job->next.load(std::memory_order_relaxed) >= job->num_chunks) {
+      it = queue_.erase(it);
+      queued_.fetch_sub(1, std::memory_order_relaxed);
+      continue;
     }
-    queue_.pop_front();
-    queued_.fetch_sub(1, std::memory_order_relaxed);
+    if (leaf_only && !job->leaf) {
+      ++it;
+      continue;
+    }
+    job->active.fetch_add(1, std::memory_order_relaxed);
+    return job;
   }
   return nullptr;
+}
+
+// A thread other than the job's caller is done with its chunks. The caller
+// cannot leave before active drops to 0; after that the job may be gone, so
+// only the pool's own members are touched.
+void ThreadPool::leave_job(Job& job) {
+  if (job.active.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_cv_.notify_all();
+  }
 }
 
 void ThreadPool::spin_for_work() {
@@ -108,7 +130,7 @@ void ThreadPool::worker_loop() {
   bool spun = false;
   for (;;) {
     if (stop_) return;
-    Job* job = take_job_locked();
+    Job* job = take_job_locked(false);
     if (!job) {
       // Inside a run: spin once (unlocked) before sleeping; between runs sleep.
       if (!spun && runs_.load(std::memory_order_relaxed) > 0 && spin_time().count() > 0) {
@@ -126,11 +148,8 @@ void ThreadPool::worker_loop() {
     }
     lock.unlock();
     run_chunks(*job, true);
-    // The caller cannot leave before active drops to 0; after that the job
-    // may be gone, so only the pool's own members are touched.
-    const bool last = job->active.fetch_sub(1, std::memory_order_acq_rel) == 1;
+    leave_job(*job);
     lock.lock();
-    if (last) done_cv_.notify_all();
     spun = false;
   }
 }
@@ -148,6 +167,23 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, RangeFn fn) {
   int64_t chunk = std::max(grain, (n + threads * 4 - 1) / (threads * 4));
   if (n < threads * 4 * grain) chunk = std::max(grain, (n + threads - 1) / threads);
   Job job{fn, n, chunk, (n + chunk - 1) / chunk, t_recorder};
+  dispatch(job);
+}
+
+void ThreadPool::run_tasks(int64_t n, RangeFn fn) {
+  if (n <= 0) return;
+  if (t_in_pool_task || num_threads() <= 1 || n == 1) {
+    for (int64_t i = 0; i < n; ++i) fn(i, i + 1);
+    return;
+  }
+  Job job{fn, n, 1, n, nullptr};
+  job.leaf = false;
+  dispatch(job);
+}
+
+// Queues `job`, runs its chunks on the calling thread too, and returns when
+// every chunk is done.
+void ThreadPool::dispatch(Job& job) {
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -156,13 +192,17 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, RangeFn fn) {
     wake = sleepers_ > 0;
   }
   if (wake) cv_.notify_all();
-  t_in_pool_task = true;
   run_chunks(job, false);
-  t_in_pool_task = false;
+  wait_helping(job);
+}
+
+// Every chunk of `job` has been taken (the caller's loop ran dry). Unlists it
+// so no new worker enters it, then waits for the workers still finishing a
+// chunk: spinning first, since they are usually about to finish, and running
+// chunks of other leaf jobs meanwhile (another task's parallel_for). Helped
+// chunks never wait themselves, so helping cannot deadlock.
+void ThreadPool::wait_helping(Job& job) {
   std::unique_lock<std::mutex> lock(mu_);
-  // Every chunk has been taken (our loop ran dry). Unlist the job so no new
-  // worker enters it, then wait for the workers still finishing a chunk:
-  // spinning first, since they are usually about to finish.
   auto it = std::find(queue_.begin(), queue_.end(), &job);
   if (it != queue_.end()) {
     queue_.erase(it);
@@ -170,8 +210,19 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, RangeFn fn) {
   }
   if (job.active.load(std::memory_order_acquire) == 0) return;
   lock.unlock();
-  const auto until = std::chrono::steady_clock::now() + spin_time();
+  auto until = std::chrono::steady_clock::now() + spin_time();
   for (int i = 1; job.active.load(std::memory_order_acquire) != 0; ++i) {
+    if ((i & 7) == 0 && queued_.load(std::memory_order_acquire) > 0) {
+      lock.lock();
+      Job* other = take_job_locked(true);
+      lock.unlock();
+      if (other) {
+        run_chunks(*other, true);
+        leave_job(*other);
+        until = std::chrono::steady_clock::now() + spin_time();
+        continue;
+      }
+    }
     cpu_relax();
     if ((i & 63) == 0) {
       if (std::chrono::steady_clock::now() >= until) break;

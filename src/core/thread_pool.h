@@ -9,6 +9,13 @@
 // parallel_for may be called from several threads at once (concurrent
 // Session::run calls share one pool) and from inside a task (it then runs
 // inline, never deadlocks).
+//
+// run_tasks runs a few coarse tasks (independent graph nodes, the two
+// directions of an RNN) on different threads at once. Inside a task a
+// parallel_for is shared with the pool again (one level deep): a thread that
+// finished its own task helps with the chunks of another's, so uneven tasks
+// still keep every thread busy and the chunks are the same as when the tasks
+// run one after the other (same results).
 #pragma once
 
 #include <atomic>
@@ -71,6 +78,12 @@ class ThreadPool {
   /// at least `grain` items (the last may hold fewer). Returns when all are done.
   void parallel_for(int64_t n, int64_t grain, RangeFn fn);
 
+  /// Calls fn(i, i + 1) for every i in [0, n), each on whichever thread is
+  /// free, the caller included; returns when all are done. A parallel_for
+  /// inside a task is spread over the threads not busy with other tasks.
+  /// From inside a pool task, or on a one-thread pool, runs them in order.
+  void run_tasks(int64_t n, RangeFn fn);
+
   /// Marks a run in progress for its lifetime (runs may overlap and nest):
   /// idle workers spin briefly instead of sleeping at once.
   class RunScope {
@@ -95,11 +108,15 @@ class ThreadPool {
     int64_t chunk;
     int64_t num_chunks;
     ChunkRecorder* recorder = nullptr;
+    bool leaf = true;  // false for run_tasks' jobs: their chunks may wait on other jobs
     std::atomic<int64_t> next{0};
     std::atomic<int> active{0};  // workers inside run_chunks; entered under mu_
   };
   static void run_chunks(Job& job, bool worker);
-  Job* take_job_locked();
+  void dispatch(Job& job);
+  void wait_helping(Job& job);
+  Job* take_job_locked(bool leaf_only);
+  void leave_job(Job& job);
   void spin_for_work();
   void worker_loop();
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "core/thread_pool.h"
 
@@ -81,6 +82,71 @@ TEST(ThreadPoolTest, RecorderSeesWorkerChunks) {
   pool.parallel_for(48, 1, [&](int64_t, int64_t) { std::this_thread::sleep_for(std::chrono::microseconds(50)); });
   EXPECT_EQ(rec.count.load(), on_workers.load());
 }
+
+// run_tasks: every task once; a parallel_for inside a task covers its range
+// exactly once and gets the same chunks as outside (results do not depend on
+// which thread ran what), on pools of 1 to 4 threads.
+class RunTasksTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(RunTasksTest, NestedRangesCoveredOnceWithTheSameChunks) {
+  ThreadPool pool(GetParam());
+  const ThreadPool::RunScope run(&pool);
+  for (int rep = 0; rep < 50; ++rep) {
+    const int64_t sizes[3] = {1000, 37, 4096};
+    std::vector<std::vector<std::atomic<int>>> hits;
+    for (int64_t n : sizes) hits.emplace_back(static_cast<size_t>(n));
+    std::mutex mu;
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> chunks(3);
+    pool.run_tasks(3, [&](int64_t t0, int64_t t1) {
+      ASSERT_EQ(t1, t0 + 1);
+      const auto t = static_cast<size_t>(t0);
+      pool.parallel_for(sizes[t], 8, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) hits[t][static_cast<size_t>(i)]++;
+        std::lock_guard<std::mutex> lock(mu);
+        chunks[t].emplace_back(b, e);
+      });
+    });
+    for (size_t t = 0; t < 3; ++t) {
+      for (auto& h : hits[t]) ASSERT_EQ(h.load(), 1);
+      std::vector<std::pair<int64_t, int64_t>> alone;
+      pool.parallel_for(sizes[t], 8, [&](int64_t b, int64_t e) {
+        std::lock_guard<std::mutex> lock(mu);
+        alone.emplace_back(b, e);
+      });
+      std::sort(alone.begin(), alone.end());
+      std::sort(chunks[t].begin(), chunks[t].end());
+      ASSERT_EQ(chunks[t], alone);
+    }
+  }
+}
+
+// Tasks that block until their sibling has started prove they run at once.
+TEST(RunTasksConcurrency, TasksRunOnDifferentThreadsAtOnce) {
+  ThreadPool pool(2);
+  const ThreadPool::RunScope run(&pool);
+  std::atomic<int> started{0};
+  std::atomic<bool> both{false};
+  pool.run_tasks(2, [&](int64_t, int64_t) {
+    ++started;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (started.load() < 2 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    if (started.load() == 2) both = true;
+  });
+  EXPECT_TRUE(both.load());
+}
+
+TEST(RunTasksConcurrency, InsideAPoolTaskRunsInOrder) {
+  ThreadPool pool(2);
+  std::atomic<int> bad{0};
+  pool.parallel_for(4, 1, [&](int64_t, int64_t) {
+    std::vector<int64_t> order;
+    pool.run_tasks(5, [&](int64_t b, int64_t) { order.push_back(b); });
+    if (order != std::vector<int64_t>{0, 1, 2, 3, 4}) ++bad;
+  });
+  EXPECT_EQ(bad.load(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, RunTasksTest, ::testing::Values(1, 2, 3, 4));
 
 }  // namespace
 }  // namespace kiln

@@ -155,6 +155,43 @@ TEST(OptimizerTest, ReshapeChainsMergeAndNoOpsGo) {
   EXPECT_EQ(t.g.nodes[3].inputs[0], b);
 }
 
+// x * HardSigmoid(x) with alpha 1/6, beta 1/2 (torch's HardSwish before
+// opset 14): after a Conv it fuses into the conv, elsewhere it becomes one
+// HardSwish node; other alphas and a gate read twice stay as they are.
+TEST(OptimizerTest, SelfGatedHardSigmoidBecomesHardSwish) {
+  for (const bool after_conv : {true, false}) {
+    for (const float alpha : {1.f / 6.f, 0.2f}) {
+      TestGraph t;
+      const ir::ValueId x = t.input("x", Shape{1, 1, 3, 3});
+      const ir::ValueId w = t.constant("w", f32({1, 2, 3, 4}, Shape{1, 1, 2, 2}));
+      const ir::ValueId y = after_conv ? t.node("Conv", {x, w}, {}, Shape{1, 1, 2, 2}) : t.node("Relu", {x}, {}, Shape{1, 1, 3, 3});
+      const ir::ValueId hs = t.node("HardSigmoid", {y}, {attr_float("alpha", alpha), attr_float("beta", 0.5f)});
+      const ir::ValueId m = t.node("Mul", {y, hs});
+      t.output(m);
+      const std::vector<Fusion> fs = find_portable_fusions(t.g, t.constants, t.all_eligible());
+      if (alpha != 1.f / 6.f) {
+        EXPECT_TRUE(fs.empty() || fs[0].name == "conv+hardsigmoid") << fs[0].name;
+        continue;
+      }
+      ASSERT_EQ(fs.size(), 1u);
+      EXPECT_EQ(fs[0].name, after_conv ? "conv+hardswish" : "hardswish");
+      EXPECT_EQ(fs[0].node.op_type, after_conv ? "FusedConv" : "HardSwish");
+      EXPECT_EQ(fs[0].node.outputs[0], m);
+      EXPECT_EQ(fs[0].replaces, after_conv ? (std::vector<size_t>{0, 1, 2}) : (std::vector<size_t>{1, 2}));
+      if (!after_conv) {
+        EXPECT_EQ(fs[0].node.inputs, (std::vector<ir::ValueId>{y}));
+      }
+    }
+  }
+  // The gate is also a graph output: it stays.
+  TestGraph t;
+  const ir::ValueId x = t.input("x", Shape{4});
+  const ir::ValueId hs = t.node("HardSigmoid", {x}, {attr_float("alpha", 1.f / 6.f), attr_float("beta", 0.5f)});
+  t.output(t.node("Mul", {hs, x}));
+  t.output(hs);
+  EXPECT_TRUE(find_portable_fusions(t.g, t.constants, t.all_eligible()).empty());
+}
+
 TEST(OptimizerTest, ConvActivationsFuseButNotThroughAGraphOutput) {
   TestGraph t;
   const ir::ValueId x = t.input("x", Shape{1, 1, 3, 3});

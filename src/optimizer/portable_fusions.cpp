@@ -90,7 +90,29 @@ std::string conv_activation(const Matcher& m, const ir::Node& act, std::vector<f
   return "";
 }
 
-// Conv followed by an activation (or by x * Sigmoid(x), SiLU).
+// What x * gate(x) is for a gate node: Sigmoid gives SiLU; HardSigmoid with
+// alpha 1/6 and beta 1/2 gives HardSwish (torch exports it so before opset
+// 14); else "".
+std::string self_gated(const ir::Node& gate) {
+  if (!gate.domain.empty() || !gate.has_output(0) || !gate.has_input(0)) return "";
+  if (gate.op_type == "Sigmoid") return "Silu";
+  if (gate.op_type != "HardSigmoid") return "";
+  auto alpha = gate.attr_float("alpha", 0.2f);
+  auto beta = gate.attr_float("beta", 0.5f);
+  if (!alpha.is_ok() || !beta.is_ok()) return "";
+  return std::fabs(*alpha - 1.f / 6.f) <= 1e-6f && *beta == 0.5f ? "HardSwish" : "";
+}
+
+// The Mul that reads `x` and the gate's output once, as x * gate(x), or null.
+const ir::Node* gate_mul(const Matcher& m, const ir::Node& gate, ir::ValueId x, const ir::Node& mul) {
+  if (!mul.domain.empty() || mul.op_type != "Mul" || mul.inputs.size() != 2 || !mul.has_output(0)) return nullptr;
+  const ir::ValueId other = mul.inputs[0] == x ? mul.inputs[1] : mul.inputs[0];
+  if ((mul.inputs[0] != x && mul.inputs[1] != x) || other != gate.outputs[0]) return nullptr;
+  return m.uses.only_read_once(other) && !m.uses.pinned(other) ? &mul : nullptr;
+}
+
+// Conv followed by an activation (or by x * Sigmoid(x), SiLU, or
+// x * HardSigmoid(x), HardSwish).
 void match_conv_activation(Matcher& m, size_t ni, std::vector<Fusion>* out) {
   const ir::Node& conv = m.g.nodes[ni];
   if (!conv.domain.empty() || conv.op_type != "Conv" || !conv.has_output(0) || conv.outputs.size() != 1) return;
@@ -109,15 +131,13 @@ void match_conv_activation(Matcher& m, size_t ni, std::vector<Fusion>* out) {
     replaces.push_back(static_cast<size_t>(readers[0]));
     result = a.outputs[0];
   } else if (readers.size() == 2 && free(readers[0]) && free(readers[1])) {
-    // SiLU: Sigmoid(y) and Mul(y, sigmoid) in either order.
+    // SiLU / HardSwish: the gate of y and Mul(y, gate) in either order.
     for (int k = 0; k < 2 && result == ir::kNoValue; ++k) {
       const ir::Node& s = m.g.nodes[static_cast<size_t>(readers[static_cast<size_t>(k)])];
       const ir::Node& mul = m.g.nodes[static_cast<size_t>(readers[static_cast<size_t>(1 - k)])];
-      if (!s.domain.empty() || s.op_type != "Sigmoid" || !s.has_output(0)) continue;
-      if (!mul.domain.empty() || mul.op_type != "Mul" || mul.inputs.size() != 2 || !mul.has_output(0)) continue;
-      const ir::ValueId other = mul.inputs[0] == y ? mul.inputs[1] : mul.inputs[0];
-      if (other != s.outputs[0] || !m.uses.only_read_once(other)) continue;
-      act = "Silu";
+      const std::string gated = self_gated(s);
+      if (gated.empty() || s.inputs[0] != y || !gate_mul(m, s, y, mul)) continue;
+      act = gated;
       replaces.push_back(static_cast<size_t>(readers[static_cast<size_t>(k)]));
       replaces.push_back(static_cast<size_t>(readers[static_cast<size_t>(1 - k)]));
       result = mul.outputs[0];
@@ -325,6 +345,27 @@ void match_layernorm(Matcher& m, size_t ni, std::vector<Fusion>* out) {
   }
 }
 
+// x * HardSigmoid(x) (alpha 1/6, beta 1/2) not after a Conv: one HardSwish
+// node, one pass over x instead of two.
+void match_hardswish(Matcher& m, size_t ni, std::vector<Fusion>* out) {
+  const ir::Node& gate = m.g.nodes[ni];
+  if (self_gated(gate) != "HardSwish" || !m.is_float32(gate.inputs[0])) return;
+  const std::vector<int32_t>& readers = m.uses.readers(gate.outputs[0]);
+  if (readers.size() != 1) return;
+  const auto mi = static_cast<size_t>(readers[0]);
+  if (!m.eligible[mi] || m.used[mi] || !gate_mul(m, gate, gate.inputs[0], m.g.nodes[mi])) return;
+  Fusion f;
+  f.name = "hardswish";
+  f.node.name = m.g.nodes[mi].name;
+  f.node.op_type = "HardSwish";
+  f.node.opset = 14;
+  f.node.inputs = {gate.inputs[0]};
+  f.node.outputs = {m.g.nodes[mi].outputs[0]};
+  f.replaces = {ni, mi};
+  std::sort(f.replaces.begin(), f.replaces.end());
+  out->push_back(std::move(f));
+}
+
 }  // namespace
 
 std::vector<Fusion> find_portable_fusions(const ir::Graph& g, const ConstantMap& constants,
@@ -338,6 +379,7 @@ std::vector<Fusion> find_portable_fusions(const ir::Graph& g, const ConstantMap&
     if (out.size() == before) match_matmul_add(m, ni, &out);
     if (out.size() == before) match_gelu(m, ni, &out);
     if (out.size() == before) match_layernorm(m, ni, &out);
+    if (out.size() == before) match_hardswish(m, ni, &out);
     for (size_t k = before; k < out.size(); ++k)
       for (size_t r : out[k].replaces) m.used[r] = 1;
   }

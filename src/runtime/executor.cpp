@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 
 #include "core/tensor_access.h"
 #include "runtime/program.h"
 #include "runtime/run_state.h"
+#include "runtime/schedule.h"
 
 namespace kiln::runtime {
 
@@ -53,16 +55,25 @@ class PlannedAllocator final : public kernels::OutputAllocator {
         core::TensorAccess::reset_view(*out, dtype, shape, st_.arena + st_.plan->offsets[v]);
         return Status::ok();
       }
-      if (st_.observed[v] == 0) st_.missed.push_back(id);
-      st_.observed[v] = std::max(st_.observed[v], std::max<size_t>(bytes, 1));
+      record_miss(id, bytes);
     }
     *out = Tensor::allocate(dtype, shape);
     return Status::ok();
   }
 
  private:
+  // Out of line: the planned path stays lean. Steps of a group may allocate
+  // at once; only a miss takes the lock.
+  [[gnu::noinline]] void record_miss(ir::ValueId id, size_t bytes) {
+    const auto v = static_cast<size_t>(id);
+    std::lock_guard<std::mutex> lock(miss_mu_);
+    if (st_.observed[v] == 0) st_.missed.push_back(id);
+    st_.observed[v] = std::max(st_.observed[v], std::max<size_t>(bytes, 1));
+  }
+
   RunState& st_;
   const std::vector<int8_t>& plannable_;
+  std::mutex miss_mu_;
 };
 
 class SubgraphRunnerImpl final : public kernels::SubgraphRunner {
@@ -121,8 +132,8 @@ class WorkerChunkLog final : public ChunkRecorder {
  public:
   WorkerChunkLog(RunProfile& profile, int64_t run_start) : profile_(profile), run_start_(run_start) {}
   void set_step(const ir::Node* node) { node_ = node; }
-  void chunk(int64_t start_ns, int64_t end_ns) override {
-    const ir::Node& n = *node_;
+  void chunk(int64_t start_ns, int64_t end_ns) override { record(*node_, start_ns, end_ns); }
+  void record(const ir::Node& n, int64_t start_ns, int64_t end_ns) {
     std::lock_guard<std::mutex> lock(mu_);
     profile_.worker_chunks.push_back(NodeEvent{n.name.empty() ? n.op_type : n.name, n.op_type, n.domain,
                                                start_ns - run_start_, end_ns - start_ns, thread_number()});
@@ -135,58 +146,143 @@ class WorkerChunkLog final : public ChunkRecorder {
   std::mutex mu_;
 };
 
+// The chunk recorder of one step of a group run at once (the steps' chunks
+// interleave on the workers, so each step names its own node).
+class StepChunkLog final : public ChunkRecorder {
+ public:
+  StepChunkLog(WorkerChunkLog& log, const ir::Node& node) : log_(log), node_(node) {}
+  void chunk(int64_t start_ns, int64_t end_ns) override { log_.record(node_, start_ns, end_ns); }
+
+ private:
+  WorkerChunkLog& log_;
+  const ir::Node& node_;
+};
+
+NodeEvent node_event(const ir::Node& n, int64_t start, int64_t end) {
+  return NodeEvent{n.name.empty() ? n.op_type : n.name, n.op_type, n.domain, start, end - start, thread_number()};
+}
+
 // The step loop of Program::run. `profile` and `chunk_log` are both null or
 // both set.
-Status run_steps(const std::vector<Step>& steps, RunState& st, PlannedAllocator& alloc,
-                 SubgraphRunnerImpl& subgraphs, ThreadPool* pool, const RunOptions* options, RunProfile* profile,
-                 WorkerChunkLog* chunk_log, int64_t run_start) {
-  const ThreadPool::RunScope run_scope(pool);  // workers spin between this run's nodes
-  Status status;
-  for (size_t s = 0; s < steps.size(); ++s) {
-    const Step& step = steps[s];
+struct StepLoop {
+  const Program& program;
+  RunState& st;
+  PlannedAllocator& alloc;
+  SubgraphRunnerImpl& subgraphs;
+  ThreadPool* pool;
+  const RunOptions* options;
+  RunProfile* profile;
+  WorkerChunkLog* chunk_log;
+  int64_t run_start;
+
+  // Runs step s; with `event`, stores its profile event there. False with
+  // `*error` set when it fails (one Status on the OK path: the hot loop).
+  [[gnu::always_inline]] bool run_step(size_t s, NodeEvent* event, Status* error) {
+    const Step& step = program.steps()[s];
     if (options && options->stop_requested()) {  // between nodes: cancel flag, deadline
-      status = options->check().with_context("before node " + step.node->label());
-      if (!status.is_ok()) return status;
+      *error = options->check().with_context("before node " + step.node->label());
+      if (!error->is_ok()) return false;
     }
-    if (st.device) {  // device plugins: wait for host copies this step reads (device_edges.h)
-      status = st.device->before_step(s);
-      if (!status.is_ok()) return std::move(status).with_context("node " + step.node->label());
+    if (st.device) [[unlikely]] {  // device plugins: wait for host copies this step reads (device_edges.h)
+      *error = st.device->before_step(s);
+      if (!error->is_ok()) {
+        *error = std::move(*error).with_context("node " + step.node->label());
+        return false;
+      }
     }
     const DeviceRunScope device_scope(st.device.get());
     const uint32_t ib = st.in_begin[s], ob = st.out_begin[s];
     kernels::KernelContext ctx(*step.node, st.in_ptrs.data() + ib, st.in_begin[s + 1] - ib, st.out_ptrs.data() + ob,
                                st.out_begin[s + 1] - ob, &alloc, pool, &subgraphs);
     ctx.set_run_options(options);
-    int64_t t0 = 0;
-    if (profile) {
-      chunk_log->set_step(step.node);
-      t0 = now_ns();
-    }
-    status = compute_guarded(*step.kernel, ctx);
-    if (profile) {
-      const ir::Node& n = *step.node;
-      profile->events.push_back(NodeEvent{n.name.empty() ? n.op_type : n.name, n.op_type, n.domain, t0 - run_start,
-                                          now_ns() - t0, thread_number()});
-    }
-    if (!status.is_ok()) return std::move(status).with_context("node " + step.node->label());
-    for (ir::ValueId id : step.release) st.slots[static_cast<size_t>(id)].reset();
+    const int64_t t0 = event ? now_ns() : 0;
+    Status status = compute_guarded(*step.kernel, ctx);
+    if (event) *event = node_event(*step.node, t0 - run_start, now_ns() - run_start);
+    if (status.is_ok()) [[likely]]
+      return true;
+    *error = std::move(status).with_context("node " + step.node->label());
+    return false;
   }
-  return status;
-}
+
+  void release(size_t s) {
+    for (ir::ValueId id : program.steps()[s].release) st.slots[static_cast<size_t>(id)].reset();
+  }
+
+  // Steps [b, e) of one group, each a task of its own; the first error in
+  // step order wins, as in the sequential order.
+  Status run_group(size_t b, size_t e) {
+    Status statuses[kMaxGroupSteps];
+    NodeEvent events[kMaxGroupSteps];
+    pool->run_tasks(static_cast<int64_t>(e - b), [&](int64_t i, int64_t) {
+      const auto k = static_cast<size_t>(i);
+      if (!profile) {
+        run_step(b + k, nullptr, &statuses[k]);
+        return;
+      }
+      StepChunkLog log(*chunk_log, *program.steps()[b + k].node);
+      const ScopedChunkRecorder recorder(&log);
+      run_step(b + k, &events[k], &statuses[k]);
+    });
+    if (profile)
+      for (size_t k = 0; k < e - b; ++k)
+        if (events[k].thread_id != 0) profile->events.push_back(std::move(events[k]));
+    for (size_t k = 0; k < e - b; ++k)
+      if (!statuses[k].is_ok()) return std::move(statuses[k]);
+    for (size_t s = b; s < e; ++s) release(s);
+    return Status::ok();
+  }
+
+  // Steps [b, e) one after the other.
+  Status run_range(size_t b, size_t e) {
+    Status error;
+    if (!profile) {
+      for (size_t s = b; s < e; ++s) {
+        if (!run_step(s, nullptr, &error)) return error;
+        release(s);
+      }
+      return error;
+    }
+    for (size_t s = b; s < e; ++s) {
+      chunk_log->set_step(program.steps()[s].node);
+      NodeEvent event;
+      const bool ok = run_step(s, &event, &error);
+      if (event.thread_id != 0) profile->events.push_back(std::move(event));  // 0: cancelled before it ran
+      if (!ok) return error;
+      release(s);
+    }
+    return error;
+  }
+
+  Status run() {
+    const ThreadPool::RunScope run_scope(pool);  // workers spin between this run's nodes
+    const std::vector<uint32_t>& groups = program.groups();
+    const size_t n = program.num_steps();
+    // One thread, or no group of two steps: the plain loop.
+    // A run with device partitions stays sequential: DeviceRun's waits and
+    // scope belong to the calling thread (device_edges.h).
+    if (!pool || pool->num_threads() <= 1 || !interop_enabled() || groups.size() == n + 1 || st.device)
+      return run_range(0, n);
+    for (size_t g = 0; g + 1 < groups.size(); ++g) {
+      const size_t b = groups[g], e = groups[g + 1];
+      KILN_RETURN_IF_ERROR(e - b > 1 ? run_group(b, e) : run_range(b, e));
+    }
+    return Status::ok();
+  }
+};
 
 // A profiled run's steps, with the worker-chunk recorder installed; out of
 // line so the profiling set-up leaves the unprofiled path as it was compiled.
-[[gnu::noinline]] Status run_profiled(const std::vector<Step>& steps, RunState& st, PlannedAllocator& alloc,
-                                      SubgraphRunnerImpl& subgraphs, ThreadPool* pool, const RunOptions* options,
-                                      RunProfile& profile, int64_t run_start) {
+[[gnu::noinline]] Status run_profiled(StepLoop loop, RunProfile& profile) {
   profile.events.clear();
-  profile.events.reserve(steps.size());
+  profile.events.reserve(loop.program.num_steps());
   profile.worker_chunks.clear();
   profile.plugin_events.clear();
-  profile.start_ns = run_start;
-  WorkerChunkLog chunk_log(profile, run_start);
+  profile.start_ns = loop.run_start;
+  WorkerChunkLog chunk_log(profile, loop.run_start);
   const ScopedChunkRecorder recorder(&chunk_log);
-  return run_steps(steps, st, alloc, subgraphs, pool, options, &profile, &chunk_log, run_start);
+  loop.profile = &profile;
+  loop.chunk_log = &chunk_log;
+  return loop.run();
 }
 
 }  // namespace
@@ -236,8 +332,8 @@ Result<std::vector<Value>> Program::run(std::span<const Value> inputs, std::span
   SubgraphRunnerImpl subgraphs(*this, *st, pool, options);
   const int64_t run_start = profile ? now_ns() : 0;
   if (st->device && profile) st->device->start_trace(run_start);
-  Status status = profile ? run_profiled(steps_, *st, alloc, subgraphs, pool, options, *profile, run_start)
-                          : run_steps(steps_, *st, alloc, subgraphs, pool, options, nullptr, nullptr, 0);
+  StepLoop loop{*this, *st, alloc, subgraphs, pool, options, nullptr, nullptr, run_start};
+  Status status = profile ? run_profiled(loop, *profile) : loop.run();
   if (st->device) {  // device plugins: wait for work in flight; its errors are the run's
     status = st->device->finish(std::move(status));
     if (profile) st->device->take_trace(&profile->plugin_events);

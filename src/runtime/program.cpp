@@ -8,6 +8,7 @@
 #include "runtime/device_edges.h"
 #include "runtime/node_inputs.h"
 #include "runtime/run_state.h"
+#include "runtime/schedule.h"
 
 namespace kiln::runtime {
 
@@ -60,6 +61,7 @@ Result<std::unique_ptr<Program>> Program::build(std::shared_ptr<ir::Graph> graph
   p->graph_ = std::move(graph);
   for (auto& [id, t] : p->graph_->initializers) p->constants_.emplace(id, t);
   KILN_RETURN_IF_ERROR(p->build_steps(options));
+  p->groups_ = concurrent_groups(p->steps_, *p->graph_);
   p->compute_lifetimes();
   p->device_plan_ = DeviceEdgePlan::build(*p);  // device plugins' edges (device_edges.h); null: none
 
@@ -427,6 +429,12 @@ void Program::compute_lifetimes() {
     auto in = static_cast<size_t>(step.node->inputs[0]);
     auto out = static_cast<size_t>(step.node->outputs[0]);
     last[in] = std::max(last[in], last[out]);
+  }
+  // Steps of a group may run at once: a value lives through whole groups.
+  const std::vector<int32_t> group_first = group_edges(groups_, false), group_last = group_edges(groups_, true);
+  for (size_t v = 0; v < nv; ++v) {
+    if (last[v] >= 0 && last[v] < end) last[v] = group_last[static_cast<size_t>(last[v])];
+    if (lifetimes_[v].first >= 0) lifetimes_[v].first = group_first[static_cast<size_t>(lifetimes_[v].first)];
   }
   for (size_t v = 0; v < nv; ++v) {
     lifetimes_[v].last = last[v];

@@ -77,6 +77,9 @@ class Program {
   const ir::Graph& graph() const { return *graph_; }
   size_t num_steps() const { return steps_.size(); }
   const std::vector<Step>& steps() const { return steps_; }
+  /// Groups of consecutive steps that may run at once (runtime/schedule.h):
+  /// group i is steps [groups()[i], groups()[i + 1]).
+  const std::vector<uint32_t>& groups() const { return groups_; }
 
   /// Runs with `inputs` in graph-input order (already validated by the
   /// caller). `outer` supplies outer-scope values for subgraphs (indexed by
@@ -133,6 +136,7 @@ class Program {
 
   std::shared_ptr<ir::Graph> graph_;
   std::vector<Step> steps_;
+  std::vector<uint32_t> groups_;
   PlacementReport placement_;
   optimizer::RewriteStats rewrites_;
   // Nodes the optimizer's phase B made (steps point at them; stable addresses).

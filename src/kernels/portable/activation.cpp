@@ -125,7 +125,7 @@ struct HardSigmoidOp {
   C operator()(C x) const {
     const C v = static_cast<C>(alpha) * x + static_cast<C>(beta);
     return v < C{0} ? C{0} : (v > C{1} ? C{1} : v);
-  }
+  }  void f32(const float* x, float* y, int64_t n) const { simd::hard_sigmoid_f32(x, y, n, alpha, beta); }
 };
 
 struct HardSwishOp {
@@ -135,7 +135,7 @@ struct HardSwishOp {
   C operator()(C x) const {
     const C v = x * static_cast<C>(1.0 / 6.0) + static_cast<C>(0.5);
     return x * (v < C{0} ? C{0} : (v > C{1} ? C{1} : v));
-  }
+  }  void f32(const float* x, float* y, int64_t n) const { simd::hard_swish_f32(x, y, n); }
 };
 
 struct SoftplusOp {

@@ -154,9 +154,7 @@ void apply_activation_block(float* y, int64_t n, const ConvFusion& f) {
     case ConvFusion::Act::kLeakyRelu: simd::leaky_relu_f32(y, y, n, f.p0); break;
     case ConvFusion::Act::kSigmoid: simd::sigmoid_f32(y, y, n); break;
     case ConvFusion::Act::kTanh: simd::tanh_f32(y, y, n); break;
-    case ConvFusion::Act::kHardSigmoid:
-      for (int64_t i = 0; i < n; ++i) y[i] = std::min(1.f, std::max(0.f, f.p0 * y[i] + f.p1));
-      break;
+    case ConvFusion::Act::kHardSigmoid: simd::hard_sigmoid_f32(y, y, n, f.p0, f.p1); break;  // as the kernel computes it
     case ConvFusion::Act::kHardSwish: hard_swish_inplace(y, n); break;
     case ConvFusion::Act::kSilu: silu_inplace(y, n); break;
   }

@@ -433,10 +433,10 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
   ThreadPool* pool = ctx.pool();
   if (nd == 2 && pool && pool->num_threads() > 1) {
     // The steps of one direction are sequential and their products small:
-    // the directions themselves are the useful parallel axis.
-    parallel_for(pool, 2, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t d = begin; d < end; ++d) direction(d, nullptr);
-    });
+    // the directions themselves are the useful parallel axis, a task each.
+    // Threads beyond two share the directions' products (run_tasks).
+    ThreadPool* inner = pool->num_threads() > 2 ? pool : nullptr;
+    pool->run_tasks(2, [&](int64_t d, int64_t) { direction(d, inner); });
   } else {
     for (int64_t d = 0; d < nd; ++d) direction(d, pool);
   }

@@ -77,8 +77,19 @@ class ConcatKernel final : public Kernel {
       acc += block[i];
     }
     if (outer == 1) {
-      for (size_t i = 0; i < n; ++i)
-        copy_elements(dt, advance(out->raw_data(), offset[i], dt), ctx.input(i).raw_data(), block[i]);
+      // One block per input: split the output range in equal pieces, each
+      // copying the parts of the inputs it covers (two threads share even
+      // a two-input channel concat).
+      const int64_t bytes = acc * static_cast<int64_t>(dtype_size(dt));
+      const int64_t grain = std::max<int64_t>(1, kParallelBytes / 4 / static_cast<int64_t>(dtype_size(dt)));
+      parallel_for(bytes >= kParallelBytes ? ctx.pool() : nullptr, acc, grain, [&](int64_t b, int64_t e) {
+        for (size_t i = 0; i < n; ++i) {
+          const int64_t lo = std::max(b, offset[i]), hi = std::min(e, offset[i] + block[i]);
+          if (lo < hi)
+            copy_elements(dt, advance(out->raw_data(), lo, dt), advance(ctx.input(i).raw_data(), lo - offset[i], dt),
+                          hi - lo);
+        }
+      });
       return Status::ok();
     }
     const int64_t row_bytes = out_row * static_cast<int64_t>(dtype_size(dt));

@@ -42,6 +42,32 @@ TEST(ConcatTest, ParallelMatchesSerial) {
   EXPECT_EQ(y[63 * 500 + 300], 63 * 200);
 }
 
+// Channel concat with batch 1 (one block per input), split over threads by
+// output range: every element lands where the serial copy puts it, for
+// uneven inputs whose boundaries fall inside chunks.
+class ConcatOneBlockTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ConcatOneBlockTest, MatchesSerialLayout) {
+  const std::vector<std::vector<int64_t>> shapes = {{1, 3, 97, 101}, {1, 1, 97, 101}, {1, 5, 97, 101}};
+  OpCall call;
+  call.op_type = "Concat";
+  for (const auto& sh : shapes) call.inputs.push_back(iota_f(Shape(sh)));
+  call.attrs = {attr("axis", 1)};
+  call.threads = GetParam();
+  auto out = run_op(call);
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  const Tensor& y = (*out)[0].tensor();
+  ASSERT_EQ(y.shape(), (Shape{1, 9, 97, 101}));
+  int64_t at = 0;
+  for (const auto& sh : shapes) {
+    const int64_t n = sh[1] * 97 * 101;
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y.data<float>()[at + i], static_cast<float>(i)) << at + i;
+    at += n;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, ConcatOneBlockTest, ::testing::Values(1, 2, 3, 4));
+
 TEST(SplitTest, SplitInputAndEqualParts) {
   OpCall call;
   call.op_type = "Split";

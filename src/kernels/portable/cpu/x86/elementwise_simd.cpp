@@ -184,6 +184,20 @@ KILN_SIMD_CLONES void clip_f32(const float* x, float* y, int64_t n, float lo, fl
   }
 }
 
+KILN_SIMD_CLONES void hard_sigmoid_f32(const float* x, float* y, int64_t n, float alpha, float beta) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = alpha * x[i] + beta;
+    y[i] = v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
+  }
+}
+
+KILN_SIMD_CLONES void hard_swish_f32(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i] * (1.0f / 6.0f) + 0.5f;
+    y[i] = x[i] * (v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v));
+  }
+}
+
 namespace {
 KILN_SIMD_CLONES void fix_pow_half(const float* x, float* y, int64_t n) {
   // sqrt(-0) = -0 and sqrt(-inf) = NaN, but pow(x, 0.5) gives +0 and +inf.

@@ -20,6 +20,10 @@ void relu_f32(const float* x, float* y, int64_t n);
 void leaky_relu_f32(const float* x, float* y, int64_t n, float alpha);
 /// y = min(max(x, lo), hi); NaN stays NaN.
 void clip_f32(const float* x, float* y, int64_t n, float lo, float hi);
+/// y = clamp(alpha * x + beta, 0, 1) (HardSigmoid); NaN stays NaN.
+void hard_sigmoid_f32(const float* x, float* y, int64_t n, float alpha, float beta);
+/// y = x * clamp(x / 6 + 1/2, 0, 1) (HardSwish); NaN stays NaN.
+void hard_swish_f32(const float* x, float* y, int64_t n);
 void sqrt_f32(const float* x, float* y, int64_t n);
 void square_f32(const float* x, float* y, int64_t n);
 void exp_f32(const float* x, float* y, int64_t n);

@@ -164,5 +164,32 @@ TEST(ElementwiseSimdTest, ArithmeticModesAndInPlace) {
   EXPECT_EQ(a[10], 121.0f);
 }
 
+// HardSigmoid / HardSwish loops match the scalar formulas within 2 ulps (the
+// vector clones may fuse the multiply-add), for lengths that cover vector
+// bodies and tails, NaN, infinities and the clamp edges included.
+class HardActivationTest : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(HardActivationTest, MatchesScalarFormula) {
+  const int64_t n = GetParam();
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), -3.f, 3.f, -0.f, 0.f, 2.5f, -2.5f};
+  std::vector<float> x(static_cast<size_t>(n)), y(x.size()), z(x.size());
+  for (int64_t i = 0; i < n; ++i)
+    x[static_cast<size_t>(i)] = i % 4 == 0 ? specials[(i / 4) % 9] : 0.37f * static_cast<float>(i - n / 2);
+  auto same = [](float a, float b) { return (std::isnan(a) && std::isnan(b)) || ulps(a, b) <= 2; };
+  hard_sigmoid_f32(x.data(), y.data(), n, 0.2f, 0.5f);
+  hard_swish_f32(x.data(), z.data(), n);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float v = 0.2f * x[i] + 0.5f;
+    EXPECT_TRUE(same(y[i], v < 0.f ? 0.f : (v > 1.f ? 1.f : v))) << x[i];
+    const float w = x[i] * (1.0f / 6.0f) + 0.5f;
+    EXPECT_TRUE(same(z[i], x[i] * (w < 0.f ? 0.f : (w > 1.f ? 1.f : w)))) << x[i];
+  }
+  hard_swish_f32(x.data(), x.data(), n);  // in place
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_TRUE(same(x[i], z[i]));
+}
+
+INSTANTIATE_TEST_SUITE_P(Lengths, HardActivationTest, ::testing::Values(0, 1, 7, 8, 15, 16, 17, 33, 40));
+
 }  // namespace
 }  // namespace kiln::kernels::simd

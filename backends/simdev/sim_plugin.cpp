@@ -67,6 +67,13 @@ SimInstance::SimInstance(const kiln::sdk::Host& host, kiln::sdk::Options options
   check_options();
   device_ = std::make_shared<Device>(static_cast<size_t>(options_.get_int("memory_bytes")), options_.get_bool("guard"));
   stream_ = std::make_unique<Stream>();
+  cache_options();
+}
+
+void SimInstance::cache_options() {
+  latency_us_ = options_.get_int("latency_us");
+  copy_latency_us_ = options_.get_int("copy_latency_us");
+  fail_after_ = options_.get_int("fail_after");
 }
 
 SimInstance::~SimInstance() { stream_.reset(); }  // drains queued work while the device lives
@@ -97,6 +104,7 @@ void SimInstance::set_property(const std::string& key, const std::string& value)
     options_ = std::move(before);
     throw;
   }
+  cache_options();
 }
 
 std::string SimInstance::get_property(const std::string& key) {
@@ -233,7 +241,7 @@ void SimInstance::copy(const kiln_copy_t* copies, size_t n, kiln_fence_t* fence,
   }
   job->name = "copy x" + std::to_string(n) + " (" + std::to_string(to) + " in, " + std::to_string(from) + " out, " +
               std::to_string(on_dev) + " on device, " + std::to_string(bytes) + " bytes)";
-  const int64_t latency = options_.get_int("copy_latency_us");
+  const int64_t latency = copy_latency_us_.load();
   Device* dev = device_.get();
   job->work = [dev, list = std::move(list), latency, to, from, on_dev, on_host, bytes]() -> kiln_status_t* {
     if (latency > 0) std::this_thread::sleep_for(std::chrono::microseconds(latency));
@@ -411,10 +419,10 @@ void SimCompiled::enqueue(kiln_exec_context_t* ctx, const kiln_tensor_t* const* 
     if (ws) job->writes.push_back(range_of(ws, size));
   }
   args->ctx = ctx;
-  args->latency_us = instance_.options().get_int("latency_us");
-  const int64_t fail_after = instance_.options().get_int("fail_after");
-  args->fail_oom = fail_after > 0 && dev.counters.executions.fetch_add(1) + 1 > fail_after;
-  if (fail_after == 0) dev.counters.executions.fetch_add(1);
+  args->latency_us = instance_.latency_us();
+  const int64_t fail_after = instance_.fail_after();
+  const int64_t count = dev.counters.executions.fetch_add(1) + 1;
+  args->fail_oom = fail_after > 0 && count > fail_after;
   job->engine = Engine::kCompute;
   job->name = job_name(p);
   const kiln::sdk::Host* hp = &host;

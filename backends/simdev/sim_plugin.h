@@ -3,6 +3,7 @@
 // that sim_abi.cpp's trampolines call.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,15 +37,21 @@ class SimInstance final : public kiln::sdk::Instance {
   void stream_wait(kiln_fence_t* fence, uint64_t value);
 
   const kiln::sdk::Host& host() const { return *host_; }
+  /// Options execute reads, kept in atomics: set_property (instance-level)
+  /// may run while a compiled handle executes (compiled-level).
+  int64_t latency_us() const { return latency_us_.load(); }
+  int64_t fail_after() const { return fail_after_.load(); }
   Device& device() { return *device_; }
   Stream& stream() { return *stream_; }
 
  private:
   void check_options() const;
+  void cache_options();
 
   const kiln::sdk::Host* host_;
   std::shared_ptr<Device> device_;
   std::unique_ptr<Stream> stream_;
+  std::atomic<int64_t> latency_us_{0}, copy_latency_us_{0}, fail_after_{0};
 };
 
 class SimCompiled final : public kiln::sdk::Compiled {

@@ -56,6 +56,23 @@ void Device::release_constant(const ContentHash& hash) {
   constants_.erase(it);
 }
 
+void Device::begin_trace(const kiln_host_api_t* api, kiln_exec_context_t* ctx) {
+  std::lock_guard<std::mutex> lock(trace_mu_);
+  trace_api_ = api;
+  trace_ctx_ = ctx;
+}
+
+void Device::end_trace() {
+  std::lock_guard<std::mutex> lock(trace_mu_);
+  trace_api_ = nullptr;
+  trace_ctx_ = nullptr;
+}
+
+void Device::trace_copy(const char* name, uint64_t begin_ns, uint64_t end_ns) {
+  std::lock_guard<std::mutex> lock(trace_mu_);
+  if (trace_ctx_) trace_api_->exec_trace_event(trace_ctx_, name, 1, begin_ns, end_ns);
+}
+
 size_t Device::num_constants() const {
   std::lock_guard<std::mutex> lock(mu_);
   return constants_.size();

@@ -243,13 +243,16 @@ void SimInstance::copy(const kiln_copy_t* copies, size_t n, kiln_fence_t* fence,
               std::to_string(on_dev) + " on device, " + std::to_string(bytes) + " bytes)";
   const int64_t latency = copy_latency_us_.load();
   Device* dev = device_.get();
-  job->work = [dev, list = std::move(list), latency, to, from, on_dev, on_host, bytes]() -> kiln_status_t* {
+  const std::string name = job->name;
+  job->work = [dev, name, list = std::move(list), latency, to, from, on_dev, on_host, bytes]() -> kiln_status_t* {
+    const uint64_t begin = now_ns();
     if (latency > 0) std::this_thread::sleep_for(std::chrono::microseconds(latency));
     {
       DeviceMemory::Access access(dev->memory);
       for (const kiln_copy_t& c : list)
         if (c.bytes) std::memmove(c.dst, c.src, c.bytes);
     }
+    dev->trace_copy(name.c_str(), begin, now_ns());
     dev->counters.copies_to_device += to;
     dev->counters.copies_from_device += from;
     dev->counters.copies_on_device += on_dev;

@@ -279,7 +279,8 @@ kiln_status_t* run_program(const kiln::sdk::Host& host, ProgramState& state, Run
   }
   // Intermediates and (when the host gave none) the workspace, per run.
   std::vector<void*> temps;
-  auto release = [&] {
+  auto release = [&] {  // every way out: the trace window closes before the fence is signalled
+    dev.end_trace();
     for (void* t : temps) dev.memory.release(t);
   };
   auto grab = [&](size_t bytes, const std::string& what) -> void* {
@@ -304,6 +305,7 @@ kiln_status_t* run_program(const kiln::sdk::Host& host, ProgramState& state, Run
     float* ws = static_cast<float*>(a.workspace_size >= need ? a.workspace : nullptr);
     if (need && !ws) ws = static_cast<float*>(grab(need, "the Conv workspace"));
     const bool trace = api.exec_trace_enabled && api.exec_trace_event && api.exec_trace_enabled(a.ctx);
+    if (trace) dev.begin_trace(&api, a.ctx);
     for (const Op& op : p.ops) {
       const uint64_t t0 = now_ns();  // the slice covers the simulated time and the kernel
       if (simulate_latency(api, a.ctx, a.latency_us)) fail(KILN_STATUS_CANCELLED, "simdev: cancelled before " + op.label);

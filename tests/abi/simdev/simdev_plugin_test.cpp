@@ -365,6 +365,7 @@ TEST(SimdevPlugin, ACopyOverlapsAnExecutionThatLeavesItsBytesAlone) {
   TestCtx ctx;
   ctx.harness = &h;
   ctx.instance = inst;
+  ctx.trace = true;
   TestFence exec, independent, dependent;
   ASSERT_EQ(take(h.api().compiled_execute_async(c, ctx.c(), ins, 1, exec.c(), 1)), "");
   std::vector<float> src(16, 1.f), y(8, -1.f);
@@ -393,6 +394,16 @@ TEST(SimdevPlugin, ACopyOverlapsAnExecutionThatLeavesItsBytesAlone) {
   }
   EXPECT_EQ(inside, 1);
   EXPECT_EQ(after, 1);
+  // The run's trace: three compute slices on track 0 and, on track 1, the
+  // copy that ran while they did (the dependent one ran after the run).
+  EXPECT_EQ(Harness::wait(exec, 1), "");
+  std::vector<TraceEvent> compute, copies;
+  for (const TraceEvent& ev : ctx.events) (ev.track == 0 ? compute : copies).push_back(ev);
+  ASSERT_EQ(compute.size(), 3u);
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_EQ(copies[0].name.rfind("copy x1 (1 in", 0), 0u) << copies[0].name;
+  EXPECT_GE(copies[0].begin_ns, compute.front().begin_ns);
+  EXPECT_LE(copies[0].end_ns, compute.back().end_ns);
 }
 
 }  // namespace

@@ -2,8 +2,10 @@
 // execute context (allocate_output checks, parallel_for).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <iterator>
 #include <type_traits>
 
 #include "core/thread_pool.h"
@@ -18,10 +20,19 @@ TEST(HostApiTest, TableDeclaresItsSizeAndVersion) {
   EXPECT_EQ(api().header.struct_size, sizeof(kiln_host_api_t));
   EXPECT_EQ(api().header.abi_major, KILN_BACKEND_ABI_MAJOR);
   EXPECT_EQ(api().header.abi_minor, KILN_BACKEND_ABI_MINOR);
-  // Every entry of 1.0 is set.
-  const auto* p = reinterpret_cast<const void* const*>(reinterpret_cast<const char*>(&api()) + sizeof(kiln_abi_header_t));
-  for (size_t i = 0; i < (sizeof(kiln_host_api_t) - sizeof(kiln_abi_header_t)) / sizeof(void*); ++i)
-    EXPECT_NE(p[i], nullptr) << "entry " << i;
+  // Every entry is set, except the ones listed here: value_constant_info
+  // comes with the shared-weights work (graph_view.cpp) and may still be
+  // NULL until it lands. Nothing else may be.
+  const size_t allowed_null[] = {offsetof(kiln_host_api_t, value_constant_info)};
+  const char* base = reinterpret_cast<const char*>(&api());
+  for (size_t off = sizeof(kiln_abi_header_t); off < sizeof(kiln_host_api_t); off += sizeof(void*)) {
+    const void* entry = *reinterpret_cast<const void* const*>(base + off);
+    if (std::find(std::begin(allowed_null), std::end(allowed_null), off) != std::end(allowed_null)) continue;
+    EXPECT_NE(entry, nullptr) << "entry at offset " << off;
+  }
+  EXPECT_NE(api().fence_signal, nullptr);
+  EXPECT_NE(api().exec_workspace, nullptr);
+  EXPECT_NE(api().trace_now_ns, nullptr);
 }
 
 TEST(HostApiTest, StatusesCarryCodeAndMessage) {

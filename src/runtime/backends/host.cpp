@@ -1,11 +1,13 @@
 #include "runtime/backends/host.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
+#include "runtime/backends/fence.h"
 #include "runtime/backends/graph_view.h"
 
 // A status: a code and a malloc'd message. The magic number lets the host
@@ -195,6 +197,9 @@ kiln_status_t* exec_allocate_output(kiln_exec_context_t* ctx, size_t index, int3
     const uint32_t caller_size = out->struct_size;
     Status st = tensor_view(**t, out, caller_size);
     out->struct_size = caller_size;
+    // A device output's view says so (only a 1.1 caller's struct has the member).
+    if (st.is_ok() && KILN_ABI_HAS(kiln_tensor_t, memory_kind, caller_size))
+      out->memory_kind = ctx->outputs->memory_kind(index);
     return make_c_status(st);
   } catch (const std::bad_alloc&) {
     return status_create(KILN_STATUS_INTERNAL, "out of memory in allocate_output");
@@ -206,6 +211,26 @@ kiln_status_t* exec_allocate_output(kiln_exec_context_t* ctx, size_t index, int3
 bool exec_should_cancel(kiln_exec_context_t* ctx) noexcept {
   return ctx && ctx->run_options && ctx->run_options->stop_requested();
 }
+
+void* exec_workspace(kiln_exec_context_t* ctx, int32_t memory_kind, size_t* out_size) noexcept {
+  const bool known = ctx && memory_kind >= 0 && memory_kind < KILN_MEMORY_KIND_COUNT;
+  void* p = known ? ctx->workspace[memory_kind] : nullptr;
+  if (out_size) *out_size = p ? ctx->workspace_bytes[memory_kind] : 0;
+  return p;
+}
+
+bool exec_trace_enabled(kiln_exec_context_t* ctx) noexcept { return ctx && ctx->trace; }
+
+void exec_trace_event(kiln_exec_context_t* ctx, const char* name, int32_t track, uint64_t begin_ns,
+                      uint64_t end_ns) noexcept {
+  if (!ctx || !ctx->trace) return;
+  try {
+    ctx->trace->event(name ? name : "", track, begin_ns, end_ns < begin_ns ? begin_ns : end_ns);
+  } catch (...) {
+  }
+}
+
+uint64_t host_trace_now_ns() noexcept { return trace_now_ns(); }
 
 kiln_host_api_t make_table() {
   kiln_host_api_t t;
@@ -226,6 +251,14 @@ kiln_host_api_t make_table() {
   t.exec_allocate_output = &exec_allocate_output;
   fill_graph_view_functions(t);
   t.exec_should_cancel = &exec_should_cancel;
+  t.fence_signal = &fence_signal_c;
+  t.fence_wait = &fence_wait_c;
+  t.fence_value = &fence_value_c;
+  t.exec_workspace = &exec_workspace;
+  t.exec_trace_enabled = &exec_trace_enabled;
+  t.exec_trace_event = &exec_trace_event;
+  t.trace_now_ns = &host_trace_now_ns;
+  // value_constant_info: graph_view.cpp's (fill_graph_view_functions), with the shared-weights work.
   return t;
 }
 
@@ -262,6 +295,12 @@ Status take_status(kiln_status_t* s, std::string_view context) {
 }
 
 void host_free(kiln_host* host, void* ptr) { free_block(host, ptr); }
+
+uint64_t trace_now_ns() {
+  // steady_clock is CLOCK_MONOTONIC on Linux: the clock the ABI names.
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
 
 size_t host_free_all(kiln_host* host) {
   if (!host) return 0;

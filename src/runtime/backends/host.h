@@ -30,7 +30,22 @@ class ExecOutputs {
   virtual size_t num_outputs() const = 0;
   /// Allocates output `index`; the returned tensor lives until execute returns.
   virtual Result<Tensor*> allocate(size_t index, DType dtype, const Shape& shape) = 0;
+  /// The kiln_memory_kind_t of the memory allocate(index) hands out (\since
+  /// 1.1: device outputs of a device plugin's partition); host by default.
+  virtual int32_t memory_kind(size_t /*index*/) const { return KILN_MEMORY_HOST; }
 };
+
+/// Where a plugin's trace slices go (exec_trace_event) during a traced run.
+class TraceSink {
+ public:
+  virtual ~TraceSink() = default;
+  /// A slice `name` on the plugin's track `track`, host clock (steady_clock
+  /// ns). Called from any thread, also after execute returned (async work).
+  virtual void event(const char* name, int32_t track, uint64_t begin_ns, uint64_t end_ns) = 0;
+};
+
+/// The host's trace clock (kiln_host_api_t.trace_now_ns): CLOCK_MONOTONIC ns.
+uint64_t trace_now_ns();
 
 /// Allocation counts of one host context (for leak checks).
 struct HostStats {
@@ -105,9 +120,13 @@ struct kiln_host {
   void log(kiln_log_level_t level, const std::string& message);
 };
 
-/// One compiled_execute call.
+/// One compiled_execute call (or compiled_execute_async, until its fence).
 struct kiln_exec_context {
   kiln::runtime::ExecOutputs* outputs = nullptr;
   kiln::ThreadPool* pool = nullptr;
   const kiln::RunOptions* run_options = nullptr;  // the run's cancel flag and deadline (null: none)
+  // \since 1.1: the declared scratch per memory kind (exec_workspace).
+  void* workspace[KILN_MEMORY_KIND_COUNT] = {};
+  size_t workspace_bytes[KILN_MEMORY_KIND_COUNT] = {};
+  kiln::runtime::TraceSink* trace = nullptr;  // null: the run is not traced
 };

@@ -303,6 +303,7 @@ Result<std::shared_ptr<CompiledPartition>> BackendInstance::wrap(kiln_compiled_t
   if (!c) return internal_error(what, " returned no handle");
   kiln_concurrency_t conc = KILN_CONCURRENCY_SERIAL;
   int64_t nin = -1, nout = -1;
+  CompiledDeviceInfo device;
   if (a.compiled_get_info) {
     kiln_compiled_info_t ci;
     std::memset(&ci, 0, sizeof(ci));
@@ -316,8 +317,16 @@ Result<std::shared_ptr<CompiledPartition>> BackendInstance::wrap(kiln_compiled_t
     conc = ci.concurrency == KILN_CONCURRENCY_REENTRANT ? KILN_CONCURRENCY_REENTRANT : KILN_CONCURRENCY_SERIAL;
     nin = static_cast<int64_t>(ci.num_inputs);
     nout = static_cast<int64_t>(ci.num_outputs);
+    // The 1.1 members (memory kinds, async, workspace, in-place): checked here, once.
+    Result<CompiledDeviceInfo> dev = read_compiled_device_info(ci, a, plugin_->label());
+    if (!dev.is_ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      a.compiled_release(c);
+      return std::move(dev).status();
+    }
+    device = std::move(*dev);
   }
-  return std::make_shared<CompiledPartition>(shared_from_this(), c, conc, nin, nout);
+  return std::make_shared<CompiledPartition>(shared_from_this(), c, conc, nin, nout, std::move(device));
 }
 
 Result<std::shared_ptr<CompiledPartition>> BackendInstance::compile(const kiln_graph_t* view,

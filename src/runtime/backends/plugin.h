@@ -11,6 +11,7 @@
 // host allocator, NULL optional entries get their documented defaults.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -124,6 +125,20 @@ class BackendInstance : public std::enable_shared_from_this<BackendInstance> {
   /// import of exported bytes (checked with plugin_check_compiled first).
   Result<std::shared_ptr<CompiledPartition>> import_compiled(const void* bytes, size_t size);
 
+  // --- device memory (\since 1.1) ---------------------------------------
+  /// True when the plugin offers instance_alloc, instance_free and instance_copy.
+  bool has_memory() const;
+  /// instance_alloc of `bytes` of `kind` (not host) on device `device_index`.
+  Result<void*> alloc(int32_t kind, uint32_t device_index, size_t bytes, size_t alignment = 64);
+  /// instance_free (NULL is fine).
+  void free(int32_t kind, void* ptr);
+  /// instance_copy; with a fence the plugin signals `value` when the copies are done.
+  Status copy(const kiln_copy_t* copies, size_t n, kiln_fence_t* fence = nullptr, uint64_t value = 0);
+  /// True when the plugin offers instance_stream_wait.
+  bool has_stream_wait() const;
+  /// instance_stream_wait (kUnimplemented without it: the caller waits on the host).
+  Status stream_wait(kiln_fence_t* fence, uint64_t value);
+
  private:
   friend class CompiledPartition;  // compiled_release takes mu_ too
   Result<std::shared_ptr<CompiledPartition>> wrap(kiln_compiled_t* c, const std::string& what);
@@ -135,12 +150,40 @@ class BackendInstance : public std::enable_shared_from_this<BackendInstance> {
   std::mutex mu_;
 };
 
+/// What a handle declared beyond 1.0 in kiln_compiled_info_t, checked and
+/// copied (all empty / zero for a 1.0 plugin: host memory, synchronous).
+struct CompiledDeviceInfo {
+  uint32_t flags = 0;                 ///< kiln_compiled_flag_t bits
+  std::vector<int32_t> input_kinds;   ///< per input; empty: all host
+  std::vector<int32_t> output_kinds;  ///< per output; empty: all host
+  std::array<uint64_t, KILN_MEMORY_KIND_COUNT> workspace_bytes{};
+  std::vector<std::pair<size_t, size_t>> inplace;  ///< (input, output) pairs
+  std::vector<std::string> owned_constants;
+
+  bool async() const { return (flags & KILN_COMPILED_ASYNC) != 0; }
+  int32_t input_kind(size_t i) const { return i < input_kinds.size() ? input_kinds[i] : KILN_MEMORY_HOST; }
+  int32_t output_kind(size_t i) const { return i < output_kinds.size() ? output_kinds[i] : KILN_MEMORY_HOST; }
+  /// True when some input or output is not ordinary host memory.
+  bool uses_device_memory() const;
+  /// True when the handle asks for any scratch.
+  bool has_workspace() const;
+};
+
+/// Reads and checks the 1.1 members of `info` (only those within its
+/// struct_size): kinds in range, in-place indices in range and of one kind,
+/// arrays non-NULL where counts say so, device kinds only from a plugin with
+/// instance_alloc/free/copy, KILN_COMPILED_ASYNC only with
+/// compiled_execute_async. Errors are one line naming `plugin_label`.
+Result<CompiledDeviceInfo> read_compiled_device_info(const kiln_compiled_info_t& info, const kiln_backend_api_t& api,
+                                                     const std::string& plugin_label);
+
 class CompiledPartition {
  public:
   CompiledPartition(std::shared_ptr<BackendInstance> instance, kiln_compiled_t* compiled,
-                    kiln_concurrency_t concurrency, int64_t num_inputs, int64_t num_outputs)
+                    kiln_concurrency_t concurrency, int64_t num_inputs, int64_t num_outputs,
+                    CompiledDeviceInfo device = {})
       : instance_(std::move(instance)), compiled_(compiled), concurrency_(concurrency),
-        num_inputs_(num_inputs), num_outputs_(num_outputs) {}
+        num_inputs_(num_inputs), num_outputs_(num_outputs), device_(std::move(device)) {}
   ~CompiledPartition();
   CompiledPartition(const CompiledPartition&) = delete;
   CompiledPartition& operator=(const CompiledPartition&) = delete;
@@ -152,8 +195,16 @@ class CompiledPartition {
   int64_t num_inputs() const { return num_inputs_; }
   int64_t num_outputs() const { return num_outputs_; }
 
+  /// The 1.1 declarations: memory kinds, async, workspace, in-place pairs.
+  const CompiledDeviceInfo& device() const { return device_; }
+
   /// compiled_execute, serialized when the handle is not reentrant.
   Status execute(kiln_exec_context_t* ctx, const kiln_tensor_t* const* inputs, size_t num_inputs) const;
+  /// compiled_execute_async (only for handles that declared KILN_COMPILED_ASYNC):
+  /// on OK the plugin signals `fence` to `value` when done; on error nothing
+  /// was queued.
+  Status execute_async(kiln_exec_context_t* ctx, const kiln_tensor_t* const* inputs, size_t num_inputs,
+                       kiln_fence_t* fence, uint64_t value) const;
   /// compiled_export (kUnimplemented when the plugin has none).
   Result<std::vector<uint8_t>> export_bytes() const;
 
@@ -163,6 +214,7 @@ class CompiledPartition {
   kiln_concurrency_t concurrency_;
   int64_t num_inputs_;
   int64_t num_outputs_;
+  CompiledDeviceInfo device_;
   mutable std::mutex mu_;
 };
 

@@ -23,6 +23,10 @@ struct RunProfile {
   /// name and times; thread_id names the worker), in no particular order.
   /// Traces show them on the workers' own tracks; they are not extra nodes.
   std::vector<NodeEvent> worker_chunks;
+  /// Slices device plugins recorded from inside their calls
+  /// (exec_trace_event): name as given, op_type the track ("plugin / N", one
+  /// trace row each), domain the plugin; thread_id 0. Same time base.
+  std::vector<NodeEvent> plugin_events;
   int64_t start_ns = 0;           ///< steady-clock time of the run's start
   int64_t total_ns = 0;
 };

@@ -14,6 +14,7 @@ RunState::RunState(const Program& program) {
   const ir::Graph& g = program.graph();
   slots.resize(g.values.size());
   for (const auto& [id, t] : program.constants_) slots[static_cast<size_t>(id)] = Value(t);
+  if (program.device_plan()) device = std::make_unique<DeviceRun>(program.device_plan());
   observed.assign(g.values.size(), 0);
   const auto& steps = program.steps();
   for (const Step& s : steps) {
@@ -44,6 +45,7 @@ class PlannedAllocator final : public kernels::OutputAllocator {
   PlannedAllocator(RunState& state, const std::vector<int8_t>& plannable) : st_(state), plannable_(plannable) {}
 
   Status allocate(ir::ValueId id, DType dtype, const Shape& shape, Tensor* out) override {
+    if (st_.device && st_.device->place(id, dtype, shape, out)) return Status::ok();  // device_edges.h
     const size_t bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
     if (id >= 0 && dtype != DType::kString && plannable_[static_cast<size_t>(id)]) {
       const auto v = static_cast<size_t>(id);
@@ -146,6 +148,11 @@ Status run_steps(const std::vector<Step>& steps, RunState& st, PlannedAllocator&
       status = options->check().with_context("before node " + step.node->label());
       if (!status.is_ok()) return status;
     }
+    if (st.device) {  // device plugins: wait for host copies this step reads (device_edges.h)
+      status = st.device->before_step(s);
+      if (!status.is_ok()) return std::move(status).with_context("node " + step.node->label());
+    }
+    const DeviceRunScope device_scope(st.device.get());
     const uint32_t ib = st.in_begin[s], ob = st.out_begin[s];
     kernels::KernelContext ctx(*step.node, st.in_ptrs.data() + ib, st.in_begin[s + 1] - ib, st.out_ptrs.data() + ob,
                                st.out_begin[s + 1] - ob, &alloc, pool, &subgraphs);
@@ -175,6 +182,7 @@ Status run_steps(const std::vector<Step>& steps, RunState& st, PlannedAllocator&
   profile.events.clear();
   profile.events.reserve(steps.size());
   profile.worker_chunks.clear();
+  profile.plugin_events.clear();
   profile.start_ns = run_start;
   WorkerChunkLog chunk_log(profile, run_start);
   const ScopedChunkRecorder recorder(&chunk_log);
@@ -227,8 +235,13 @@ Result<std::vector<Value>> Program::run(std::span<const Value> inputs, std::span
   PlannedAllocator alloc(*st, plannable_);
   SubgraphRunnerImpl subgraphs(*this, *st, pool, options);
   const int64_t run_start = profile ? now_ns() : 0;
+  if (st->device && profile) st->device->start_trace(run_start);
   Status status = profile ? run_profiled(steps_, *st, alloc, subgraphs, pool, options, *profile, run_start)
                           : run_steps(steps_, *st, alloc, subgraphs, pool, options, nullptr, nullptr, 0);
+  if (st->device) {  // device plugins: wait for work in flight; its errors are the run's
+    status = st->device->finish(std::move(status));
+    if (profile) st->device->take_trace(&profile->plugin_events);
+  }
 
   std::vector<Value> outputs;
   if (status.is_ok()) {

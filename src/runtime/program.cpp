@@ -4,6 +4,7 @@
 
 #include "kernels/default_registry.h"
 #include "runtime/backends/partitioner.h"
+#include "runtime/device_edges.h"
 #include "runtime/node_inputs.h"
 #include "runtime/run_state.h"
 
@@ -59,6 +60,7 @@ Result<std::unique_ptr<Program>> Program::build(std::shared_ptr<ir::Graph> graph
   for (auto& [id, t] : p->graph_->initializers) p->constants_.emplace(id, t);
   KILN_RETURN_IF_ERROR(p->build_steps(options));
   p->compute_lifetimes();
+  p->device_plan_ = DeviceEdgePlan::build(*p);  // device plugins' edges (device_edges.h); null: none
 
   // Subgraph programs, with their outer refs bound to this graph's values.
   for (const Step& step : p->steps_) {

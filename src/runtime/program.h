@@ -25,6 +25,7 @@
 namespace kiln::runtime {
 
 struct PartitionRequest;
+class DeviceEdgePlan;
 
 struct ProgramOptions {
   const kernels::KernelRegistry* registry = nullptr;  // null: kernels::default_registry()
@@ -106,6 +107,9 @@ class Program {
   std::shared_ptr<const MemoryPlan> static_plan() const;
   /// Whether build used ProgramOptions::stored_plan.
   bool used_stored_plan() const { return used_stored_plan_; }
+  /// Device edges of device plugins' partitions (runtime/device_edges.h);
+  /// null when no partition declares device memory, async or workspace.
+  const std::shared_ptr<const DeviceEdgePlan>& device_plan() const { return device_plan_; }
 
  private:
   friend class RunState;
@@ -132,6 +136,7 @@ class Program {
   std::string static_signature_;             // the static plan's key in plans_
   bool has_static_plan_ = false;
   bool used_stored_plan_ = false;
+  std::shared_ptr<const DeviceEdgePlan> device_plan_;
 
   // Plans per input-shape signature; the static one is made at build.
   struct PlanEntry {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "runtime/device_edges.h"
 #include "runtime/program.h"
 
 namespace kiln::runtime {
@@ -31,6 +32,9 @@ class RunState {
   std::shared_ptr<const MemoryPlan> plan;
   std::vector<size_t> observed;        // bytes of values that missed the plan
   std::vector<ir::ValueId> missed;     // which ones
+  // Device buffers, fences and in-flight calls of device plugins' partitions
+  // (runtime/device_edges.h); null when the program has none.
+  std::unique_ptr<DeviceRun> device;
 };
 
 }  // namespace kiln::runtime

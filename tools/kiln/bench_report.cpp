@@ -177,6 +177,7 @@ std::string json_number(double value) {
 void write_chrome_trace(std::ostream& out, const std::vector<RunProfile>& runs, std::string_view process_name,
                         const std::vector<std::pair<std::string, std::string>>& other) {
   constexpr int kPid = 1;
+  constexpr uint64_t kPluginTrackBase = 1'000'000;  // above any thread number
   const int64_t base_ns = runs.empty() ? 0 : runs.front().start_ns;
   // Microseconds with nanosecond digits (ts and dur are fractional in the format).
   auto us = [](int64_t ns) {
@@ -203,6 +204,16 @@ void write_chrome_trace(std::ostream& out, const std::vector<RunProfile>& runs, 
     out << ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" << kPid << ",\"tid\":" << tid
         << ",\"args\":{\"name\":" << json_string("kiln pool worker " + std::to_string(tid)) << "}}";
   }
+  // Plugin tracks ("plugin / N", from exec_trace_event): a row each, after the threads.
+  std::map<std::string, uint64_t> plugin_tracks;
+  for (const RunProfile& run : runs)
+    for (const NodeEvent& e : run.plugin_events) plugin_tracks.emplace(e.op_type, 0);
+  uint64_t next_track = kPluginTrackBase;
+  for (auto& [label, tid] : plugin_tracks) {
+    tid = next_track++;
+    out << ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" << kPid << ",\"tid\":" << tid
+        << ",\"args\":{\"name\":" << json_string(label) << "}}";
+  }
   for (size_t r = 0; r < runs.size(); ++r) {
     const RunProfile& run = runs[r];
     // The executor runs steps on the calling thread; a run's slice goes there.
@@ -223,6 +234,13 @@ void write_chrome_trace(std::ostream& out, const std::vector<RunProfile>& runs, 
           << us(run_ts + e.start_ns) << ",\"dur\":" << us(e.duration_ns) << ",\"pid\":" << kPid
           << ",\"tid\":" << e.thread_id << ",\"args\":{\"op_type\":" << json_string(e.op_type) << ",\"run\":" << r
           << "}}";
+    }
+    // Slices plugins recorded, on their tracks, in the "plugin" category.
+    for (const NodeEvent& e : run.plugin_events) {
+      out << ",\n{\"name\":" << json_string(e.name) << ",\"cat\":\"plugin\",\"ph\":\"X\",\"ts\":"
+          << us(run_ts + e.start_ns) << ",\"dur\":" << us(e.duration_ns) << ",\"pid\":" << kPid
+          << ",\"tid\":" << plugin_tracks[e.op_type] << ",\"args\":{\"plugin\":" << json_string(e.domain)
+          << ",\"run\":" << r << "}}";
     }
   }
   out << "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{";

@@ -116,6 +116,27 @@ TEST(BenchReportTest, TracePutsWorkerChunksOnTheirOwnTracks) {
   EXPECT_NE(json.find("\"ts\":1.100,\"dur\":0.800,\"pid\":1,\"tid\":7"), std::string::npos) << json;
 }
 
+TEST(BenchReportTest, TracePutsPluginSlicesOnTheirOwnTracks) {
+  RunProfile r;
+  r.start_ns = 1'000'000'000;
+  r.total_ns = 5000;
+  r.events = {event("p", "Partition", 100, 2000, 1)};
+  NodeEvent copy = event("h2d", "simdev / 1", 120, 300, 0);
+  copy.domain = "simdev";
+  NodeEvent compute = event("matmul", "simdev / 0", 400, 900, 0);
+  compute.domain = "simdev";
+  r.plugin_events = {copy, compute};
+  std::ostringstream out;
+  write_chrome_trace(out, {r}, "kiln test", {});
+  const std::string json = out.str();
+  EXPECT_NE(json.find("\"tid\":1000000,\"args\":{\"name\":\"simdev / 0\"}"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"tid\":1000001,\"args\":{\"name\":\"simdev / 1\"}"), std::string::npos) << json;
+  EXPECT_NE(json.find("{\"name\":\"h2d\",\"cat\":\"plugin\",\"ph\":\"X\",\"ts\":0.120,\"dur\":0.300,\"pid\":1,"
+                      "\"tid\":1000001,\"args\":{\"plugin\":\"simdev\""),
+            std::string::npos)
+      << json;
+}
+
 TEST(BenchReportTest, JsonStringEscapes) {
   EXPECT_EQ(json_string("a\"b\\c\nd\te"), "\"a\\\"b\\\\c\\nd\\te\"");
   EXPECT_EQ(json_string(std::string("\x01", 1)), "\"\\u0001\"");

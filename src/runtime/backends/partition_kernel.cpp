@@ -4,13 +4,11 @@
 #include <vector>
 
 #include "runtime/backends/crash_report.h"
+#include "runtime/device_edges.h"
 
 namespace kiln::runtime {
-namespace {
 
-// "" when `dtype` and `shape` fit `type` (an unknown dtype, rank or dim fits
-// anything), else what differs.
-std::string mismatch(const ir::ValueType& type, DType dtype, const Shape& shape) {
+std::string output_mismatch(const ir::ValueType& type, DType dtype, const Shape& shape) {
   if (!type.is_tensor()) return "";
   if (type.dtype != DType::kUndefined && type.dtype != dtype) {
     return std::string("dtype ") + dtype_name(dtype) + ", but the partition declares " + dtype_name(type.dtype);
@@ -21,6 +19,8 @@ std::string mismatch(const ir::ValueType& type, DType dtype, const Shape& shape)
   if (ok) return "";
   return "shape " + shape.to_string() + ", but the partition declares " + type.to_string();
 }
+
+namespace {
 
 // Output memory from the KernelContext (the executor's plan); remembers which
 // outputs the plugin produced (the first 64 in a word, the rest, only for
@@ -35,7 +35,7 @@ class KernelOutputs final : public ExecOutputs {
   size_t num_outputs() const override { return ctx_.num_outputs(); }
   Result<Tensor*> allocate(size_t index, DType dtype, const Shape& shape) override {
     if (index < declared_.size()) {
-      if (std::string why = mismatch(declared_[index].type, dtype, shape); !why.empty()) {
+      if (std::string why = output_mismatch(declared_[index].type, dtype, shape); !why.empty()) {
         Status st = internal_error(plugin_, " allocated output ", index, " '", declared_[index].name, "' with ", why);
         if (first_error_.is_ok()) first_error_ = st.clone();
         return st;
@@ -78,6 +78,14 @@ PartitionKernel::PartitionKernel(std::shared_ptr<CompiledPartition> compiled, st
 }
 
 Status PartitionKernel::compute(kernels::KernelContext& ctx) const {
+  if (DeviceRun* run = current_device_run()) {
+    if (const DevicePartitionPlan* plan = run->plan().partition(node_.get())) return compute_device(ctx, *run, *plan);
+  }
+  const CompiledDeviceInfo& dev = compiled_->device();
+  if (dev.uses_device_memory() || dev.async()) {
+    return internal_error(plugin_label_, ": partition '", node_->name,
+                          "' declares device memory or async execution but runs outside a program's device plan");
+  }
   const size_t n = ctx.num_inputs();
   // Views live on the stack for the common case: compute allocates nothing.
   std::array<kiln_tensor_t, kInlineInputs> inline_views;

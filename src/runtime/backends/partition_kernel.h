@@ -17,6 +17,13 @@
 
 namespace kiln::runtime {
 
+class DeviceRun;
+struct DevicePartitionPlan;
+
+/// "" when `dtype` and `shape` fit `type` (an unknown dtype, rank or dim
+/// fits anything), else what differs.
+std::string output_mismatch(const ir::ValueType& type, DType dtype, const Shape& shape);
+
 /// The domain and op type of partition nodes.
 inline constexpr const char* kPartitionDomain = "kiln.backend";
 inline constexpr const char* kPartitionOp = "Partition";
@@ -38,6 +45,10 @@ class PartitionKernel final : public kernels::Kernel {
   Status compute(kernels::KernelContext& ctx) const override;
 
  private:
+  // The 1.1 path (partition_device.cpp): device memory kinds, staging,
+  // workspace, in-place pairs and async calls, with the run's DeviceRun.
+  Status compute_device(kernels::KernelContext& ctx, DeviceRun& run, const DevicePartitionPlan& plan) const;
+
   std::shared_ptr<CompiledPartition> compiled_;
   std::unique_ptr<ir::Node> node_;
   std::vector<ir::ValueInfo> declared_;

@@ -253,6 +253,12 @@ Status DeviceRun::wait(const Pending& p) {
   if (!p.fence) return Status::ok();
   Status st = p.fence->wait(p.value);
   if (st.is_ok()) return st;
+  // The plugin stopped because the run was cancelled: report the host's reason.
+  const RunOptions* options = run_options_.load(std::memory_order_relaxed);
+  if (options && options->stop_requested()) {
+    Status why = options->check();
+    if (!why.is_ok()) return std::move(why).with_context(p.label);
+  }
   return std::move(st).with_context(p.label);
 }
 
@@ -298,6 +304,7 @@ Status DeviceRun::finish(Status run_status) {
     Status st = wait(p);
     if (status.is_ok() && !st.is_ok()) status = std::move(st);
   }
+  run_options_.store(nullptr, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu_);
   in_flight_.clear();
   for (auto& v : device_values_) v = DeviceValue{};

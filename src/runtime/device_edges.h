@@ -35,6 +35,7 @@
 
 #include "ir/graph.h"
 #include "kiln/profile.h"
+#include "kiln/run_options.h"
 #include "kiln/tensor.h"
 #include "runtime/backends/fence.h"
 #include "runtime/backends/host.h"
@@ -155,6 +156,9 @@ class DeviceRun final {
   /// it, else a host wait.
   /// `call_is_async`: a synchronous call reads during the call, so the host waits.
   Status order_host_read(ir::ValueId id, BackendInstance& instance, bool call_is_async);
+  /// The run's cancel flag and deadline: a fence error while they say stop
+  /// is reported as the host's own reason (cancelled or deadline exceeded).
+  void set_run_options(const RunOptions* options) { run_options_.store(options, std::memory_order_relaxed); }
   /// Keeps `job` alive until `p` is reached (at the latest, finish()).
   void keep(std::unique_ptr<InFlight> job, Pending p);
   /// True while a profiled run records plugin slices.
@@ -184,6 +188,7 @@ class DeviceRun final {
   std::vector<int8_t> placed_;              // per value id: where place() put it this run (0: not placed)
   std::vector<std::pair<std::unique_ptr<InFlight>, Pending>> in_flight_;
   std::atomic<bool> tracing_{false};
+  std::atomic<const RunOptions*> run_options_{nullptr};
   int64_t trace_start_ = 0;
   std::vector<NodeEvent> trace_;
 };

@@ -7,8 +7,12 @@
 // Also the checks of what a handle declares (read_compiled_device_info).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "abi_test_util.h"
@@ -168,6 +172,78 @@ TEST(DeviceMemoryTest, APluginWithoutDeviceDeclarationsRunsAsBefore) {
     auto out = run_once(**p, x);
     ASSERT_TRUE(out.ok()) << out.status().to_string();
     expect_close((*out)[0].tensor(), expected(x, true));
+  }
+}
+
+TEST(DeviceMemoryTest, CancellingStopsAnAsyncPartitionOnThePluginsThread) {
+  auto reg = registry_of({device_plugin()});
+  auto p = build(chain(false), reg.get(), {"fake_device"},
+                 {{"fake_device", "async", "true"}, {"fake_device", "slow_ms", "60000"}});
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  std::atomic<bool> cancel{false};
+  RunOptions options;
+  options.cancel = &cancel;
+  const Tensor x = random_tensor({4, 8}, 1);
+  std::optional<Result<std::vector<Value>>> result;
+  std::thread runner([&] {
+    std::vector<Value> in{Value(x)};
+    result.emplace((*p)->run(in, {}, nullptr, nullptr, &options));
+  });
+  // Both executions are queued (the worker polls for a minute); then cancel.
+  while (counter(**p, "executions") < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  cancel = true;
+  runner.join();
+  ASSERT_TRUE(result.has_value());
+  ASSERT_FALSE(result->ok());
+  EXPECT_EQ(result->status().code(), StatusCode::kCancelled);
+  EXPECT_NE(result->status().message().find("backend 'fake_device'"), std::string::npos) << result->status().message();
+  EXPECT_NE(result->status().message().find("the run was cancelled"), std::string::npos) << result->status().message();
+}
+
+// A 1.0 plugin binary (the frozen template) next to the device plugin: its
+// partition sees host memory only, the device plugin's edges to it go through
+// one copy each way, and the results match portable kernels.
+TEST(DeviceMemoryTest, AOneZeroPluginBesideADevicePluginGetsHostMemory) {
+  auto reg = registry_of({device_plugin(), KILN_TEMPLATE_V1_0_PLUGIN});
+  ASSERT_TRUE(reg->errors().empty()) << reg->errors().at(0).message;
+  for (bool async : {false, true}) {
+    SCOPED_TRACE(async ? "async" : "sync");
+    // x -> Relu (device) -> MatMul + Add (1.0 template) -> Relu (device) -> y
+    GraphBuilder b;
+    ir::ValueId x = b.input("x", {3, 4});
+    ir::ValueId w = b.constant("w", random_tensor({4, 5}, 7));
+    ir::ValueId c = b.constant("c", random_tensor({5}, 8));
+    ir::ValueId r0 = b.node("Relu", {x}, "r0", {3, 4});
+    ir::ValueId m = b.node("MatMul", {r0, w}, "m", {3, 5});
+    ir::ValueId a = b.node("Add", {m, c}, "a", {3, 5});
+    b.output(b.node("Relu", {a}, "r1", {3, 5}));
+    std::vector<BackendOption> options;
+    if (async) options.push_back({"fake_device", "async", "true"});
+    auto mixed = build(b.graph(), reg.get(), {"fake_device", "template"}, options, FallbackPolicy::kRequire);
+    ASSERT_TRUE(mixed.ok()) << mixed.status().to_string();
+    ASSERT_EQ((*mixed)->placement().partitions.size(), 3u);
+    ASSERT_NE((*mixed)->device_plan(), nullptr);
+    for (const runtime::Step& s : (*mixed)->steps()) {
+      auto* k = dynamic_cast<const runtime::PartitionKernel*>(s.kernel.get());
+      ASSERT_NE(k, nullptr);
+      if (k->compiled().instance().name() == "template") {
+        EXPECT_FALSE(k->compiled().device().uses_device_memory());
+      }
+    }
+    auto portable = build(b.graph(), nullptr, {});
+    ASSERT_TRUE(portable.ok());
+    std::vector<Value> in{Value(random_tensor({3, 4}, 9))};
+    for (int run = 1; run <= 2; ++run) {
+      auto got = (*mixed)->run(in, {}, nullptr);
+      ASSERT_TRUE(got.ok()) << got.status().to_string();
+      auto want = (*portable)->run(in, {}, nullptr);
+      ASSERT_TRUE(want.ok());
+      expect_close(got.value()[0].tensor(), want.value()[0].tensor());
+      // x in and r0 out to the template; a in and y out.
+      EXPECT_EQ(counter(**mixed, "copies_in"), 2 * run);
+      EXPECT_EQ(counter(**mixed, "copies_out"), 2 * run);
+      EXPECT_EQ(counter(**mixed, "bad_uses"), 0);
+    }
   }
 }
 

@@ -150,6 +150,7 @@ Status PartitionKernel::compute_device(kernels::KernelContext& ctx, DeviceRun& r
   const ir::Node& node = *node_;
   const size_t n = ctx.num_inputs();
   kiln_fence* fence = run.fence(inst);
+  run.set_run_options(ctx.run_options());
   auto job = std::make_unique<DeviceJob>(run, inst.name());
   job->views.resize(n);
   job->ptrs.resize(n);

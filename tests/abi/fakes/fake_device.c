@@ -10,7 +10,8 @@
  * in-place pair (0, 0). With option async=true its handles are
  * KILN_COMPILED_ASYNC: executions and fenced copies go to one worker thread
  * in order, which signals the fences (with an error under fail_async=true)
- * and records trace slices. The counters are read-only properties
+ * and records trace slices; slow_ms=N makes each async execution take N ms,
+ * polling exec_should_cancel every millisecond. The counters are read-only properties
  * (instance_get_property): copies_in, copies_out, executions, inplace,
  * bad_uses, workspace_ok, allocs, live_blocks. C11 + pthreads. */
 #define _POSIX_C_SOURCE 200809L
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fake_common.h"
 
@@ -52,6 +54,7 @@ typedef struct dev_instance {
   fake_plugin* plugin;
   int async;
   int fail_async;
+  long slow_ms;
   pthread_mutex_t mu;
   pthread_cond_t cv;
   pthread_t worker;
@@ -109,6 +112,17 @@ static void run_copies(dev_instance* d, const kiln_copy_t* c, size_t n) {
 
 /* --- the worker: runs queued jobs in order ---------------------------------- */
 
+/* Takes `ms` milliseconds (at least one poll); 1 when the run was cancelled meanwhile. */
+static int wait_or_cancel(const kiln_host_api_t* h, kiln_exec_context_t* ctx, long ms) {
+  long i;
+  struct timespec one_ms = {0, 1000000};
+  for (i = 0;; ++i) {
+    if (h->exec_should_cancel(ctx)) return 1;
+    if (i >= ms) return 0;
+    nanosleep(&one_ms, NULL);
+  }
+}
+
 static void* worker_main(void* arg) {
   dev_instance* d = (dev_instance*)arg;
   const kiln_host_api_t* h = d->plugin->host;
@@ -133,7 +147,7 @@ static void* worker_main(void* arg) {
       uint64_t t0 = h->trace_now_ns();
       kiln_status_t* err = NULL;
       if (d->fail_async) err = h->status_create(KILN_STATUS_INTERNAL, "the fake device failed");
-      else if (h->exec_should_cancel(j->ctx)) err = h->status_create(KILN_STATUS_CANCELLED, "cancelled");
+      else if (wait_or_cancel(h, j->ctx, d->slow_ms)) err = h->status_create(KILN_STATUS_CANCELLED, "cancelled");
       else relu(j->in, j->out, j->n);
       if (h->exec_trace_enabled(j->ctx)) h->exec_trace_event(j->ctx, "relu", 0, t0, h->trace_now_ns());
       h->fence_signal(j->fence, j->value, err);
@@ -180,6 +194,7 @@ static kiln_status_t* instance_create(kiln_plugin_t* plugin, size_t device, cons
   for (i = 0; i < n; ++i) {
     if (strcmp(keys[i], "async") == 0) d->async = parse_bool(values[i]);
     else if (strcmp(keys[i], "fail_async") == 0) d->fail_async = parse_bool(values[i]);
+    else if (strcmp(keys[i], "slow_ms") == 0) d->slow_ms = strtol(values[i], NULL, 10);
   }
   pthread_mutex_init(&d->mu, NULL);
   pthread_cond_init(&d->cv, NULL);
@@ -393,21 +408,22 @@ static kiln_status_t* execute_async(kiln_compiled_t* compiled, kiln_exec_context
 
 /* --- plugin ------------------------------------------------------------------------- */
 
-static const char* const k_option_names[2] = {"async", "fail_async"};
-static const char* const k_option_docs[2] = {"run partitions on the fake device's worker thread",
-                                             "every asynchronous execution fails through its fence"};
+static const char* const k_option_names[3] = {"async", "fail_async", "slow_ms"};
+static const char* const k_option_docs[3] = {"run partitions on the fake device's worker thread",
+                                             "every asynchronous execution fails through its fence",
+                                             "milliseconds each asynchronous execution takes"};
 
 static kiln_status_t* option_count(kiln_plugin_t* plugin, size_t* out) {
   (void)plugin;
-  *out = 2;
+  *out = 3;
   return NULL;
 }
 
 static kiln_status_t* option_info(kiln_plugin_t* plugin, size_t i, kiln_option_info_t* out) {
-  if (i >= 2) return fake_error((fake_plugin*)plugin, KILN_STATUS_OUT_OF_RANGE, "no such option");
+  if (i >= 3) return fake_error((fake_plugin*)plugin, KILN_STATUS_OUT_OF_RANGE, "no such option");
   out->name = k_option_names[i];
-  out->type = KILN_OPTION_BOOL;
-  out->default_value = "false";
+  out->type = i == 2 ? KILN_OPTION_INT : KILN_OPTION_BOOL;
+  out->default_value = i == 2 ? "0" : "false";
   out->doc = k_option_docs[i];
   return NULL;
 }

@@ -58,19 +58,22 @@ void Device::release_constant(const ContentHash& hash) {
 
 void Device::begin_trace(const kiln_host_api_t* api, kiln_exec_context_t* ctx) {
   std::lock_guard<std::mutex> lock(trace_mu_);
-  trace_api_ = api;
-  trace_ctx_ = ctx;
+  traced_.emplace_back(api, ctx);
 }
 
-void Device::end_trace() {
+void Device::end_trace(kiln_exec_context_t* ctx) {
   std::lock_guard<std::mutex> lock(trace_mu_);
-  trace_api_ = nullptr;
-  trace_ctx_ = nullptr;
+  for (auto it = traced_.begin(); it != traced_.end(); ++it) {
+    if (it->second == ctx) {
+      traced_.erase(it);
+      return;
+    }
+  }
 }
 
 void Device::trace_copy(const char* name, uint64_t begin_ns, uint64_t end_ns) {
   std::lock_guard<std::mutex> lock(trace_mu_);
-  if (trace_ctx_) trace_api_->exec_trace_event(trace_ctx_, name, 1, begin_ns, end_ns);
+  if (!traced_.empty()) traced_.front().first->exec_trace_event(traced_.front().second, name, 1, begin_ns, end_ns);
 }
 
 size_t Device::num_constants() const {

@@ -11,6 +11,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kiln/c/backend.h"
 #include "sim_memory.h"
@@ -46,13 +48,13 @@ class Device {
   void release_constant(const ContentHash& hash);
   size_t num_constants() const;
 
-  /// The traced execution the compute engine is running (NULL: none). A
-  /// copy that ends while it runs is recorded in that run's trace, on track
-  /// 1: copies carry no execute context of their own, and the context is
-  /// valid until the execution's fence, which is signalled after end_trace.
+  /// Traced executions queued or running. A copy that ends while one is
+  /// pending is recorded in the oldest one's trace, on track 1: copies carry
+  /// no execute context of their own, and an execution's context is valid
+  /// until its fence, which is signalled after end_trace.
   void begin_trace(const kiln_host_api_t* api, kiln_exec_context_t* ctx);
-  void end_trace();
-  /// Records a finished copy [begin, end) when a traced execution is running.
+  void end_trace(kiln_exec_context_t* ctx);
+  /// Records a finished copy [begin, end) when a traced execution is pending.
   void trace_copy(const char* name, uint64_t begin_ns, uint64_t end_ns);
 
  private:
@@ -64,8 +66,7 @@ class Device {
   mutable std::mutex mu_;
   std::map<ContentHash, Constant> constants_;
   std::mutex trace_mu_;
-  const kiln_host_api_t* trace_api_ = nullptr;
-  kiln_exec_context_t* trace_ctx_ = nullptr;
+  std::vector<std::pair<const kiln_host_api_t*, kiln_exec_context_t*>> traced_;
 };
 
 /// A 128-bit hash of a tensor's dtype, dims and bytes (when the host offers

@@ -431,6 +431,8 @@ void SimCompiled::enqueue(kiln_exec_context_t* ctx, const kiln_tensor_t* const* 
   const kiln::sdk::Host* hp = &host;
   std::shared_ptr<ProgramState> state = state_;
   job->work = [hp, state, args]() { return run_program(*hp, *state, *args); };
+  args->traced = api.exec_trace_enabled && api.exec_trace_event && api.exec_trace_enabled(ctx);
+  if (args->traced) dev.begin_trace(&api, ctx);  // from here on the job runs and ends the window
   if (fence) {
     job->done = [&api, fence, value](kiln_status_t* st) { api.fence_signal(fence, value, st); };
     instance_.stream().submit(std::move(job));

@@ -275,12 +275,13 @@ kiln_status_t* run_program(const kiln::sdk::Host& host, ProgramState& state, Run
   Device& dev = *state.device;
   const Program& p = state.program;
   if (a.fail_oom) {
+    if (a.traced) dev.end_trace(a.ctx);
     return host.make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "simdev: out of device memory (fail_after)");
   }
   // Intermediates and (when the host gave none) the workspace, per run.
   std::vector<void*> temps;
   auto release = [&] {  // every way out: the trace window closes before the fence is signalled
-    dev.end_trace();
+    if (a.traced) dev.end_trace(a.ctx);
     for (void* t : temps) dev.memory.release(t);
   };
   auto grab = [&](size_t bytes, const std::string& what) -> void* {
@@ -305,7 +306,6 @@ kiln_status_t* run_program(const kiln::sdk::Host& host, ProgramState& state, Run
     float* ws = static_cast<float*>(a.workspace_size >= need ? a.workspace : nullptr);
     if (need && !ws) ws = static_cast<float*>(grab(need, "the Conv workspace"));
     const bool trace = api.exec_trace_enabled && api.exec_trace_event && api.exec_trace_enabled(a.ctx);
-    if (trace) dev.begin_trace(&api, a.ctx);
     for (const Op& op : p.ops) {
       const uint64_t t0 = now_ns();  // the slice covers the simulated time and the kernel
       if (simulate_latency(api, a.ctx, a.latency_us)) fail(KILN_STATUS_CANCELLED, "simdev: cancelled before " + op.label);

@@ -74,6 +74,7 @@ struct RunArgs {
   void* workspace = nullptr; // device scratch from the host, or NULL
   size_t workspace_size = 0;
   bool fail_oom = false;     // fail_after: refuse this run as out of memory
+  bool traced = false;       // registered with Device::begin_trace at enqueue
 };
 
 /// Runs the program (on the compute engine); NULL or an error status.

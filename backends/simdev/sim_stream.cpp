@@ -109,11 +109,15 @@ void Stream::engine_loop(Engine engine) {
     TimelineEntry entry{engine, job->name, now_ns(), 0};
     kiln_status_t* st = job->work ? job->work() : nullptr;
     entry.end_ns = now_ns();
-    if (job->done) job->done(st);
-    lock.lock();
-    pending_.erase(std::find(pending_.begin(), pending_.end(), job));
+    lock.lock();  // on the timeline before anyone learns it is done
     timeline_.push_back(std::move(entry));
     if (timeline_.size() > kTimelineCap) timeline_.pop_front();
+    lock.unlock();
+    if (job->done) job->done(st);
+    job->work = nullptr;  // captured state dies here, not in whoever drops the last reference
+    job->done = nullptr;
+    lock.lock();
+    pending_.erase(std::find(pending_.begin(), pending_.end(), job));
     cv_.notify_all();
   }
 }

@@ -134,6 +134,8 @@ TEST(SimdevSession, CancellationStopsALongDevicePartition) {
     canceller.join();
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), StatusCode::kCancelled) << r.status().to_string();
+    // The host reports its own reason, whatever the plugin said.
+    EXPECT_NE(r.status().message().find("the run was cancelled"), std::string::npos) << r.status().to_string();
     // The program (and the device queue) stay usable.
     ASSERT_TRUE(sp.instance->set_property("latency_us", "0").is_ok());
     auto again = sp.program->run(in, {}, nullptr);
@@ -202,7 +204,7 @@ TEST(SimdevSession, ACopyOverlapsComputeInTheRunsTrace) {
   b.output(b.node("Relu", {a}, "relu", {n, n}));
   std::vector<Value> in{Value(random_tensor({n, n}, 6)), Value(random_tensor({n, n}, 8))};
   const Tensor want = portable_result(b.graph(), in);
-  SimProgram sp = build_simdev(b.graph(), {{"fuse", "false"}, {"latency_us", "200000"}});
+  SimProgram sp = build_simdev(b.graph(), {{"fuse", "false"}, {"latency_us", "200000"}, {"copy_latency_us", "50000"}});
   ASSERT_TRUE(sp.program);
   RunProfile profile;
   auto r = sp.program->run(in, {}, nullptr, &profile);
@@ -215,9 +217,13 @@ TEST(SimdevSession, ACopyOverlapsComputeInTheRunsTrace) {
     if (e.op_type == "simdev / 1") copies.push_back(&e);
   }
   ASSERT_NE(matmul, nullptr);
-  ASSERT_EQ(copies.size(), 1u);  // Sigmoid's output, copied in while MatMul ran
-  EXPECT_GE(copies[0]->start_ns, matmul->start_ns);
-  EXPECT_LE(copies[0]->start_ns + copies[0]->duration_ns, matmul->start_ns + matmul->duration_ns);
+  // x's copy (which MatMul reads, so it ends before MatMul starts) and
+  // Sigmoid's output's copy, which MatMul leaves alone: that one intersects it.
+  ASSERT_GE(copies.size(), 1u);
+  int overlapping = 0;
+  for (const NodeEvent* c : copies)
+    overlapping += c->start_ns < matmul->start_ns + matmul->duration_ns && matmul->start_ns < c->start_ns + c->duration_ns;
+  EXPECT_EQ(overlapping, 1);
   for (const NodeEvent& e : profile.plugin_events)
     std::printf("trace: %-12s %-28s start %9.3f ms  dur %8.3f ms\n", e.op_type.c_str(), e.name.c_str(),
                 static_cast<double>(e.start_ns) / 1e6, static_cast<double>(e.duration_ns) / 1e6);

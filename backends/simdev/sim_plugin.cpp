@@ -421,6 +421,7 @@ void SimCompiled::enqueue(kiln_exec_context_t* ctx, const kiln_tensor_t* const* 
     args->workspace_size = ws ? size : 0;
     if (ws) job->writes.push_back(range_of(ws, size));
   }
+  reserve_run_memory(*state_, *args);  // throws RESOURCE_EXHAUSTED with nothing queued
   args->ctx = ctx;
   args->latency_us = instance_.latency_us();
   const int64_t fail_after = instance_.fail_after();

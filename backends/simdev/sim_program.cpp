@@ -270,60 +270,67 @@ void run_op(const Op& op, RunArgs& a, float* workspace) {
 
 }  // namespace
 
+void reserve_run_memory(ProgramState& state, RunArgs& a) {
+  Device& dev = *state.device;
+  const Program& p = state.program;
+  auto grab = [&](size_t bytes, const std::string& what) -> void* {
+    void* t = dev.memory.allocate(bytes, 64);
+    if (!t) {
+      const std::string why = "simdev: out of device memory for " + what + " (" + std::to_string(bytes) + " bytes; " +
+                              std::to_string(dev.memory.used()) + " of " + std::to_string(dev.memory.capacity()) +
+                              " in use)";
+      release_run_memory(state, a);
+      fail(KILN_STATUS_RESOURCE_EXHAUSTED, why);
+    }
+    a.temps.push_back(t);
+    return t;
+  };
+  for (size_t s = 0; s < p.slots.size(); ++s)
+    if (p.slots[s].kind == SlotKind::kTemp) a.ptrs[s] = grab(static_cast<size_t>(numel(a.dims[s])) * 4, "an intermediate");
+  size_t need = 0;
+  for (const Op& op : p.ops)
+    if (op.kind == OpKind::kConv)
+      need = std::max(need, conv_workspace_floats(a.dims[static_cast<size_t>(op.in[0])],
+                                                  a.dims[static_cast<size_t>(op.in[1])], op.conv) * 4);
+  if (need && (!a.workspace || a.workspace_size < need)) {
+    a.workspace = grab(need, "the Conv workspace");
+    a.workspace_size = need;
+  }
+}
+
+void release_run_memory(ProgramState& state, RunArgs& a) {
+  for (void* t : a.temps) state.device->memory.release(t);
+  a.temps.clear();
+}
+
 kiln_status_t* run_program(const kiln::sdk::Host& host, ProgramState& state, RunArgs& a) {
   const kiln_host_api_t& api = host.api();
   Device& dev = *state.device;
   const Program& p = state.program;
+  auto finish = [&](kiln_status_t* st) {  // every way out: the trace window closes before the fence is signalled
+    if (a.traced) dev.end_trace(a.ctx);
+    release_run_memory(state, a);
+    return st;
+  };
   if (a.fail_oom) {
-    if (a.traced) dev.end_trace(a.ctx);
-    return host.make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "simdev: out of device memory (fail_after)");
+    return finish(host.make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "simdev: out of device memory (fail_after)"));
   }
-  // Intermediates and (when the host gave none) the workspace, per run.
-  std::vector<void*> temps;
-  auto release = [&] {  // every way out: the trace window closes before the fence is signalled
-    if (a.traced) dev.end_trace(a.ctx);
-    for (void* t : temps) dev.memory.release(t);
-  };
-  auto grab = [&](size_t bytes, const std::string& what) -> void* {
-    void* t = dev.memory.allocate(bytes, 64);
-    if (t) temps.push_back(t);
-    else {
-      throw kiln::sdk::Error(KILN_STATUS_RESOURCE_EXHAUSTED,
-                             "simdev: out of device memory for " + what + " (" + std::to_string(bytes) + " bytes; " +
-                                 std::to_string(dev.memory.used()) + " of " + std::to_string(dev.memory.capacity()) +
-                                 " in use)");
-    }
-    return t;
-  };
   try {
-    for (size_t s = 0; s < p.slots.size(); ++s)
-      if (p.slots[s].kind == SlotKind::kTemp) a.ptrs[s] = grab(static_cast<size_t>(numel(a.dims[s])) * 4, "an intermediate");
-    size_t need = 0;
-    for (const Op& op : p.ops)
-      if (op.kind == OpKind::kConv)
-        need = std::max(need, conv_workspace_floats(a.dims[static_cast<size_t>(op.in[0])],
-                                                    a.dims[static_cast<size_t>(op.in[1])], op.conv) * 4);
-    float* ws = static_cast<float*>(a.workspace_size >= need ? a.workspace : nullptr);
-    if (need && !ws) ws = static_cast<float*>(grab(need, "the Conv workspace"));
-    const bool trace = api.exec_trace_enabled && api.exec_trace_event && api.exec_trace_enabled(a.ctx);
     for (const Op& op : p.ops) {
       const uint64_t t0 = now_ns();  // the slice covers the simulated time and the kernel
       if (simulate_latency(api, a.ctx, a.latency_us)) fail(KILN_STATUS_CANCELLED, "simdev: cancelled before " + op.label);
       {
         DeviceMemory::Access access(dev.memory);
-        run_op(op, a, ws);
+        run_op(op, a, static_cast<float*>(a.workspace));
       }
-      if (trace) api.exec_trace_event(a.ctx, op.label.c_str(), 0, t0, now_ns());
+      if (a.traced) api.exec_trace_event(a.ctx, op.label.c_str(), 0, t0, now_ns());
     }
   } catch (const kiln::sdk::Error& e) {
-    release();
-    return host.make_status(e.code(), e.what());
+    return finish(host.make_status(e.code(), e.what()));
   } catch (const std::exception& e) {
-    release();
-    return host.make_status(KILN_STATUS_INTERNAL, e.what());
+    return finish(host.make_status(KILN_STATUS_INTERNAL, e.what()));
   }
-  release();
-  return nullptr;
+  return finish(nullptr);
 }
 
 }  // namespace simdev

@@ -75,9 +75,18 @@ struct RunArgs {
   size_t workspace_size = 0;
   bool fail_oom = false;     // fail_after: refuse this run as out of memory
   bool traced = false;       // registered with Device::begin_trace at enqueue
+  std::vector<void*> temps;  // device blocks of this run (intermediates, workspace)
 };
 
-/// Runs the program (on the compute engine); NULL or an error status.
+/// Allocates the run's intermediates (and the Conv workspace when the host
+/// gave none) from device memory, when the run is queued: a device that
+/// is full says so as the call's own RESOURCE_EXHAUSTED (nothing queued),
+/// which the host may answer by running the partition on portable kernels.
+void reserve_run_memory(ProgramState& state, RunArgs& args);
+void release_run_memory(ProgramState& state, RunArgs& args);
+
+/// Runs the program (on the compute engine) and releases the run's memory;
+/// NULL or an error status.
 kiln_status_t* run_program(const kiln::sdk::Host& host, ProgramState& state, RunArgs& args);
 
 }  // namespace simdev

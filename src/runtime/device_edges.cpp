@@ -242,6 +242,11 @@ int32_t DeviceRun::host_kind(ir::ValueId id, const BackendInstance& instance) co
   return plan_->placement_instance(id) == &instance ? KILN_MEMORY_HOST_PINNED : KILN_MEMORY_HOST;
 }
 
+void DeviceRun::mark_run_owned(ir::ValueId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  placed_[static_cast<size_t>(id)] = 3;
+}
+
 bool DeviceRun::host_memory_stable(ir::ValueId id) const {
   if (id < 0) return false;
   if (plan_->stable(id)) return true;
@@ -270,7 +275,6 @@ Status DeviceRun::order_host_read(ir::ValueId id, BackendInstance& instance, boo
     auto it = fences_.find(&instance);
     if (!p.fence || (it != fences_.end() && it->second.get() == p.fence)) return Status::ok();  // own timeline
   }
-  if (p.fence->value() >= p.value) return wait(p);  // done (maybe failed)
   if (call_is_async && instance.has_stream_wait()) return instance.stream_wait(p.fence, p.value);
   return wait(p);
 }

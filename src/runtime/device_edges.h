@@ -151,6 +151,8 @@ class DeviceRun final {
   /// graph input or a constant), so a fenced copy may read it later; false:
   /// arena memory a later step may reuse (the caller waits for the copy).
   bool host_memory_stable(ir::ValueId id) const;
+  /// `id`'s host copy is in run-owned memory (a partition staged it there).
+  void mark_run_owned(ir::ValueId id);
   /// Makes work queued next on `instance` see `id`'s host copy: nothing on
   /// the instance's own timeline, instance_stream_wait when the plugin has
   /// it, else a host wait.
@@ -185,7 +187,7 @@ class DeviceRun final {
   std::map<BackendInstance*, std::string> labels_;
   std::vector<DeviceValue> device_values_;  // per value id, this run
   std::vector<Pending> host_pending_;       // per value id, this run
-  std::vector<int8_t> placed_;              // per value id: where place() put it this run (0: not placed)
+  std::vector<int8_t> placed_;  // per value id, this run: 0 arena/elsewhere, 1/2 place()d (host/pinned), 3 staged
   std::vector<std::pair<std::unique_ptr<InFlight>, Pending>> in_flight_;
   std::atomic<bool> tracing_{false};
   std::atomic<const RunOptions*> run_options_{nullptr};

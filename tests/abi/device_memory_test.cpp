@@ -247,6 +247,48 @@ TEST(DeviceMemoryTest, AOneZeroPluginBesideADevicePluginGetsHostMemory) {
   }
 }
 
+// Two device plugins: an edge between them leaves A through pinned memory and
+// enters B with one copy each; B's async work waits for A's copy on B's own
+// queue (instance_stream_wait), a synchronous B on the host.
+TEST(DeviceMemoryTest, AnEdgeBetweenTwoDevicesIsStagedOnceEachWay) {
+  auto reg = registry_of({device_plugin(), std::string(KILN_FAKES_DIR) + "/device/libkiln_fake_device_b.so"});
+  ASSERT_TRUE(reg->errors().empty()) << reg->errors().at(0).message;
+  for (bool async : {false, true}) {
+    SCOPED_TRACE(async ? "async" : "sync");
+    GraphBuilder b;
+    ir::ValueId x = b.input("x", {4, 8});
+    ir::ValueId a = b.node("Relu", {x}, "a0", {4, 8});
+    b.output(b.node("Relu", {a}, "b0", {4, 8}));
+    std::vector<BackendOption> options{{"fake_device", "claim", "a"}, {"fake_device_b", "claim", "b"}};
+    if (async) {
+      options.push_back({"fake_device", "async", "true"});
+      options.push_back({"fake_device_b", "async", "true"});
+    }
+    auto p = build(b.graph(), reg.get(), {"fake_device", "fake_device_b"}, options, FallbackPolicy::kRequire);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    ASSERT_EQ((*p)->placement().partitions.size(), 2u);
+    runtime::BackendInstance* inst[2] = {nullptr, nullptr};
+    for (const runtime::Step& s : (*p)->steps())
+      if (auto* k = dynamic_cast<const runtime::PartitionKernel*>(s.kernel.get()))
+        inst[k->compiled().instance().name() == "fake_device" ? 0 : 1] = &k->compiled().instance();
+    ASSERT_TRUE(inst[0] && inst[1]);
+    auto count = [&](int i, const char* key) { return std::stoll(inst[i]->get_property(key).value()); };
+    const Tensor xv = random_tensor({4, 8}, 21);
+    for (int run = 1; run <= 2; ++run) {
+      auto out = run_once(**p, xv);
+      ASSERT_TRUE(out.ok()) << out.status().to_string();
+      expect_close((*out)[0].tensor(), expected(xv, false));
+      for (int i = 0; i < 2; ++i) {
+        EXPECT_EQ(count(i, "copies_in"), run) << i;
+        EXPECT_EQ(count(i, "copies_out"), run) << i;
+        EXPECT_EQ(count(i, "bad_uses"), 0) << i;
+      }
+      EXPECT_EQ(count(0, "stream_waits"), 0);
+      EXPECT_EQ(count(1, "stream_waits"), async ? run : 0);
+    }
+  }
+}
+
 // --- what a handle declares ------------------------------------------------------
 
 kiln_backend_api_t full_api() {

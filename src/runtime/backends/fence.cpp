@@ -6,14 +6,15 @@
 #include "runtime/backends/host.h"
 
 void kiln_fence::signal(uint64_t value, kiln::Status error) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!error.is_ok() && error_value_ == 0) {
-      error_value_ = value == 0 ? 1 : value;
-      error_ = std::move(error);
-    }
-    if (value > value_.load(std::memory_order_relaxed)) value_.store(value, std::memory_order_release);
+  // Notified under the lock: a waiter that sees the value may destroy the
+  // fence as soon as it returns (the host drops a run's fences after its
+  // last wait), so the signaller must be done with it by then.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!error.is_ok() && error_value_ == 0) {
+    error_value_ = value == 0 ? 1 : value;
+    error_ = std::move(error);
   }
+  if (value > value_.load(std::memory_order_relaxed)) value_.store(value, std::memory_order_release);
   cv_.notify_all();
 }
 

@@ -31,7 +31,8 @@ struct kiln_fence {
   /// (UINT64_MAX: no limit). OK when reached; the work's error when `value`
   /// is at or above the failed one; kDeadlineExceeded on timeout.
   kiln::Status wait(uint64_t value, uint64_t timeout_ns = UINT64_MAX) const;
-  /// The highest value reached.
+  /// The highest value reached. (Only wait() says the signaller is done with
+  /// the fence: destroy a fence after a wait, never after reading value().)
   uint64_t value() const { return value_.load(std::memory_order_acquire); }
   /// The next value to hand out for work on this fence's timeline (1, 2, ...).
   uint64_t next_value() { return issued_.fetch_add(1, std::memory_order_relaxed) + 1; }

@@ -189,7 +189,10 @@ Status PartitionKernel::compute_device(kernels::KernelContext& ctx, DeviceRun& r
     if (id != ir::kNoValue) KILN_RETURN_IF_ERROR(run.order_host_read(id, inst, dev.async()));
     KILN_RETURN_IF_ERROR(tensor_view(t, &view));
     job->keep.push_back(*v);
-    if (kind == KILN_MEMORY_HOST) continue;
+    if (kind == KILN_MEMORY_HOST) {
+      unstable_source |= dev.async() && !run.host_memory_stable(id);  // the async call reads it later
+      continue;
+    }
     const int64_t key = id != ir::kNoValue ? id : DeviceRun::scratch_key(plan.step, 2048 + i);
     KILN_ASSIGN_OR_RETURN(void* dst, run.buffer(key, kind, inst, t.nbytes()));
     const int32_t src_kind = id != ir::kNoValue ? run.host_kind(id, inst) : KILN_MEMORY_HOST;
@@ -237,6 +240,12 @@ Status PartitionKernel::compute_device(kernels::KernelContext& ctx, DeviceRun& r
   }
   outs.close();
   if (done.fence) run.keep(std::move(job), done);  // alive until the fence; `outs` with it
+  if (done.fence && unstable_source) {
+    // A host input in arena memory (not run-owned): later steps may reuse its
+    // bytes, so this call must be done before the step returns.
+    Status waited = fence->wait(done.value);
+    if (!waited.is_ok()) st = std::move(waited).with_context(plugin_label_);
+  }
 
   if (Status e = outs.first_error(); !e.is_ok()) return e;
   if (!st.is_ok() && ec.run_options && ec.run_options->stop_requested()) {
@@ -267,11 +276,13 @@ Status PartitionKernel::compute_device(kernels::KernelContext& ctx, DeviceRun& r
       ctx.set_output_value(o, Value(t));  // device memory: only this instance's partitions read it
     } else if (kind == KILN_MEMORY_HOST_PINNED || kind == KILN_MEMORY_DEVICE_HOST_VISIBLE) {
       ctx.set_output_value(o, Value(t));  // the host reads it where it is, after the call's fence
+      run.mark_run_owned(id);
       if (done.fence) run.set_host_pending(id, done);
     } else {
       KILN_ASSIGN_OR_RETURN(void* pinned, run.buffer(id, KILN_MEMORY_HOST_PINNED, inst, t.nbytes()));
       out_copies.push_back(make_copy(const_cast<void*>(t.raw_data()), kind, pinned, KILN_MEMORY_HOST_PINNED, t.nbytes()));
       ctx.set_output_value(o, Value(Tensor::borrow(t.dtype(), t.shape(), pinned)));
+      run.mark_run_owned(id);
       staged.push_back(id);
     }
   }

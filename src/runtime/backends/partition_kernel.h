@@ -1,9 +1,11 @@
 // PartitionKernel: the step that runs one compiled partition. The executor
 // sees an ordinary kernel on an ordinary node (domain "kiln.backend", op
 // "Partition", inputs and outputs = the partition's boundary), so boundary
-// tensors stay in host memory and in the memory plan, and the executor needs
-// no change. compute() hands the plugin views of the inputs and lets it
-// allocate outputs through the KernelContext.
+// tensors stay in host memory and in the memory plan. compute() hands the
+// plugin views of the inputs and lets it allocate outputs through the
+// KernelContext. A handle that declares device memory kinds, async execution
+// or workspace (ABI 1.1) runs through compute_device instead, with the run's
+// DeviceRun (runtime/device_edges.h): device buffers, fences, staging.
 #pragma once
 
 #include <memory>

@@ -11,7 +11,10 @@
  * KILN_COMPILED_ASYNC: executions and fenced copies go to one worker thread
  * in order, which signals the fences (with an error under fail_async=true)
  * and records trace slices; slow_ms=N makes each async execution take N ms,
- * polling exec_should_cancel every millisecond. The counters are read-only properties
+ * polling exec_should_cancel every millisecond; claim=P claims only the
+ * Relu nodes whose names start with P. instance_stream_wait queues a wait
+ * for another fence on the worker (counted as stream_waits). Built twice:
+ * as "fake_device" and, with FAKE_DEVICE_NAME, as a second device plugin. The counters are read-only properties
  * (instance_get_property): copies_in, copies_out, executions, inplace,
  * bad_uses, workspace_ok, allocs, live_blocks. C11 + pthreads. */
 #define _POSIX_C_SOURCE 200809L
@@ -24,6 +27,9 @@
 
 #include "fake_common.h"
 
+#ifndef FAKE_DEVICE_NAME
+#define FAKE_DEVICE_NAME "fake_device"
+#endif
 #define DEV_MAGIC 0x4b494c4e44455631ull /* "KILNDEV1" */
 #define DEVICE_WS_BYTES 256
 #define HOST_WS_BYTES 64
@@ -38,6 +44,7 @@ typedef struct block {
 typedef struct job {
   struct job* next;
   int is_copy;
+  int is_wait; /* stream_wait: wait for `fence` to reach `value` */
   /* execution */
   kiln_exec_context_t* ctx;
   const float* in;
@@ -55,6 +62,7 @@ typedef struct dev_instance {
   int async;
   int fail_async;
   long slow_ms;
+  char claim[32];
   pthread_mutex_t mu;
   pthread_cond_t cv;
   pthread_t worker;
@@ -63,7 +71,7 @@ typedef struct dev_instance {
   job* head;
   job* tail;
   /* counters, under mu */
-  long copies_in, copies_out, executions, inplace, bad_uses, workspace_ok, allocs, live_blocks;
+  long copies_in, copies_out, executions, inplace, bad_uses, workspace_ok, allocs, live_blocks, stream_waits;
 } dev_instance;
 
 typedef struct dev_compiled {
@@ -139,7 +147,9 @@ static void* worker_main(void* arg) {
     if (!d->head) d->tail = NULL;
     d->busy = 1;
     pthread_mutex_unlock(&d->mu);
-    if (j->is_copy) {
+    if (j->is_wait) {
+      h->status_release(h->fence_wait(j->fence, j->value, UINT64_MAX)); /* its error reaches the host through its owner */
+    } else if (j->is_copy) {
       run_copies(d, j->copies, j->num_copies);
       free(j->copies);
       h->fence_signal(j->fence, j->value, NULL);
@@ -195,6 +205,7 @@ static kiln_status_t* instance_create(kiln_plugin_t* plugin, size_t device, cons
     if (strcmp(keys[i], "async") == 0) d->async = parse_bool(values[i]);
     else if (strcmp(keys[i], "fail_async") == 0) d->fail_async = parse_bool(values[i]);
     else if (strcmp(keys[i], "slow_ms") == 0) d->slow_ms = strtol(values[i], NULL, 10);
+    else if (strcmp(keys[i], "claim") == 0) snprintf(d->claim, sizeof(d->claim), "%s", values[i]);
   }
   pthread_mutex_init(&d->mu, NULL);
   pthread_cond_init(&d->cv, NULL);
@@ -235,6 +246,7 @@ static kiln_status_t* get_property(kiln_instance_t* instance, const char* key, c
   else if (strcmp(key, "workspace_ok") == 0) v = d->workspace_ok;
   else if (strcmp(key, "allocs") == 0) v = d->allocs;
   else if (strcmp(key, "live_blocks") == 0) v = d->live_blocks;
+  else if (strcmp(key, "stream_waits") == 0) v = d->stream_waits;
   else v = -1;
   pthread_mutex_unlock(&d->mu);
   if (v < 0) return fake_error(p, KILN_STATUS_NOT_FOUND, "unknown property");
@@ -307,6 +319,61 @@ static kiln_status_t* instance_copy(kiln_instance_t* instance, const kiln_copy_t
   j->fence = fence;
   j->value = value;
   enqueue(d, j);
+  return NULL;
+}
+
+static kiln_status_t* stream_wait(kiln_instance_t* instance, kiln_fence_t* fence, uint64_t value) {
+  dev_instance* d = (dev_instance*)instance;
+  job* j;
+  count(d, &d->stream_waits);
+  if (!d->async) {
+    kiln_status_t* st = d->plugin->host->fence_wait(fence, value, UINT64_MAX);
+    d->plugin->host->status_release(st);
+    return NULL;
+  }
+  j = (job*)calloc(1, sizeof(job));
+  if (!j) return fake_error(d->plugin, KILN_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  j->is_wait = 1;
+  j->fence = fence;
+  j->value = value;
+  enqueue(d, j);
+  return NULL;
+}
+
+static int claims(const dev_instance* d, const kiln_host_api_t* h, const kiln_node_t* n) {
+  const kiln_value_t* in;
+  if (strcmp(h->node_domain(n), "") != 0 || strcmp(h->node_op_type(n), "Relu") != 0) return 0;
+  if (strncmp(h->node_name(n), d->claim, strlen(d->claim)) != 0) return 0;
+  in = h->node_input(n, 0);
+  return in && h->value_dtype(in) == KILN_DTYPE_FLOAT32;
+}
+
+/* Each claimed Relu its own group; the rest declined. */
+static kiln_status_t* capability(kiln_instance_t* instance, const kiln_graph_t* graph, kiln_capability_t* out) {
+  dev_instance* d = (dev_instance*)instance;
+  const fake_plugin* p = d->plugin;
+  const kiln_host_api_t* h = p->host;
+  size_t n = h->graph_num_nodes(graph), i;
+  if (n == 0) return NULL;
+  out->group_sizes = (size_t*)h->alloc(p->ctx, n * sizeof(size_t), 0);
+  out->group_nodes = (size_t*)h->alloc(p->ctx, n * sizeof(size_t), 0);
+  out->declined_nodes = (size_t*)h->alloc(p->ctx, n * sizeof(size_t), 0);
+  out->declined_reasons = (char**)h->alloc(p->ctx, n * sizeof(char*), 0);
+  if (!out->group_sizes || !out->group_nodes || !out->declined_nodes || !out->declined_reasons)
+    return fake_error(p, KILN_STATUS_INTERNAL, "out of memory");
+  for (i = 0; i < n; ++i) {
+    if (claims(d, h, h->graph_node(graph, i))) {
+      out->group_sizes[out->num_groups] = 1;
+      out->group_nodes[out->num_groups++] = i;
+    } else {
+      static const char reason[] = "not a float32 Relu this instance claims";
+      char* r = (char*)h->alloc(p->ctx, sizeof(reason), 0);
+      if (!r) return fake_error(p, KILN_STATUS_INTERNAL, "out of memory");
+      memcpy(r, reason, sizeof(reason));
+      out->declined_nodes[out->num_declined] = i;
+      out->declined_reasons[out->num_declined++] = r;
+    }
+  }
   return NULL;
 }
 
@@ -408,22 +475,25 @@ static kiln_status_t* execute_async(kiln_compiled_t* compiled, kiln_exec_context
 
 /* --- plugin ------------------------------------------------------------------------- */
 
-static const char* const k_option_names[3] = {"async", "fail_async", "slow_ms"};
-static const char* const k_option_docs[3] = {"run partitions on the fake device's worker thread",
+static const char* const k_option_names[4] = {"async", "fail_async", "slow_ms", "claim"};
+static const char* const k_option_docs[4] = {"run partitions on the fake device's worker thread",
                                              "every asynchronous execution fails through its fence",
-                                             "milliseconds each asynchronous execution takes"};
+                                             "milliseconds each asynchronous execution takes",
+                                             "claim only Relu nodes whose names start with this"};
+static const int32_t k_option_types[4] = {KILN_OPTION_BOOL, KILN_OPTION_BOOL, KILN_OPTION_INT, KILN_OPTION_STRING};
+static const char* const k_option_defaults[4] = {"false", "false", "0", ""};
 
 static kiln_status_t* option_count(kiln_plugin_t* plugin, size_t* out) {
   (void)plugin;
-  *out = 3;
+  *out = 4;
   return NULL;
 }
 
 static kiln_status_t* option_info(kiln_plugin_t* plugin, size_t i, kiln_option_info_t* out) {
-  if (i >= 3) return fake_error((fake_plugin*)plugin, KILN_STATUS_OUT_OF_RANGE, "no such option");
+  if (i >= 4) return fake_error((fake_plugin*)plugin, KILN_STATUS_OUT_OF_RANGE, "no such option");
   out->name = k_option_names[i];
-  out->type = i == 2 ? KILN_OPTION_INT : KILN_OPTION_BOOL;
-  out->default_value = i == 2 ? "0" : "false";
+  out->type = k_option_types[i];
+  out->default_value = k_option_defaults[i];
   out->doc = k_option_docs[i];
   return NULL;
 }
@@ -437,7 +507,7 @@ KILN_BACKEND_EXPORT kiln_status_t* kiln_backend_entry(const kiln_backend_entry_a
   kiln_status_t* range = fake_check_range(args);
   fake_plugin* p;
   if (range) return range;
-  p = fake_plugin_new(args, "fake_device");
+  p = fake_plugin_new(args, FAKE_DEVICE_NAME);
   if (!p) return args->host_api->status_create(KILN_STATUS_INTERNAL, "out of memory");
   memset(&g_api, 0, sizeof(g_api));
   fake_fill_header(&g_api.header, sizeof(g_api), KILN_BACKEND_ABI_MAJOR, KILN_BACKEND_ABI_MINOR);
@@ -448,7 +518,7 @@ KILN_BACKEND_EXPORT kiln_status_t* kiln_backend_entry(const kiln_backend_entry_a
   g_api.instance_create = instance_create;
   g_api.instance_release = instance_release;
   g_api.instance_get_property = get_property;
-  g_api.instance_get_capability = fake_relu_capability;
+  g_api.instance_get_capability = capability;
   g_api.instance_compile = compile;
   g_api.compiled_release = compiled_release;
   g_api.compiled_get_info = get_info;
@@ -456,6 +526,7 @@ KILN_BACKEND_EXPORT kiln_status_t* kiln_backend_entry(const kiln_backend_entry_a
   g_api.instance_alloc = instance_alloc;
   g_api.instance_free = instance_free;
   g_api.instance_copy = instance_copy;
+  g_api.instance_stream_wait = stream_wait;
   g_api.compiled_execute_async = execute_async;
   *out_api = &g_api;
   *out_plugin = (kiln_plugin_t*)p;

@@ -46,6 +46,9 @@ std::vector<OptionSpec> SimPlugin::option_schema() const {
       {"fail_after", KILN_OPTION_INT, "0",
        "after this many executions every further one fails as out of device memory (0: never)"},
       {"async", KILN_OPTION_BOOL, "true", "declare compiled partitions KILN_COMPILED_ASYNC"},
+      {"own_constants", KILN_OPTION_BOOL, "true",
+       "declare the device copies of constants owned_constants (the host may drop its copies, and with them the "
+       "partitions' portable fallback)"},
       {"fuse", KILN_OPTION_BOOL, "true", "claim connected nodes as one group (false: one node per group)"},
       {"max_group_size", KILN_OPTION_INT, "0", "largest number of nodes in one group (0: no limit)"},
   };

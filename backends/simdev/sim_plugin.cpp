@@ -299,7 +299,8 @@ SimCompiled::SimCompiled(SimInstance& instance, std::shared_ptr<ProgramState> st
     : instance_(instance), state_(std::move(state)), async_(instance.options().get_bool("async")) {
   input_kinds_.assign(num_inputs(), KILN_MEMORY_DEVICE);
   output_kinds_.assign(num_outputs(), KILN_MEMORY_DEVICE);
-  for (const std::string& s : state_->program.owned_constants) owned_.push_back(s.c_str());
+  if (instance.options().get_bool("own_constants"))
+    for (const std::string& s : state_->program.owned_constants) owned_.push_back(s.c_str());
 }
 
 void SimCompiled::fill_info(kiln_compiled_info_t* out) const {

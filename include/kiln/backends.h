@@ -84,6 +84,9 @@ struct BackendInfo {
   std::string unavailable_reason;
   bool supports_export = false;
   bool no_unload = false;   ///< the plugin keeps threads: its library is never unloaded (KILN_PLUGIN_NO_UNLOAD)
+  /// Sessions of one registry share its instances, one per device and
+  /// options (KILN_PLUGIN_SHARED_INSTANCES, ABI 1.1).
+  bool shared_instances = false;
   std::vector<BackendDeviceInfo> devices;
   std::vector<BackendOptionInfo> options;
   std::vector<BackendCustomOpInfo> custom_ops;
@@ -178,6 +181,11 @@ struct PlacementReport {
   std::vector<std::string> warnings;
   /// Load-time graph rewrites that applied, with how often ("conv+batchnorm", 20).
   std::vector<std::pair<std::string, int>> rewrites;
+  /// Constants whose host copy was dropped because every node reading them
+  /// runs in partitions whose plugins own copies of their own (ABI 1.1
+  /// owned_constants), and their bytes. Also in `notes`.
+  size_t num_dropped_constants = 0;
+  uint64_t dropped_constant_bytes = 0;
   /// Nodes that run on portable kernels because no plugin claimed them.
   size_t num_fallback() const {
     size_t n = 0;

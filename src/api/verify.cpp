@@ -293,6 +293,7 @@ Result<VerifyReport> verify_model(const std::string& model_path, const VerifyOpt
   runtime::ProgramOptions with_opts;
   with_opts.registry = &api::session_kernels();
   with_opts.partition = &request;
+  with_opts.keep_owned_constants = true;  // the bisection compiles sub-groups again
   KILN_ASSIGN_OR_RETURN(auto with, runtime::Program::build(std::make_shared<ir::Graph>(original), with_opts));
   runtime::ProgramOptions ref_opts;
   ref_opts.registry = &api::session_kernels();

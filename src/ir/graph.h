@@ -67,6 +67,19 @@ struct Node {
   std::string label() const;
 };
 
+/// Where an initializer's bytes came from when the model kept them in an
+/// ONNX external-data file (TensorProto.data_location EXTERNAL).
+struct ExternalLocation {
+  std::string path;     // absolute, symlinks resolved
+  uint64_t offset = 0;  // of the first byte in the file
+  uint64_t length = 0;  // bytes
+  /// The initializer's data pointer when it was imported: a constant whose
+  /// data is elsewhere (rewritten, folded) no longer lives in the file.
+  const void* data = nullptr;
+  /// `data` points into a read-only mapping of the file (not a copy).
+  bool mapped = false;
+};
+
 class Graph {
  public:
   std::string name;
@@ -75,6 +88,8 @@ class Graph {
   std::vector<ValueId> inputs;   // excludes initializers
   std::vector<ValueId> outputs;
   std::unordered_map<ValueId, Tensor> initializers;
+  /// The initializers whose bytes came from an ONNX external-data file.
+  std::unordered_map<ValueId, ExternalLocation> external_data;
   /// Values read from enclosing graphs (subgraphs only).
   std::vector<ValueId> outer_refs;
   /// Opset imports per domain ("" for ai.onnx).

@@ -126,11 +126,16 @@ Result<Tensor> ExternalData::load(const onnx::TensorProto& proto, DType dtype, c
                        file->size(), " bytes, but the tensor needs bytes ", offset, " to ", offset + nbytes);
 
   const uint8_t* src = file->data() + offset;
+  // Remembered for value_constant_info (a plugin may map the file itself).
+  auto remember = [&](Tensor t, bool mapped) {
+    if (t.raw_data()) locations_[t.raw_data()] = ir::ExternalLocation{path, offset, nbytes, t.raw_data(), mapped};
+    return t;
+  };
   if (nbytes > 0 && dtype != DType::kBool && reinterpret_cast<uintptr_t>(src) % kTensorAlignment == 0) {
     ++num_mapped_;
     // Read-only memory: Tensor has no const view, so the cast is the price of
     // not copying. Kiln never writes into initializers.
-    return Tensor::wrap(dtype, shape, const_cast<uint8_t*>(src), std::shared_ptr<void>(file));
+    return remember(Tensor::wrap(dtype, shape, const_cast<uint8_t*>(src), std::shared_ptr<void>(file)), true);
   }
   try {
     Tensor t = Tensor::allocate(dtype, shape);
@@ -138,8 +143,9 @@ Result<Tensor> ExternalData::load(const onnx::TensorProto& proto, DType dtype, c
     if (dtype == DType::kBool) {
       auto* b = static_cast<uint8_t*>(t.raw_data());
       for (size_t i = 0; i < nbytes; ++i) b[i] = b[i] != 0;
+      return t;  // not the file's bytes any more
     }
-    return t;
+    return remember(std::move(t), false);
   } catch (const std::bad_alloc&) {
     return make_status(StatusCode::kOutOfRange, what, ": out of memory allocating ", nbytes, " bytes");
   }

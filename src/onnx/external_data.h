@@ -14,6 +14,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "ir/graph.h"
 #include "kiln/result.h"
 #include "kiln/tensor.h"
 #include "onnx/onnx_pb.h"
@@ -55,10 +56,18 @@ class ExternalData {
   /// Number of tensors wrapped without a copy so far (for tests and stats).
   size_t num_mapped() const { return num_mapped_; }
 
+  /// Where the tensor whose data is `data` (a tensor load() returned) lives:
+  /// the resolved file, offset and length, or null for other pointers.
+  const ir::ExternalLocation* location_of(const void* data) const {
+    auto it = locations_.find(data);
+    return it == locations_.end() ? nullptr : &it->second;
+  }
+
  private:
   std::string base_dir_;
   std::unordered_map<std::string, std::shared_ptr<MappedFile>> files_;
   size_t num_mapped_ = 0;
+  std::unordered_map<const void*, ir::ExternalLocation> locations_;  // by the loaded tensor's data
 };
 
 }  // namespace kiln::importer

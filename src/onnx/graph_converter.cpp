@@ -201,7 +201,9 @@ Status Converter::graph(onnx::GraphProto& g, const onnx::GraphProto* typed, cons
     }
     auto t = tensor_from_proto(tp, ctx_.external);
     if (!t.ok()) return std::move(t).status().with_context("initializer '" + tp.name() + "'");
+    const ir::ExternalLocation* loc = ctx_.external ? ctx_.external->location_of(t->raw_data()) : nullptr;
     KILN_RETURN_IF_ERROR(add_initializer(tp.name(), std::move(*t), "initializer"));
+    if (loc) out->external_data.emplace(out->find_value(tp.name()), *loc);
     if (ctx_.release_tensor_data) {
       tp.clear_raw_data();
       tp.clear_float_data();

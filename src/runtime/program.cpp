@@ -4,6 +4,7 @@
 
 #include "kernels/default_registry.h"
 #include "runtime/backends/partitioner.h"
+#include "runtime/constant_release.h"
 #include "runtime/device_edges.h"
 #include "runtime/node_inputs.h"
 #include "runtime/run_state.h"
@@ -297,7 +298,12 @@ Status fuse_portable(BuildWork& w, const std::vector<int32_t>& claimed_by) {
 // Step 2: hands parts of the graph to the selected backends (none: nothing).
 Result<PartitionOutcome> partition(BuildWork& w) {
   if (!w.options.partition) return PartitionOutcome{};
-  return partition_graph(PartitionParams{w.g, w.constants, w.state, *w.options.partition, w.registry});
+  PartitionParams params{w.g, w.constants, w.state, *w.options.partition, w.registry,
+                         w.options.keep_owned_constants, nullptr};
+  // An owned constant's bytes go as soon as its last reader is compiled (the
+  // graph's initializer and this map share them); the entries go after.
+  params.release_constant = [&w](ir::ValueId id) { release_constant_bytes(w.g, w.constants, id); };
+  return partition_graph(params);
 }
 
 // Step 3: a portable kernel for every node nothing else runs.
@@ -362,10 +368,22 @@ Status Program::build_steps(const ProgramOptions& options) {
   KILN_ASSIGN_OR_RETURN(PartitionOutcome parts, partition(w));
   KILN_RETURN_IF_ERROR(fuse_portable(w, parts.claimed_by));
   KILN_RETURN_IF_ERROR(make_kernels(w, parts.claimed_by));
+  drop_owned_constants(parts.dropped_constants);
   KILN_ASSIGN_OR_RETURN(steps_, order_steps(w, parts));
   if (options.partition) placement_ = std::move(parts.report);
   placement_.rewrites = rewrites_.entries();
   return Status::ok();
+}
+
+// Plugins own copies of these and nothing else reads them (the partitioner
+// checked and already freed their bytes): their entries go.
+void Program::drop_owned_constants(const std::vector<ir::ValueId>& ids) {
+  for (ir::ValueId id : ids) {
+    constants_.erase(id);
+    graph_->initializers.erase(id);
+    graph_->external_data.erase(id);
+  }
+  dropped_constants_ += ids.size();
 }
 
 void Program::compute_lifetimes() {

@@ -49,6 +49,11 @@ struct ProgramOptions {
   /// planned value placed, inside the arena, and no two values that are live
   /// at once sharing bytes (verify_plan); otherwise the plan is made again.
   const MemoryPlan* stored_plan = nullptr;
+  /// Keep constants that plugins own (kiln_compiled_info_t.owned_constants)
+  /// and nothing else reads; by default the host drops its copies. For code
+  /// that compiles partitions again from the Program's constants (kiln
+  /// verify, check-backend's guard checks).
+  bool keep_owned_constants = false;
 };
 
 struct Step {
@@ -94,8 +99,11 @@ class Program {
 
   /// Where each node went (empty unless ProgramOptions::partition was set).
   const PlacementReport& placement() const { return placement_; }
-  /// Initializers and values folded at load, by id.
+  /// Initializers and values folded at load, by id; without the constants
+  /// dropped because plugins own them (PlacementReport::num_dropped_constants).
   const std::unordered_map<ir::ValueId, Tensor>& constants() const { return constants_; }
+  /// How many constants build dropped because plugins own copies.
+  size_t num_dropped_constants() const { return dropped_constants_; }
 
   /// The load-time rewrites that applied, with counts.
   const optimizer::RewriteStats& rewrites() const { return rewrites_; }
@@ -119,6 +127,7 @@ class Program {
   // portable kernels for the rest, in named steps (program.cpp).
   Status build_steps(const ProgramOptions& options);
   void compute_lifetimes();
+  void drop_owned_constants(const std::vector<ir::ValueId>& ids);
   std::shared_ptr<const MemoryPlan> plan_for(const std::vector<size_t>& sizes) const;
   std::string signature(std::span<const Value> inputs) const;
 
@@ -137,6 +146,7 @@ class Program {
   bool has_static_plan_ = false;
   bool used_stored_plan_ = false;
   std::shared_ptr<const DeviceEdgePlan> device_plan_;
+  size_t dropped_constants_ = 0;
 
   // Plans per input-shape signature; the static one is made at build.
   struct PlanEntry {

@@ -177,7 +177,8 @@ void print_backends_json(const BackendRegistry& registry, std::ostream& os) {
        << ", \"available\": " << (b.available ? "true" : "false")
        << ", \"unavailable_reason\": " << json_quote(b.unavailable_reason)
        << ", \"supports_export\": " << (b.supports_export ? "true" : "false")
-       << ", \"no_unload\": " << (b.no_unload ? "true" : "false") << ",\n     \"devices\": [";
+       << ", \"no_unload\": " << (b.no_unload ? "true" : "false")
+       << ", \"shared_instances\": " << (b.shared_instances ? "true" : "false") << ",\n     \"devices\": [";
     for (size_t i = 0; i < b.devices.size(); ++i) {
       const BackendDeviceInfo& d = b.devices[i];
       os << (i ? ", " : "") << "{\"name\": " << json_quote(d.name) << ", \"kind\": " << json_quote(d.kind)

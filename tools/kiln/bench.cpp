@@ -316,6 +316,7 @@ int bench_command(std::span<const std::string> argv) {
     }
   }
   const double peak_rss = peak_rss_mib();
+  const double end_rss = current_rss_mib();  // what the session holds once loaded and warm
   const ProfileSummary summary = summarize_profiles(profiles);
 
   if (!c.trace_path.empty()) {
@@ -337,7 +338,8 @@ int bench_command(std::span<const std::string> argv) {
                       ms_text(stats.p99_ms) + " ms, mean " + ms_text(stats.mean_ms) + " ms, min " +
                       ms_text(stats.min_ms) + " ms"},
       {"runs", std::to_string(stats.runs) + " timed after " + std::to_string(c.warmup) + " warmup"},
-      {"peak RSS", fixed(peak_rss, 1) + " MiB (" + fixed(baseline_rss, 1) + " MiB before load)"},
+      {"peak RSS", fixed(peak_rss, 1) + " MiB (" + fixed(baseline_rss, 1) + " MiB before load, " +
+                       fixed(end_rss, 1) + " MiB after the runs)"},
   });
   if (c.profile) print_profile(summary, static_cast<size_t>(c.top));
   if (!c.trace_path.empty()) {

@@ -402,6 +402,7 @@ void check_execute(const Options& o, Report& r) {
   portable.registry = &kernels::portable_registry();
   runtime::ProgramOptions with_plugin = portable;
   with_plugin.partition = &*request;
+  with_plugin.keep_owned_constants = true;  // guard_problems compiles each partition again
   auto program = runtime::Program::build(probe_graph(false), with_plugin);
   auto reference = runtime::Program::build(probe_graph(false), portable);
   if (!program.is_ok() || !reference.is_ok()) {

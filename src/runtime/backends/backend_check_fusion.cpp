@@ -298,6 +298,7 @@ void check_fusion(const Options& o, const std::string& name, Report& r) {
   runtime::ProgramOptions portable;
   portable.registry = &kernels::portable_registry();
   runtime::ProgramOptions with = portable;
+  with.keep_owned_constants = true;  // guard_problems compiles each partition again
   with.partition = &*request;
   auto program = runtime::Program::build(std::make_shared<ir::Graph>(*graph), with);
   auto reference = runtime::Program::build(std::make_shared<ir::Graph>(*graph), portable);

@@ -33,6 +33,7 @@ class Hasher {
                   static_cast<unsigned long long>(fin(b_)));
     return buf;
   }
+  std::array<uint64_t, 2> words() const { return {fin(a_), fin(b_)}; }
 
  private:
   void mix(uint64_t w) {
@@ -120,6 +121,12 @@ void hash_graph(Hasher& h, const ir::Graph& g) {
 }
 
 }  // namespace
+
+std::array<uint64_t, 2> tensor_content_hash(const Tensor& t) {
+  Hasher h;
+  hash_tensor(h, t);
+  return h.words();
+}
 
 std::string hash_hex(const void* data, size_t size) {
   Hasher h;

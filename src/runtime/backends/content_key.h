@@ -2,7 +2,9 @@
 // program file's keys).
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -17,6 +19,11 @@ namespace kiln::runtime {
 std::string partition_content_key(const ir::Graph& g, const std::unordered_map<ir::ValueId, Tensor>& constants,
                                   std::span<const int32_t> nodes, std::span<const ir::ValueId> inputs,
                                   std::span<const ir::ValueId> outputs);
+
+/// The 128-bit hash of one constant's dtype, dims and bytes: exactly what
+/// partition_content_key hashes for each constant a group reads, so equal
+/// contents give equal words across sessions and models (value_constant_info).
+std::array<uint64_t, 2> tensor_content_hash(const Tensor& t);
 
 /// The same 128-bit hash over raw bytes (32 hex digits); not cryptographic.
 std::string hash_hex(const void* data, size_t size);

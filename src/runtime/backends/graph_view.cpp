@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "runtime/backends/content_key.h"
 #include "runtime/backends/host.h"
 
 namespace kiln::runtime {
@@ -37,9 +38,11 @@ std::vector<ir::ValueId> reads_of(const ir::Node& n, const ir::Graph& g) {
 std::unique_ptr<kiln_graph> make_graph_view(const ir::Graph& g,
                                             const std::unordered_map<ir::ValueId, Tensor>* constants,
                                             std::span<const int32_t> offered,
-                                            std::span<const int32_t> hidden_readers) {
+                                            std::span<const int32_t> hidden_readers,
+                                            std::shared_ptr<ConstantHashes> hashes) {
   auto view = std::make_unique<kiln_graph>();
   view->graph = &g;
+  view->hashes = hashes ? std::move(hashes) : std::make_shared<ConstantHashes>();
   view->values.resize(g.values.size());
   for (size_t i = 0; i < g.values.size(); ++i) {
     kiln_value& v = view->values[i];
@@ -53,6 +56,9 @@ std::unique_ptr<kiln_graph> make_graph_view(const ir::Graph& g,
     } else {
       v.constant = g.initializer(v.id);
     }
+    // Still the imported bytes (not a folded or rewritten value of that id)?
+    auto ext = v.constant ? g.external_data.find(v.id) : g.external_data.end();
+    if (ext != g.external_data.end() && ext->second.data == v.constant->raw_data()) v.external = &ext->second;
   }
   for (ir::ValueId id : g.inputs) view->values[static_cast<size_t>(id)].graph_input = true;
   for (ir::ValueId id : g.outputs) view->values[static_cast<size_t>(id)].graph_output = true;
@@ -222,6 +228,34 @@ kiln_status_t* value_constant(const kiln_value_t* v, kiln_tensor_t* out) noexcep
     return make_c_status(internal_error("value_constant failed"));
   }
 }
+kiln_status_t* value_constant_info(const kiln_value_t* v, kiln_constant_info_t* out) noexcept {
+  try {
+    if (!v || !out) return make_c_status(invalid_argument("value_constant_info: NULL value or out_info"));
+    if (!v->constant) return make_c_status(invalid_argument("value '", v->name, "' is not a constant"));
+    const uint32_t size = out->struct_size;
+    if (!KILN_ABI_HAS(kiln_constant_info_t, content_hash, size)) {
+      return make_c_status(invalid_argument("value_constant_info: out_info->struct_size ", size,
+                                            " is too small for content_hash"));
+    }
+    std::array<uint64_t, 2> hash;
+    {
+      ConstantHashes& cache = *v->graph->hashes;
+      std::lock_guard<std::mutex> lock(cache.mu);
+      auto it = cache.by_tensor.find(v->constant);
+      if (it == cache.by_tensor.end()) it = cache.by_tensor.emplace(v->constant, tensor_content_hash(*v->constant)).first;
+      hash = it->second;
+    }
+    out->content_hash[0] = hash[0];
+    out->content_hash[1] = hash[1];
+    const ir::ExternalLocation* loc = v->external;
+    if (KILN_ABI_HAS(kiln_constant_info_t, external_path, size)) out->external_path = loc ? loc->path.c_str() : nullptr;
+    if (KILN_ABI_HAS(kiln_constant_info_t, external_offset, size)) out->external_offset = loc ? loc->offset : 0;
+    if (KILN_ABI_HAS(kiln_constant_info_t, external_length, size)) out->external_length = loc ? loc->length : 0;
+    return nullptr;
+  } catch (...) {
+    return make_c_status(internal_error("value_constant_info failed"));
+  }
+}
 bool value_is_graph_input(const kiln_value_t* v) noexcept { return v && v->graph_input; }
 bool value_is_graph_output(const kiln_value_t* v) noexcept { return v && v->graph_output; }
 const kiln_node_t* value_producer(const kiln_value_t* v) noexcept {
@@ -319,7 +353,7 @@ const kiln_graph_t* attribute_graph(const kiln_attribute_t* a, size_t i) noexcep
     if (!a->subgraphs[i]) {
       std::vector<int32_t> all(sub->nodes.size());
       for (size_t k = 0; k < all.size(); ++k) all[k] = static_cast<int32_t>(k);
-      auto view = make_graph_view(*sub, nullptr, all, {});
+      auto view = make_graph_view(*sub, nullptr, all, {}, a->graph->hashes);
       // Outer references to values the host holds constant (initializers and
       // folded values of the enclosing view) are constants here too.
       for (ir::ValueId ref : sub->outer_refs) {
@@ -327,7 +361,10 @@ const kiln_graph_t* attribute_graph(const kiln_attribute_t* a, size_t i) noexcep
         if (outer == ir::kNoValue) continue;
         const kiln_value& ov = a->graph->values[static_cast<size_t>(outer)];
         kiln_value& v = view->values[static_cast<size_t>(ref)];
-        if (ov.constant && !v.constant) v.constant = ov.constant;
+        if (ov.constant && !v.constant) {
+          v.constant = ov.constant;
+          v.external = ov.external;
+        }
       }
       a->subgraphs[i] = std::move(view);
     }
@@ -388,6 +425,7 @@ void fill_graph_view_functions(kiln_host_api_t& t) {
   t.value_dim = &value_dim;
   t.value_is_constant = &value_is_constant;
   t.value_constant = &value_constant;
+  t.value_constant_info = &value_constant_info;
   t.value_is_graph_input = &value_is_graph_input;
   t.value_is_graph_output = &value_is_graph_output;
   t.value_producer = &value_producer;

@@ -4,7 +4,10 @@
 // with zero-copy data. Built by the host for one call and destroyed after.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -14,12 +17,28 @@
 
 struct kiln_graph;
 
+namespace kiln::runtime {
+/// Content hashes of constants (value_constant_info), each computed on its
+/// first request and kept for the views that share this cache: one
+/// partitioning's views and their subgraph views, so a large model is hashed
+/// once per load, not once per call. Keyed by the constant's Tensor, whose
+/// address is stable while the constants map holding it is not modified
+/// (true during partitioning). shared_ptr: views made one after another by
+/// the partitioner, and the subgraph views inside them, share one cache.
+struct ConstantHashes {
+  std::mutex mu;
+  std::unordered_map<const Tensor*, std::array<uint64_t, 2>> by_tensor;
+};
+}  // namespace kiln::runtime
+
 struct kiln_value {
   const kiln_graph* graph = nullptr;
   kiln::ir::ValueId id = kiln::ir::kNoValue;  // kNoValue for type-proto pseudo values
   const char* name = "";
   const kiln::ir::ValueType* type = nullptr;
   const kiln::Tensor* constant = nullptr;
+  // The ONNX external-data file `constant` was read from (null: embedded).
+  const kiln::ir::ExternalLocation* external = nullptr;
   int32_t producer = -1;           // view node index
   std::vector<uint32_t> consumers; // view node indices
   bool outside_consumers = false;
@@ -48,6 +67,7 @@ struct kiln_graph {
   std::vector<kiln_value> values;  // one per ir value id
   std::vector<int32_t> view_index; // per ir node: its view index or -1
   std::vector<int32_t> ir_index;   // per view node: its ir node index
+  std::shared_ptr<kiln::runtime::ConstantHashes> hashes;  // never null
 };
 
 namespace kiln::runtime {
@@ -62,10 +82,13 @@ std::vector<ir::ValueId> reads_of(const ir::Node& n, const ir::Graph& g);
 /// topological order). `constants` (null: g's initializers) maps values the
 /// host holds data for. `hidden_readers` are ir nodes that are neither offered
 /// nor folded away: values they read count as read outside the view.
+/// `hashes` (null: a cache of the view's own) keeps constants' content hashes
+/// across views made over the same constants.
 std::unique_ptr<kiln_graph> make_graph_view(const ir::Graph& g,
                                             const std::unordered_map<ir::ValueId, Tensor>* constants,
                                             std::span<const int32_t> offered,
-                                            std::span<const int32_t> hidden_readers);
+                                            std::span<const int32_t> hidden_readers,
+                                            std::shared_ptr<ConstantHashes> hashes = nullptr);
 
 /// Fills the graph-view members of the host table.
 void fill_graph_view_functions(kiln_host_api_t& table);

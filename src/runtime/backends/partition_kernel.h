@@ -46,6 +46,11 @@ class PartitionKernel final : public kernels::Kernel {
 
   Status compute(kernels::KernelContext& ctx) const override;
 
+  /// Forgets the portable fallback (and the constants it holds): the host
+  /// dropped a constant the plugin owns, which the fallback would read.
+  void drop_fallback() { fallback_.reset(); }
+  bool has_fallback() const { return fallback_ != nullptr; }
+
  private:
   // The 1.1 path (partition_device.cpp): device memory kinds, staging,
   // workspace, in-place pairs and async calls, with the run's DeviceRun.

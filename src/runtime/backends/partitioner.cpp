@@ -177,7 +177,9 @@ class Partitioner {
   void place_custom_ops();
   // 2. The backends, in order; each is offered the nodes still free.
   void offer_to_backends();
-  // 3. The placement report, one entry per node.
+  // 3. Constants only partitions that own them read (PartitionOutcome::dropped_constants).
+  void report_dropped_constants();
+  // 3b. The placement report, one entry per node.
   void write_report();
   // 4. Custom ops of plugins the user did not select.
   Status check_unselected_custom_ops() const;
@@ -199,6 +201,13 @@ class Partitioner {
   // Compiles `nodes` (ir indices, sorted) on `sb`; OK when it became a partition.
   Status compile_group(const SelectedBackend& sb, const kiln_graph& view, const std::vector<int32_t>& nodes,
                        bool custom_op);
+  // True when every (non-folded) reader of constant `v` runs in a partition that owns it.
+  bool only_owners_read(ir::ValueId v) const;
+  // After partition k is placed: releases the owned constants nothing else reads any more.
+  void release_owned_constants(size_t k);
+  // The constants `compiled` declares it owns that `nodes` read; other names are noted and ignored.
+  std::vector<ir::ValueId> owned_constants(const SelectedBackend& sb, const std::string& id,
+                                           const CompiledPartition& compiled, const std::vector<int32_t>& nodes);
   PartitionInfo describe(const SelectedBackend& sb, const std::string& id, const Boundary& b, int64_t bytes,
                          const std::vector<int32_t>& nodes, bool serial, bool custom_op) const;
   void sort_partitions();
@@ -217,6 +226,13 @@ class Partitioner {
   std::vector<std::vector<int32_t>> readers_;  // per value
   std::vector<std::vector<ir::ValueId>> reads_;  // per node
   std::vector<int8_t> graph_output_;           // per value
+  // Per partition: the constants its handle owns (validated names).
+  std::vector<std::vector<ir::ValueId>> owned_;
+  std::vector<ir::ValueId> released_;  // owned constants whose host bytes went, in that order
+  std::map<std::string, std::pair<size_t, uint64_t>> dropped_by_backend_;  // count, bytes
+  size_t lost_fallbacks_ = 0;
+  // Constants' content hashes, shared by every view this partitioning makes.
+  const std::shared_ptr<ConstantHashes> hashes_ = std::make_shared<ConstantHashes>();
 };
 
 Partitioner::Partitioner(const PartitionParams& p)
@@ -253,7 +269,7 @@ std::unique_ptr<kiln_graph> Partitioner::make_view() const {
     if (is_open(n)) offered.push_back(static_cast<int32_t>(n));
     else if (p_.states[n] != NodeState::kFolded) hidden.push_back(static_cast<int32_t>(n));
   }
-  return make_graph_view(g_, &p_.constants, offered, hidden);
+  return make_graph_view(g_, &p_.constants, offered, hidden, hashes_);
 }
 
 Boundary Partitioner::boundary_of(const std::vector<int32_t>& nodes) const {
@@ -366,6 +382,7 @@ Status Partitioner::compile_group(const SelectedBackend& sb, const kiln_graph& v
     fallback = PortableFallback::make(g_, p_.constants, nodes, p_.registry, b.inputs, b.outputs);
   std::vector<ir::ValueInfo> declared;  // what the plugin was told (view.values), checked at run time
   for (ir::ValueId v : b.outputs) declared.push_back(g_.values[static_cast<size_t>(v)]);
+  owned_.push_back(owned_constants(sb, id, *compiled, nodes));
   auto kernel = std::make_unique<PartitionKernel>(std::move(compiled), std::move(node), std::move(declared),
                                                   std::move(fallback));
   out_.nodes.push_back(kernel->node());
@@ -374,8 +391,83 @@ Status Partitioner::compile_group(const SelectedBackend& sb, const kiln_graph& v
     out_.claimed_by[static_cast<size_t>(n)] = k;
     unit_of_[static_cast<size_t>(n)] = static_cast<int32_t>(n_nodes_) + k;
   }
+  release_owned_constants(static_cast<size_t>(k));
   out_.report.partitions.push_back(describe(sb, id, b, bytes, nodes, serial, custom_op));
   return Status::ok();
+}
+
+std::vector<ir::ValueId> Partitioner::owned_constants(const SelectedBackend& sb, const std::string& id,
+                                                      const CompiledPartition& compiled,
+                                                      const std::vector<int32_t>& nodes) {
+  std::vector<ir::ValueId> owned;
+  for (const std::string& name : compiled.owned_constants()) {
+    const ir::ValueId v = g_.find_value(name);
+    bool read = false;
+    if (v != ir::kNoValue && p_.constants.count(v)) {
+      for (int32_t n : nodes) {
+        const auto& r = reads_[static_cast<size_t>(n)];
+        read |= std::find(r.begin(), r.end(), v) != r.end();
+      }
+    }
+    if (!read) {
+      std::string msg = "backend '" + sb.name + "': partition '" + id + "' declares it owns '" + name +
+                        "', which is not a constant the partition reads; ignored";
+      out_.report.notes.push_back(msg);
+      out_.report.warnings.push_back(std::move(msg));
+    } else if (std::find(owned.begin(), owned.end(), v) == owned.end()) {
+      owned.push_back(v);
+    }
+  }
+  return owned;
+}
+
+bool Partitioner::only_owners_read(ir::ValueId v) const {
+  if (graph_output_[static_cast<size_t>(v)]) return false;
+  for (int32_t r : readers_[static_cast<size_t>(v)]) {  // non-folded readers, subgraph reads included
+    const int32_t k = out_.claimed_by[static_cast<size_t>(r)];
+    if (k < 0) return false;
+    const auto& owned = owned_[static_cast<size_t>(k)];
+    if (std::find(owned.begin(), owned.end(), v) == owned.end()) return false;
+  }
+  return true;
+}
+
+// As soon as the last reader of an owned constant is compiled by an owner,
+// the host's bytes go (not at the end of the load, so the host's and the
+// plugins' copies of all weights are never resident together).
+void Partitioner::release_owned_constants(size_t k) {
+  if (p_.keep_owned_constants) return;
+  for (ir::ValueId v : owned_[k]) {
+    if (std::find(released_.begin(), released_.end(), v) != released_.end() || !only_owners_read(v)) continue;
+    released_.push_back(v);
+    const uint64_t bytes = p_.constants.at(v).nbytes();
+    ++out_.report.num_dropped_constants;
+    out_.report.dropped_constant_bytes += bytes;
+    auto kernel = [&](size_t part) { return static_cast<PartitionKernel*>(out_.kernels[part].get()); };
+    auto& per = dropped_by_backend_[kernel(k)->compiled().instance().name()];
+    ++per.first;
+    per.second += bytes;
+    for (int32_t r : readers_[static_cast<size_t>(v)]) {  // the owners' fallbacks hold the bytes too
+      PartitionKernel* pk = kernel(static_cast<size_t>(out_.claimed_by[static_cast<size_t>(r)]));
+      if (pk->has_fallback()) ++lost_fallbacks_;
+      pk->drop_fallback();
+    }
+    if (p_.release_constant) p_.release_constant(v);
+  }
+}
+
+void Partitioner::report_dropped_constants() {
+  out_.dropped_constants = released_;
+  for (const auto& [backend, cb] : dropped_by_backend_) {
+    out_.report.notes.push_back("backend '" + backend + "' owns " + std::to_string(cb.first) + " constant" +
+                                (cb.first == 1 ? "" : "s") + " (" + std::to_string(cb.second) +
+                                " bytes) nothing else reads: the host dropped its copies");
+  }
+  if (lost_fallbacks_ > 0) {
+    out_.report.notes.push_back(std::to_string(lost_fallbacks_) + " partition" + (lost_fallbacks_ == 1 ? "" : "s") +
+                                " whose constants the host dropped cannot fall back to portable kernels "
+                                "(RESOURCE_EXHAUSTED is then an error)");
+  }
 }
 
 void Partitioner::place_custom_ops() {
@@ -544,6 +636,7 @@ Result<PartitionOutcome> partition_graph(const PartitionParams& params) {
   Partitioner p(params);
   p.place_custom_ops();
   p.offer_to_backends();
+  p.report_dropped_constants();
   p.write_report();
   KILN_RETURN_IF_ERROR(p.check_unselected_custom_ops());
   KILN_RETURN_IF_ERROR(p.check_fallback());

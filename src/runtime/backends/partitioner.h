@@ -71,6 +71,12 @@ struct PartitionOutcome {
   /// Per ir node: the partition that runs it, or -1.
   std::vector<int32_t> claimed_by;
   PlacementReport report;
+  /// Constants the Program drops: each is owned (kiln_compiled_info_t.
+  /// owned_constants) by every partition that reads it, no other node reads
+  /// it (subgraphs included) and it is no graph output. The partitions that
+  /// own them have no portable fallback any more. Already passed to
+  /// PartitionParams::release_constant.
+  std::vector<ir::ValueId> dropped_constants;
 };
 
 /// What partition_graph works on.
@@ -81,12 +87,20 @@ struct PartitionParams {
   std::span<const NodeState> states;  // one per node of `graph`
   const PartitionRequest& request;
   const kernels::KernelRegistry& registry;  // answers for the portable pseudo-backend
+  bool keep_owned_constants = false;        // ProgramOptions::keep_owned_constants: drop nothing
+  /// Called once for each constant that becomes droppable (every reader
+  /// compiled by a partition that owns it), right then: frees its bytes so the
+  /// host's and the plugins' copies are never all resident at once. The
+  /// entry must stay in `constants` (views point at it) until partitioning
+  /// ends; PartitionOutcome::dropped_constants lists what to erase then.
+  std::function<void(ir::ValueId)> release_constant;
 };
 
-/// Partitions the main graph, in five steps (partitioner.cpp): custom ops of
+/// Partitions the main graph, in six steps (partitioner.cpp): custom ops of
 /// selected plugins; each backend in order offered the free nodes (each
-/// claimed group compiled, with its boundary computed); the placement
-/// report; custom ops of unselected plugins; the fallback check.
+/// claimed group compiled, with its boundary computed); the constants only
+/// plugins that own them read; the placement report; custom ops of
+/// unselected plugins; the fallback check.
 Result<PartitionOutcome> partition_graph(const PartitionParams& params);
 
 /// A stable topological order of `nodes` (each after the producers of the

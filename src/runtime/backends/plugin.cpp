@@ -31,6 +31,22 @@ struct CapabilityArrays {
   }
 };
 
+// The names in kiln_compiled_info_t.owned_constants (within the struct's
+// size). A malformed list (NULL array, NULL or unterminated names, an absurd
+// count) owns nothing: the host then keeps every constant, which is safe.
+std::vector<std::string> owned_constant_names(const kiln_compiled_info_t& ci) {
+  std::vector<std::string> names;
+  if (!KILN_ABI_HAS(kiln_compiled_info_t, owned_constants, ci.struct_size)) return names;
+  if (ci.num_owned_constants == 0 || !ci.owned_constants || ci.num_owned_constants > (size_t{1} << 20)) return names;
+  for (size_t i = 0; i < ci.num_owned_constants; ++i) {
+    const char* n = ci.owned_constants[i];
+    const size_t len = n ? strnlen(n, 4096) : 4096;
+    if (len == 4096) return {};
+    names.emplace_back(n, len);
+  }
+  return names;
+}
+
 }  // namespace
 
 Status check_options(const BackendInfo& info, const std::vector<std::pair<std::string, std::string>>& options) {
@@ -304,6 +320,7 @@ Result<std::shared_ptr<CompiledPartition>> BackendInstance::wrap(kiln_compiled_t
   kiln_concurrency_t conc = KILN_CONCURRENCY_SERIAL;
   int64_t nin = -1, nout = -1;
   CompiledDeviceInfo device;
+  std::vector<std::string> owned;
   if (a.compiled_get_info) {
     kiln_compiled_info_t ci;
     std::memset(&ci, 0, sizeof(ci));
@@ -325,8 +342,11 @@ Result<std::shared_ptr<CompiledPartition>> BackendInstance::wrap(kiln_compiled_t
       return std::move(dev).status();
     }
     device = std::move(*dev);
+    owned = owned_constant_names(ci);
   }
-  return std::make_shared<CompiledPartition>(shared_from_this(), c, conc, nin, nout, std::move(device));
+  auto compiled = std::make_shared<CompiledPartition>(shared_from_this(), c, conc, nin, nout, std::move(device));
+  compiled->owned_constants_ = std::move(owned);
+  return compiled;
 }
 
 Result<std::shared_ptr<CompiledPartition>> BackendInstance::compile(const kiln_graph_t* view,

@@ -197,6 +197,9 @@ class CompiledPartition {
 
   /// The 1.1 declarations: memory kinds, async, workspace, in-place pairs.
   const CompiledDeviceInfo& device() const { return device_; }
+  /// The constants (graph value names) the handle declared it owns
+  /// (kiln_compiled_info_t.owned_constants, ABI 1.1), copied at creation.
+  const std::vector<std::string>& owned_constants() const { return owned_constants_; }
 
   /// compiled_execute, serialized when the handle is not reentrant.
   Status execute(kiln_exec_context_t* ctx, const kiln_tensor_t* const* inputs, size_t num_inputs) const;
@@ -215,7 +218,9 @@ class CompiledPartition {
   int64_t num_inputs_;
   int64_t num_outputs_;
   CompiledDeviceInfo device_;
+  std::vector<std::string> owned_constants_;  // set by BackendInstance::wrap
   mutable std::mutex mu_;
+  friend class BackendInstance;
 };
 
 /// Checks string options against a plugin's schema: unknown keys (listing

@@ -229,6 +229,7 @@ void read_identity(PluginRef p, BackendInfo* info, ContractFindings& f) {
   info->description = copy_str(pi.description);
   info->priority = pi.priority;
   info->no_unload = (pi.flags & KILN_PLUGIN_NO_UNLOAD) != 0;
+  info->shared_instances = (pi.flags & KILN_PLUGIN_SHARED_INSTANCES) != 0;
   if (!valid_name(info->name)) {
     f.refuse("info", StatusCode::kInvalidArgument,
              "plugin_get_info: name '" + info->name + "' is not valid (1 to 64 characters of a-z, 0-9 and _)");

@@ -145,6 +145,33 @@ Status BackendRegistry::Impl::add_entry(kiln_backend_entry_fn entry, const std::
   return add(std::move(loaded).value());
 }
 
+Result<std::shared_ptr<runtime::BackendInstance>> BackendRegistry::Impl::instance_for(
+    const std::shared_ptr<runtime::LoadedPlugin>& plugin, size_t device,
+    const std::vector<std::pair<std::string, std::string>>& options) {
+  if (!plugin->info().shared_instances) return plugin->create_instance(device, options);
+  // The key: name, device and the options in key order (the order a session
+  // listed them in does not make another instance; for one key, the order
+  // of its values does).
+  std::vector<std::pair<std::string, std::string>> sorted = options;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string key = plugin->name() + '\n' + std::to_string(device);
+  for (const auto& [k, v] : sorted) {
+    key += '\n' + std::to_string(k.size()) + ':' + k;
+    key += '=' + std::to_string(v.size()) + ':' + v;
+  }
+  std::lock_guard<std::mutex> lock(instances_mu);
+  for (auto it = shared_instances.begin(); it != shared_instances.end();) {  // forget released ones
+    it = it->second.expired() ? shared_instances.erase(it) : std::next(it);
+  }
+  auto it = shared_instances.find(key);
+  if (it != shared_instances.end()) {
+    if (auto inst = it->second.lock()) return inst;
+  }
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<runtime::BackendInstance> inst, plugin->create_instance(device, options));
+  shared_instances[key] = inst;
+  return inst;
+}
+
 std::shared_ptr<runtime::LoadedPlugin> BackendRegistry::Impl::find(std::string_view name) const {
   std::lock_guard<std::mutex> lock(mu);
   for (const auto& p : plugins)

@@ -2,9 +2,11 @@
 // plugins of one runtime instance, and the load errors.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/backends.h"
@@ -19,6 +21,12 @@ struct BackendRegistry::Impl {
   std::vector<std::string> dirs;        // searched folders, in order
   std::vector<std::string> seen_paths;  // canonical paths already tried
   runtime::PluginLoadOptions load_options;
+  // Instances of KILN_PLUGIN_SHARED_INSTANCES plugins, one per (plugin,
+  // device, options), shared by this registry's sessions. Weak: an instance
+  // is released when the last session (compiled partition) holding it goes,
+  // which may be after the registry itself is gone.
+  std::mutex instances_mu;  // held across instance_create, so two loads make one instance
+  std::map<std::string, std::weak_ptr<runtime::BackendInstance>> shared_instances;
 
   /// Loads one file; records the error (or a duplicate name) and returns it.
   Status load_file(const std::string& path);
@@ -28,6 +36,13 @@ struct BackendRegistry::Impl {
   Status add(std::shared_ptr<runtime::LoadedPlugin> plugin);
   /// The plugin named `name`, or null.
   std::shared_ptr<runtime::LoadedPlugin> find(std::string_view name) const;
+  /// An instance of `plugin` on `device` with `options` (checked against
+  /// the schema): the one this registry's sessions share when the plugin
+  /// sets KILN_PLUGIN_SHARED_INSTANCES (made on first use), a new one
+  /// otherwise (the 1.0 behaviour: one per session).
+  Result<std::shared_ptr<runtime::BackendInstance>> instance_for(
+      const std::shared_ptr<runtime::LoadedPlugin>& plugin, size_t device,
+      const std::vector<std::pair<std::string, std::string>>& options);
   /// A snapshot of the loaded plugins.
   std::vector<std::shared_ptr<runtime::LoadedPlugin>> all() const;
   /// "template (/path/libkiln_template.so), xnnpack (...)" or "none".

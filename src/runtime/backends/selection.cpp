@@ -88,7 +88,8 @@ Result<PartitionRequest> select_backends(const BackendRegistry& registry, const 
       req.backends.push_back({"portable", nullptr});
       continue;
     }
-    LoadedPlugin& p = *chosen[i];
+    const std::shared_ptr<LoadedPlugin>& plugin = chosen[i];
+    LoadedPlugin& p = *plugin;
     size_t device = 0;
     std::vector<std::pair<std::string, std::string>> kv;
     for (const BackendOption& o : options) {
@@ -101,7 +102,8 @@ Result<PartitionRequest> select_backends(const BackendRegistry& registry, const 
     }
     KILN_RETURN_IF_ERROR(check_options(p.info(), kv));
     if (!p.available()) continue;  // skipped (noted above); options were still checked
-    KILN_ASSIGN_OR_RETURN(std::shared_ptr<BackendInstance> inst, p.create_instance(device, kv));
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<BackendInstance> inst,
+                          registry_impl(registry).instance_for(plugin, device, kv));
     req.backends.push_back({p.name(), std::move(inst)});
   }
   for (const auto& p : reg.all()) {

@@ -1,6 +1,8 @@
 // Turns a session's backend settings (names in order, NAME.KEY=VALUE
 // options, fallback policy) into a PartitionRequest: resolves names against
-// a registry, creates one instance per selected plugin with its options.
+// a registry, creates one instance per selected plugin with its options (or,
+// for a plugin with KILN_PLUGIN_SHARED_INSTANCES, takes the one the
+// registry's sessions share: BackendRegistry::Impl::instance_for).
 #pragma once
 
 #include <string>

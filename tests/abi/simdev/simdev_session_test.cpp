@@ -81,7 +81,9 @@ TEST(SimdevSession, OutOfDeviceMemoryFallsBackToPortableUnderAllow) {
   const Tensor want = portable_result(mlp(n), in);
   for (const char* async : {"true", "false"}) {
     SCOPED_TRACE(std::string("async=") + async);
-    SimProgram sp = build_simdev(mlp(n), {{"memory_bytes", "53248"}, {"async", async}});
+    // own_constants=false: the host keeps its copies of W and B, so the
+    // partition keeps its portable fallback (see OwnedConstants... below).
+    SimProgram sp = build_simdev(mlp(n), {{"memory_bytes", "53248"}, {"async", async}, {"own_constants", "false"}});
     ASSERT_TRUE(sp.program);
     std::vector<std::string> warnings;
     sp.instance->plugin().host()->sink = [&](kiln_log_level_t level, const std::string&, const std::string& m) {
@@ -98,7 +100,8 @@ TEST(SimdevSession, OutOfDeviceMemoryFallsBackToPortableUnderAllow) {
     EXPECT_EQ(sp.counter("device_used_bytes"), 16640 + 2 * 16384);  // nothing of the refused runs is left
     sp.instance->plugin().host()->sink = nullptr;
 
-    SimProgram strict = build_simdev(mlp(n), {{"memory_bytes", "53248"}, {"async", async}}, FallbackPolicy::kRequire);
+    SimProgram strict = build_simdev(mlp(n), {{"memory_bytes", "53248"}, {"async", async}, {"own_constants", "false"}},
+                                     FallbackPolicy::kRequire);
     ASSERT_TRUE(strict.program);
     auto no = strict.program->run(in, {}, nullptr);
     ASSERT_FALSE(no.ok());
@@ -112,7 +115,7 @@ TEST(SimdevSession, FailAfterSimulatesOutOfMemoryMidSession) {
   const int64_t n = 8;
   std::vector<Value> in{Value(random_tensor({n, n}, 5))};
   const Tensor want = portable_result(mlp(n), in);
-  SimProgram sp = build_simdev(mlp(n), {{"fail_after", "1"}, {"async", "false"}});
+  SimProgram sp = build_simdev(mlp(n), {{"fail_after", "1"}, {"async", "false"}, {"own_constants", "false"}});
   ASSERT_TRUE(sp.program);
   sp.instance->plugin().host()->sink = [](kiln_log_level_t, const std::string&, const std::string&) {};
   for (int i = 0; i < 3; ++i) {  // the first on the device, then portable
@@ -235,6 +238,61 @@ TEST(SimdevSession, ACopyOverlapsComputeInTheRunsTrace) {
   for (const NodeEvent& e : profile.plugin_events)
     std::printf("trace: %-12s %-28s start %9.3f ms  dur %8.3f ms\n", e.op_type.c_str(), e.name.c_str(),
                 static_cast<double>(e.start_ns) / 1e6, static_cast<double>(e.duration_ns) / 1e6);
+}
+
+
+// The shared-weights scenario: two sessions of one registry get the
+// same simdev instance (KILN_PLUGIN_SHARED_INSTANCES) and their compiled
+// handles share one device copy of each weight (by content hash).
+TEST(SimdevSession, TwoSessionsShareOneDeviceCopyOfTheWeights) {
+  auto shared = registry_of({KILN_SIMDEV_PLUGIN});
+  const int64_t n = 32;
+  std::vector<Value> in{Value(random_tensor({n, n}, 12))};
+  const Tensor want = portable_result(mlp(n), in);
+  std::vector<std::shared_ptr<runtime::BackendInstance>> instances;
+  std::vector<std::unique_ptr<runtime::Program>> programs;
+  for (int session = 0; session < 2; ++session) {
+    auto req = runtime::select_backends(*shared, {"simdev"}, {}, FallbackPolicy::kAllow);
+    ASSERT_TRUE(req.ok()) << req.status().to_string();
+    instances.push_back(req->backends.at(0).instance);
+    runtime::ProgramOptions po;
+    po.registry = &kernels::portable_registry();
+    po.partition = &*req;
+    auto p = runtime::Program::build(mlp(n), po);  // each session imports the model itself
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    programs.push_back(std::move(*p));
+  }
+  ASSERT_EQ(instances[0], instances[1]);  // one instance for the registry's sessions
+  SimProgram sp{instances[0], nullptr};
+  EXPECT_EQ(sp.counter("device_constants"), 2);  // W and B, once
+  EXPECT_EQ(sp.counter("constant_uploads"), 2);
+  EXPECT_EQ(sp.counter("constant_reuses"), 2);  // the second session's compile found them
+  for (auto& p : programs) {
+    auto r = p->run(in, {}, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    expect_close(r.value()[0].tensor(), want);
+    EXPECT_EQ(p->num_dropped_constants(), 2u);  // simdev owns them: the host dropped its copies
+  }
+  programs.clear();
+  EXPECT_EQ(sp.counter("device_constants"), 0);  // released with the last compiled handle
+}
+
+// Owning constants costs the fallback: once the host has dropped W and B,
+// a partition that runs out of device memory cannot run on portable
+// kernels, and says so at load.
+TEST(SimdevSession, OwnedConstantsLeaveTheHostAndTakeTheFallbackWithThem) {
+  const int64_t n = 64;
+  SimProgram sp = build_simdev(mlp(n), {{"memory_bytes", "53248"}});
+  ASSERT_TRUE(sp.program);
+  EXPECT_EQ(sp.program->placement().num_dropped_constants, 2u);
+  EXPECT_EQ(sp.program->placement().dropped_constant_bytes, uint64_t{n * n * 4 + n * 4});
+  bool noted = false;
+  for (const std::string& note : sp.program->placement().notes) noted |= note.find("cannot fall back") != std::string::npos;
+  EXPECT_TRUE(noted);
+  std::vector<Value> in{Value(random_tensor({n, n}, 9))};
+  auto r = sp.program->run(in, {}, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status().to_string();
 }
 
 }  // namespace

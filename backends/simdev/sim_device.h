@@ -29,6 +29,8 @@ struct Counters {
   std::atomic<int64_t> copy_bytes{0};
   std::atomic<int64_t> executions{0};          // executions that ran (or were refused by fail_after)
   std::atomic<int64_t> host_operands{0};       // execute operands in host memory (read or written directly)
+  std::atomic<int64_t> host_workspaces{0};     // runs whose scratch came from the host (exec_workspace)
+  std::atomic<int64_t> own_workspaces{0};      // runs that had to allocate their scratch themselves
   std::atomic<int64_t> constant_uploads{0};    // constants copied to the device
   std::atomic<int64_t> constant_reuses{0};     // constants found on the device already
 };

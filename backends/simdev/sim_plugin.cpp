@@ -25,6 +25,7 @@ namespace {
 // Read-only properties (counters and the engine timeline) beside the options.
 const char* const kStats[] = {"copies",          "copies_to_device", "copies_from_device", "copies_on_device",
                               "copies_on_host",  "copy_bytes",       "executions",         "host_operands",
+                              "host_workspaces", "own_workspaces",
                               "constant_uploads", "constant_reuses", "device_constants",   "device_used_bytes",
                               "pinned_used_bytes", "timeline"};
 
@@ -117,6 +118,7 @@ std::string SimInstance::get_property(const std::string& key) {
       {"copies_on_device", c.copies_on_device},   {"copies_on_host", c.copies_on_host},
       {"copy_bytes", c.copy_bytes},               {"executions", c.executions},
       {"host_operands", c.host_operands},         {"constant_uploads", c.constant_uploads},
+      {"host_workspaces", c.host_workspaces},     {"own_workspaces", c.own_workspaces},
       {"constant_reuses", c.constant_reuses},
       {"device_constants", static_cast<int64_t>(device_->num_constants())},
       {"device_used_bytes", static_cast<int64_t>(device_->memory.used())},

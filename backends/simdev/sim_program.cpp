@@ -295,6 +295,9 @@ void reserve_run_memory(ProgramState& state, RunArgs& a) {
   if (need && (!a.workspace || a.workspace_size < need)) {
     a.workspace = grab(need, "the Conv workspace");
     a.workspace_size = need;
+    dev.counters.own_workspaces += 1;
+  } else if (need) {
+    dev.counters.host_workspaces += 1;
   }
 }
 

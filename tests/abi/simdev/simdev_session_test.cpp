@@ -295,5 +295,30 @@ TEST(SimdevSession, OwnedConstantsLeaveTheHostAndTakeTheFallbackWithThem) {
   EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status().to_string();
 }
 
+// Conv's im2col scratch is declared (workspace_bytes[DEVICE]) and the host
+// provides it from its plan: the plugin allocates none per run.
+TEST(SimdevSession, TheHostProvidesTheDeclaredConvWorkspace) {
+  GraphBuilder b;
+  ir::ValueId x = b.input("x", {1, 3, 10, 10});
+  ir::Attribute pads;
+  pads.name = "pads";
+  pads.type = ir::AttrType::kInts;
+  pads.ints = {1, 1, 1, 1};
+  ir::ValueId c = b.node("Conv", {x, b.constant("W", random_tensor({4, 3, 3, 3}, 2)), b.constant("Bc", random_tensor({4}, 3))},
+                         "conv", {1, 4, 10, 10}, DType::kFloat32, "", {pads});
+  b.output(b.node("Relu", {c}, "relu", {1, 4, 10, 10}));
+  std::vector<Value> in{Value(random_tensor({1, 3, 10, 10}, 4))};
+  const Tensor want = portable_result(b.graph(), in);
+  SimProgram sp = build_simdev(b.graph(), {});
+  ASSERT_TRUE(sp.program);
+  for (int run = 1; run <= 2; ++run) {
+    auto r = sp.program->run(in, {}, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    expect_close(r.value()[0].tensor(), want);
+  }
+  EXPECT_EQ(sp.counter("host_workspaces"), 2);
+  EXPECT_EQ(sp.counter("own_workspaces"), 0);
+}
+
 }  // namespace
 }  // namespace kiln::abi_test

@@ -118,13 +118,23 @@ class DeviceJob final : public InFlight, public TraceSink {
   std::string plugin_;
 };
 
-// Queues `copies` on `inst` behind `fence`; a failed call signals the value
-// itself (with the error) so that the timeline has no hole.
+// Closes the hole a failed call (nothing queued) left at value `v`: only
+// once the work queued before it is done, since the plugin still signals
+// those values and the fence must outlive them (signalling v first would
+// complete them early, and a run could free the fence under the plugin);
+// and without an error, since the call's own status reports it (an error on
+// the fence would fail the run even where the step falls back to portable).
+void close_hole(kiln_fence* fence, uint64_t v) {
+  if (v > 1) (void)fence->wait(v - 1);
+  fence->signal(v);
+}
+
+// Queues `copies` on `inst` behind `fence`; a failed call closes its value's hole.
 Result<uint64_t> queue_copies(BackendInstance& inst, const std::vector<kiln_copy_t>& copies, kiln_fence* fence) {
   const uint64_t v = fence->next_value();
   Status st = inst.copy(copies.data(), copies.size(), fence, v);
   if (!st.is_ok()) {
-    fence->signal(v, st.clone());
+    close_hole(fence, v);
     return st;
   }
   return v;
@@ -278,7 +288,7 @@ Status PartitionKernel::compute_device(kernels::KernelContext& ctx, DeviceRun& r
       const uint64_t v = fence->next_value();
       st = compiled_->execute_async(&ec, job->ptrs.data(), n, fence, v);
       if (st.is_ok()) done = Pending{fence, v, plugin_label_};
-      else fence->signal(v, st.clone());  // nothing was queued: close the timeline's hole
+      else close_hole(fence, v);  // nothing was queued
     } else {
       st = compiled_->execute(&ec, job->ptrs.data(), n);
     }

@@ -108,7 +108,7 @@ kiln_status_t* instance_copy(kiln_instance_t* i, const kiln_copy_t* copies, size
                              uint64_t value) noexcept {
   if (!i) return Entry::null_argument("instance_copy: NULL instance");
   return Glue::guard(Entry::of(i)->plugin->host, "instance_copy",
-                     [&] { instance_of(i)->copy(copies, n, fence, value); });
+                     [&] { instance_of(i)->copy_batch(copies, n, fence, value); });
 }
 
 kiln_status_t* instance_stream_wait(kiln_instance_t* i, kiln_fence_t* fence, uint64_t value) noexcept {

@@ -211,7 +211,7 @@ void SimInstance::free(int32_t kind, void* ptr) {
   if (!ok) host_->log(KILN_LOG_ERROR, "instance_free of a pointer that is not a live block of kind " + std::to_string(kind));
 }
 
-void SimInstance::copy(const kiln_copy_t* copies, size_t n, kiln_fence_t* fence, uint64_t value) {
+void SimInstance::copy_batch(const kiln_copy_t* copies, size_t n, kiln_fence_t* fence, uint64_t value) {
   if (n > 0 && !copies) fail(KILN_STATUS_INVALID_ARGUMENT, "instance_copy: copies is NULL");
   const kiln_host_api_t& api = host_->api();
   if (fence && !api.fence_signal) fail(KILN_STATUS_UNIMPLEMENTED, "instance_copy: the host has no fence_signal");

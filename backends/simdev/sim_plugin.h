@@ -33,7 +33,8 @@ class SimInstance final : public kiln::sdk::Instance {
   void* alloc(int32_t memory_kind, uint32_t device_index, size_t size, size_t alignment);
   void free(int32_t memory_kind, void* ptr);
   /// NULL fence: returns when done (the copies' error, if any, is thrown).
-  void copy(const kiln_copy_t* copies, size_t n, kiln_fence_t* fence, uint64_t value);
+  // (not `copy`: that name is the SDK Instance's own virtual, taking sdk::Copy)
+  void copy_batch(const kiln_copy_t* copies, size_t n, kiln_fence_t* fence, uint64_t value);
   void stream_wait(kiln_fence_t* fence, uint64_t value);
 
   const kiln::sdk::Host& host() const { return *host_; }

@@ -29,6 +29,26 @@ int32_t wanted_kind(const PartitionKernel* k, size_t j) {
   return device_aware(k) ? k->compiled().device().input_kind(j) : KILN_MEMORY_HOST;
 }
 
+// A device-aware partition's plan: which of its inputs die at it (in-place
+// candidates); which outputs the host reads is filled in by the caller.
+DevicePartitionPlan partition_plan(const Step& step, size_t s, const PartitionKernel* k,
+                                   const std::vector<int8_t>& graph_output) {
+  const ir::Node& n = *step.node;
+  DevicePartitionPlan pp;
+  pp.step = s;
+  pp.kernel = k;
+  pp.input_dies.assign(n.inputs.size(), 0);
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const ir::ValueId id = n.inputs[i];
+    if (id == ir::kNoValue) continue;
+    const bool released = std::find(step.release.begin(), step.release.end(), id) != step.release.end();
+    const bool once = std::count(n.inputs.begin(), n.inputs.end(), id) == 1;
+    pp.input_dies[i] = released && once && !graph_output[static_cast<size_t>(id)];
+  }
+  pp.output_needs_host.assign(n.outputs.size(), 0);
+  return pp;
+}
+
 }  // namespace
 
 // --- DeviceEdgePlan ---------------------------------------------------------------
@@ -60,21 +80,7 @@ std::shared_ptr<const DeviceEdgePlan> DeviceEdgePlan::build(const Program& progr
     const Step& step = steps[s];
     const PartitionKernel* k = as_partition(step);
     const ir::Node& n = *step.node;
-    if (device_aware(k)) {
-      DevicePartitionPlan pp;
-      pp.step = s;
-      pp.kernel = k;
-      pp.input_dies.assign(n.inputs.size(), 0);
-      for (size_t i = 0; i < n.inputs.size(); ++i) {
-        const ir::ValueId id = n.inputs[i];
-        if (id == ir::kNoValue) continue;
-        const bool released = std::find(step.release.begin(), step.release.end(), id) != step.release.end();
-        const bool once = std::count(n.inputs.begin(), n.inputs.end(), id) == 1;
-        pp.input_dies[i] = released && once && !graph_output[static_cast<size_t>(id)];
-      }
-      pp.output_needs_host.assign(n.outputs.size(), 0);
-      plan->partitions_.emplace(&n, std::move(pp));
-    }
+    if (device_aware(k)) plan->partitions_.emplace(&n, partition_plan(step, s, k, graph_output));
     // Who reads each value, and in which kind.
     const std::vector<ir::ValueId> reads = reads_of(n, g);
     for (ir::ValueId id : reads) {

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "kernels/portable/util/gemm_prepack.h"
+#include "kernels/portable/util/scratch.h"
 #include "kernels/prepack.h"
 
 namespace kiln::kernels {
@@ -228,24 +229,6 @@ TileTable make_tiles(const WindowGeometry& g, int64_t images, int64_t cout) {
   }
   return tt;
 }
-
-// A thread-local, 64-byte aligned buffer that only grows.
-class Scratch {
- public:
-  ~Scratch() { aligned_free_bytes(data_); }
-  float* get(int64_t n) {
-    if (n > size_) {
-      aligned_free_bytes(data_);
-      data_ = static_cast<float*>(aligned_alloc_bytes(static_cast<size_t>(n) * sizeof(float)));
-      size_ = n;
-    }
-    return data_;
-  }
-
- private:
-  float* data_ = nullptr;
-  int64_t size_ = 0;
-};
 
 // Copies one channel of `images` images of X (x: its plane in the first
 // image; images are c_stride apart) into zero-bordered planes:

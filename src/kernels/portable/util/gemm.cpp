@@ -20,6 +20,7 @@
 
 #include "kernels/portable/util/cv_common.h"
 #include "kernels/portable/util/gemm_tile.h"
+#include "kernels/portable/util/scratch.h"
 #include "kiln/tensor.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -156,24 +157,6 @@ void pack_b_block(const float* b, int64_t ldb, bool trans, int64_t p0, int64_t k
 }
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
-// A thread-local, 64-byte aligned scratch buffer that only grows.
-class Scratch {
- public:
-  ~Scratch() { aligned_free_bytes(data_); }
-  float* get(int64_t n) {
-    if (n > size_) {
-      aligned_free_bytes(data_);
-      data_ = static_cast<float*>(aligned_alloc_bytes(static_cast<size_t>(n) * sizeof(float)));
-      size_ = n;
-    }
-    return data_;
-  }
-
- private:
-  float* data_ = nullptr;
-  int64_t size_ = 0;
-};
 
 struct AlignedFree {
   void operator()(float* p) const { aligned_free_bytes(p); }

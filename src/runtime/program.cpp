@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "ir/subgraphs.h"
 #include "kernels/default_registry.h"
+#include "kernels/heap_allocator.h"
 #include "runtime/backends/partitioner.h"
 #include "runtime/constant_release.h"
 #include "runtime/device_edges.h"
@@ -13,21 +15,6 @@
 namespace kiln::runtime {
 
 namespace {
-
-// Allocates folded outputs on the heap.
-class HeapAllocator final : public kernels::OutputAllocator {
- public:
-  Status allocate(ir::ValueId, DType dtype, const Shape& shape, Tensor* out) override {
-    *out = Tensor::allocate(dtype, shape);
-    return Status::ok();
-  }
-};
-
-bool has_graph_attribute(const ir::Node& n) {
-  for (const ir::Attribute& a : n.attributes)
-    if (a.type == ir::AttrType::kGraph || a.type == ir::AttrType::kGraphs) return true;
-  return false;
-}
 
 ir::ValueType type_of_tensor(const Tensor& t) {
   std::vector<ir::Dim> dims;
@@ -175,7 +162,7 @@ Result<bool> try_fold(BuildWork& w, const ir::Node& node, const NodeInputs& in, 
   std::vector<Value> outs(node.outputs.size());
   std::vector<Value*> out_ptrs;
   for (size_t i = 0; i < outs.size(); ++i) out_ptrs.push_back(node.outputs[i] == ir::kNoValue ? nullptr : &outs[i]);
-  HeapAllocator heap;
+  kernels::HeapAllocator heap;
   kernels::KernelContext ctx(node, in_ptrs.data(), in_ptrs.size(), out_ptrs.data(), out_ptrs.size(), &heap,
                              nullptr, nullptr);
   Status st = kernel.compute(ctx);
@@ -207,7 +194,7 @@ Status fold_constants(BuildWork& w) {
   const ir::Graph& g = w.g;
   for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
     const ir::Node& node = g.nodes[ni];
-    if (w.state[ni] != NodeState::kOpen || has_graph_attribute(node)) continue;
+    if (w.state[ni] != NodeState::kOpen || ir::has_subgraph(node)) continue;
     const NodeInputs in = describe_inputs(node, g, w.constants);
     const bool shape_only = reads_only_shape(node) && node.has_input(0) && g.value(node.inputs[0]).type.is_static();
     if (!in.all_constant && !shape_only) continue;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "ir/subgraphs.h"
 #include "runtime/backends/partition_kernel.h"
 
 namespace kiln::runtime {
@@ -18,12 +19,6 @@ std::atomic<int>& interop_flag() {
     return env && std::strcmp(env, "0") == 0 ? 0 : 1;
   }()};
   return flag;
-}
-
-bool has_subgraph(const ir::Node& n) {
-  return std::any_of(n.attributes.begin(), n.attributes.end(), [](const ir::Attribute& a) {
-    return a.type == ir::AttrType::kGraph || a.type == ir::AttrType::kGraphs;
-  });
 }
 
 // Output elements of a step when every output's shape is static, else -1.
@@ -42,7 +37,7 @@ int64_t static_output_elements(const ir::Node& n, const ir::Graph& g) {
 // from its inputs alone and is worth a task of its own.
 bool groupable(const Step& s, const ir::Graph& g) {
   const ir::Node& n = *s.node;
-  if (n.domain == kPartitionDomain || has_subgraph(n)) return false;
+  if (n.domain == kPartitionDomain || ir::has_subgraph(n)) return false;
   if (s.flags & (kernels::kNondeterministic | kernels::kAliasesInput0)) return false;
   const int64_t elements = static_output_elements(n, g);
   return elements < 0 || elements >= kMinGroupedElements;

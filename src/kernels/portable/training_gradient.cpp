@@ -23,6 +23,7 @@
 #include <unordered_map>
 
 #include "kernels/default_registry.h"
+#include "kernels/heap_allocator.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -30,14 +31,6 @@
 namespace kiln::kernels {
 
 namespace {
-
-class HeapOutputs final : public OutputAllocator {
- public:
-  Status allocate(ir::ValueId, DType dtype, const Shape& shape, Tensor* out) override {
-    *out = Tensor::allocate(dtype, shape);
-    return Status::ok();
-  }
-};
 
 const std::set<std::string>& differentiable_ops() {
   static const std::set<std::string> ops = {"Add",     "Sub",  "Mul", "Div", "Neg",  "Identity", "Relu",
@@ -184,7 +177,7 @@ class Gradient final : public Kernel {
       values[leaves_[i]] = ctx.input(i);
     }
     // Forward.
-    HeapOutputs heap;
+    HeapAllocator heap;
     for (const Step& s : steps_) {
       std::vector<Value> in(s.node.inputs.size()), out(s.node.outputs.size());
       std::vector<const Value*> in_ptrs(in.size(), nullptr);

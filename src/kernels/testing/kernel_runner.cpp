@@ -1,4 +1,5 @@
 #include "kernels/testing/kernel_runner.h"
+#include "kernels/heap_allocator.h"
 
 #include <memory>
 
@@ -24,14 +25,6 @@ ir::Attribute attr(std::string name, int v) { return attr(std::move(name), stati
 ir::Attribute attr(std::string name, const char* v) { return attr(std::move(name), std::string(v)); }
 
 namespace {
-
-class HeapAllocator final : public kernels::OutputAllocator {
- public:
-  Status allocate(ir::ValueId, DType dtype, const Shape& shape, Tensor* out) override {
-    *out = Tensor::allocate(dtype, shape);
-    return Status::ok();
-  }
-};
 
 ir::ValueType type_of(const Value& v) {
   ir::ValueType t;
@@ -94,7 +87,7 @@ Result<std::vector<Value>> run_op(const OpCall& call) {
   std::vector<Value> outputs(call.num_outputs);
   std::vector<Value*> out_ptrs;
   for (Value& v : outputs) out_ptrs.push_back(&v);
-  HeapAllocator alloc;
+  kernels::HeapAllocator alloc;
   std::unique_ptr<ThreadPool> pool;
   if (call.threads > 1) pool = std::make_unique<ThreadPool>(call.threads);
   kernels::KernelContext ctx(node, in_ptrs.data(), in_ptrs.size(), out_ptrs.data(), out_ptrs.size(), &alloc,

@@ -2,25 +2,12 @@
 
 #include <unordered_map>
 
+#include "ir/subgraphs.h"
+#include "kernels/heap_allocator.h"
 #include "runtime/program.h"
 
 namespace kiln::runtime {
 namespace {
-
-// Intermediate values of a fallback run live on the heap.
-class HeapAllocator final : public kernels::OutputAllocator {
- public:
-  Status allocate(ir::ValueId, DType dtype, const Shape& shape, Tensor* out) override {
-    *out = Tensor::allocate(dtype, shape);
-    return Status::ok();
-  }
-};
-
-bool has_subgraph(const ir::Node& n) {
-  for (const ir::Attribute& a : n.attributes)
-    if (a.type == ir::AttrType::kGraph || a.type == ir::AttrType::kGraphs) return true;
-  return false;
-}
 
 }  // namespace
 
@@ -32,7 +19,7 @@ std::unique_ptr<PortableFallback> PortableFallback::make(const ir::Graph& g, con
   std::unique_ptr<PortableFallback> f(new PortableFallback(g, registry));
   for (int32_t ni : nodes) {
     const ir::Node& n = g.nodes[static_cast<size_t>(ni)];
-    if (has_subgraph(n)) return nullptr;
+    if (ir::has_subgraph(n)) return nullptr;
     const NodeInputs in = describe_inputs(n, g, constants);
     if (!registry.find(n.domain, n.op_type, n.opset, in.dtypes, nullptr)) return nullptr;
     for (ir::ValueId v : n.inputs) {
@@ -77,7 +64,7 @@ Status PortableFallback::run(kernels::KernelContext& ctx) const {
     if (!v) return internal_error("fallback: partition input ", i, " is missing");
     slots[inputs_[i]] = *v;
   }
-  HeapAllocator alloc;
+  kernels::HeapAllocator alloc;
   std::vector<const Value*> in;
   std::vector<Value*> out;
   for (size_t k = 0; k < nodes_.size(); ++k) {

@@ -63,21 +63,18 @@ __attribute__((target("avx512f"))) inline __m512 pixel(const float* const* rows,
   return acc;
 }
 
-// One output row, 16 channels starting at c0: the filter stays in registers.
+// One output row, 16 channels starting at c0, from its three input rows
+// (null: padding): the filter stays in registers.
 template <size_t S>
-__attribute__((target("avx512f"))) void row16(const DepthwiseShape& s, const float* in, const float* filter,
-                                               const float* bias, float* out, size_t oy, size_t c0) {
+__attribute__((target("avx512f"))) void row16(const DepthwiseShape& s, const float* const* in_rows, const float* filter,
+                                               const float* bias, float* out, size_t c0) {
   const size_t C = s.c;
   __m512 w[9];
   for (size_t t = 0; t < 9; ++t) w[t] = _mm512_loadu_ps(filter + t * C + c0);
   const __m512 b = bias ? _mm512_loadu_ps(bias + c0) : _mm512_setzero_ps();
   const __m512 lo = _mm512_set1_ps(s.lo), hi = _mm512_set1_ps(s.hi);
-  // The three input rows this output row reads (null: padding).
   const float* rows[3];
-  for (size_t ky = 0; ky < 3; ++ky) {
-    const long iy = static_cast<long>(oy * S + ky) - static_cast<long>(s.pad_top);
-    rows[ky] = iy >= 0 && iy < static_cast<long>(s.h) ? in + static_cast<size_t>(iy) * s.w * C + c0 : nullptr;
-  }
+  for (size_t ky = 0; ky < 3; ++ky) rows[ky] = in_rows[ky] ? in_rows[ky] + c0 : nullptr;
   const long W = static_cast<long>(s.w), pl = static_cast<long>(s.pad_left);
   for (size_t ox = 0; ox < s.ow;) {
     const long ix0 = static_cast<long>(ox * S) - pl;
@@ -103,14 +100,28 @@ void depthwise3x3_rows(const DepthwiseShape& s, const float* input, const float*
   for (size_t r = row_begin; r < row_end; ++r) {
     const size_t n = r / s.oh, oy = r % s.oh;
     const float* in = input + n * s.h * s.w * s.c;
-    float* out = output + (n * s.oh + oy) * s.ow * s.c;
-    for (size_t c0 = 0; c0 < s.c; c0 += 16) {
-      if (s.stride == 1) row16<1>(s, in, filter, bias, out, oy, c0);
-      else row16<2>(s, in, filter, bias, out, oy, c0);
+    // The three input rows this output row reads (null: padding).
+    const float* rows[3];
+    for (size_t ky = 0; ky < 3; ++ky) {
+      const long iy = static_cast<long>(oy * s.stride + ky) - static_cast<long>(s.pad_top);
+      rows[ky] = iy >= 0 && iy < static_cast<long>(s.h) ? in + static_cast<size_t>(iy) * s.w * s.c : nullptr;
     }
+    depthwise3x3_row(s, rows, filter, bias, output + (n * s.oh + oy) * s.ow * s.c);
   }
 #else
   (void)s, (void)input, (void)filter, (void)bias, (void)output, (void)row_begin, (void)row_end;
+#endif
+}
+
+void depthwise3x3_row(const DepthwiseShape& s, const float* const rows[3], const float* filter, const float* bias,
+                      float* output) {
+#ifdef KILN_XNN_X86
+  for (size_t c0 = 0; c0 < s.c; c0 += 16) {
+    if (s.stride == 1) row16<1>(s, rows, filter, bias, output, c0);
+    else row16<2>(s, rows, filter, bias, output, c0);
+  }
+#else
+  (void)s, (void)rows, (void)filter, (void)bias, (void)output;
 #endif
 }
 

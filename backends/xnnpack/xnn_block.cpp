@@ -1,0 +1,261 @@
+#include "xnn_block.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "kiln/c/backend_sdk.hpp"
+#include "xnn_dwconv.h"
+#include "xnn_tsan.h"
+
+namespace kiln_xnnpack {
+
+namespace {
+
+// Scratch a band may use (ring of expanded rows + depthwise output): about
+// a third of a core's L2 (Zen 4: 1 MB, Intel since Ice Lake: 1.25-2 MB), so
+// the weights and the block's input rows stay in it too.
+constexpr size_t kBandBytes = 320 * 1024;
+
+size_t round16(size_t c) { return (c + 15) / 16 * 16; }
+
+const std::vector<float>& constant_of(const Program& p, uint32_t v) {
+  return p.constants[static_cast<size_t>(p.values[v].constant)];
+}
+
+bool is_constant(const Program& p, uint32_t v) { return v != kNoValue && p.values[v].constant >= 0; }
+
+// A 1x1 convolution with stride 1, no padding and one group, with a clamp.
+bool pointwise(const Program& p, const Op& op) {
+  if (op.kind != OpKind::kConv || op.ints.size() < 13 || op.floats.size() < 2 || op.in.size() < 2) return false;
+  const std::vector<int64_t>& i = op.ints;
+  for (size_t k = 0; k < 4; ++k)
+    if (i[k] != 0) return false;
+  return i[4] == 1 && i[5] == 1 && i[6] == 1 && i[7] == 1 && i[8] == 1 && i[9] == 1 && i[10] == 1 &&
+         is_constant(p, op.in[1]) && (op.in.size() < 3 || op.in[2] == kNoValue || is_constant(p, op.in[2])) &&
+         p.values[op.in[0]].dims.size() == 4;
+}
+
+// A 3x3 depthwise convolution (multiplier 1, dilation 1, stride 1 or 2 in
+// both directions, pads < 3) with a clamp.
+bool depthwise(const Program& p, const Op& op) {
+  if (op.kind != OpKind::kDepthwise || op.ints.size() < 12 || op.floats.size() < 2 || op.in.size() < 2) return false;
+  const std::vector<int64_t>& i = op.ints;
+  for (size_t k = 0; k < 4; ++k)
+    if (i[k] < 0 || i[k] > 2) return false;
+  return i[4] == 3 && i[5] == 3 && i[6] == i[7] && (i[6] == 1 || i[6] == 2) && i[8] == 1 && i[9] == 1 && i[10] == 1 &&
+         is_constant(p, op.in[1]) && (op.in.size() < 3 || op.in[2] == kNoValue || is_constant(p, op.in[2])) &&
+         p.values[op.in[0]].dims.size() == 4;
+}
+
+const float* bias_of(const Program& p, const Op& op) {
+  return op.in.size() > 2 && op.in[2] != kNoValue ? constant_of(p, op.in[2]).data() : nullptr;
+}
+
+}  // namespace
+
+struct FusedBlocks::Block {
+  size_t first = 0, end = 0;  // ops [first, end)
+  uint32_t input = kNoValue, output = kNoValue;
+  bool expand = false, residual = false;
+  size_t n = 0, h = 0, w = 0, cin = 0, ce = 0, oh = 0, ow = 0, cout = 0;
+  size_t band = 1, ring = 0;      // output rows per band step; expanded rows in the ring
+  PackedGemm expand_gemm, project_gemm;
+  PackedGemm::Epilogue expand_epi{}, project_epi{};
+  DepthwiseShape dw{};
+  std::vector<float> dw_filter, dw_bias;  // [9][ce16], [ce16], zero-padded
+
+  size_t ce16() const { return round16(ce); }
+  size_t scratch_floats() const { return (ring * w + band * ow) * ce16(); }
+  void run_rows(const float* x, float* y, float* scratch, size_t g0, size_t g1) const;
+};
+
+namespace {
+
+// The block whose first op is ops[i], if there is one: [expand ->]
+// depthwise -> project [-> Add of the block's input], consecutive ops, each
+// intermediate value read only by the next op.
+std::unique_ptr<FusedBlocks::Block> match(const Program& p, size_t i, const std::vector<size_t>& readers) {
+  auto b = std::make_unique<FusedBlocks::Block>();
+  b->first = i;
+  size_t k = i;
+  b->expand = k + 2 < p.ops.size() && pointwise(p, p.ops[k]) && readers[p.ops[k].out] == 1 &&
+              p.ops[k + 1].in.at(0) == p.ops[k].out;
+  if (b->expand) ++k;
+  if (k + 1 >= p.ops.size() || !depthwise(p, p.ops[k]) || readers[p.ops[k].out] != 1) return nullptr;
+  const Op& d = p.ops[k];
+  const Op& pr = p.ops[k + 1];
+  if (!pointwise(p, pr) || pr.in[0] != d.out) return nullptr;
+  b->input = b->expand ? p.ops[i].in[0] : d.in[0];
+  if (is_constant(p, b->input)) return nullptr;
+  const std::vector<int64_t>& xd = p.values[b->input].dims;
+  const std::vector<int64_t>& dd = p.values[d.out].dims;
+  const std::vector<int64_t>& yd = p.values[pr.out].dims;
+  if (xd[0] != yd[0] || numel(xd) <= 0 || numel(yd) <= 0) return nullptr;
+  b->n = static_cast<size_t>(xd[0]);
+  b->h = static_cast<size_t>(xd[1]), b->w = static_cast<size_t>(xd[2]), b->cin = static_cast<size_t>(xd[3]);
+  b->ce = static_cast<size_t>(dd[3]), b->oh = static_cast<size_t>(dd[1]), b->ow = static_cast<size_t>(dd[2]);
+  b->cout = static_cast<size_t>(yd[3]);
+  if (!b->expand && b->cin % 16 != 0) return nullptr;  // the depthwise reads the input's rows in place
+  b->output = pr.out;
+  b->end = k + 2;
+  if (b->end < p.ops.size() && readers[pr.out] == 1) {
+    const Op& a = p.ops[b->end];
+    const bool reads = a.in.size() == 2 && ((a.in[0] == pr.out && a.in[1] == b->input) ||
+                                            (a.in[1] == pr.out && a.in[0] == b->input));
+    if (a.kind == OpKind::kAdd && reads && xd == yd && p.values[a.out].dims == yd && a.floats.size() >= 2) {
+      b->residual = true;
+      b->output = a.out;
+      b->project_epi.lo2 = a.floats[0];
+      b->project_epi.hi2 = a.floats[1];
+      ++b->end;
+    }
+  }
+  return b;
+}
+
+// Packs the weights of a matched block and sizes its bands.
+void prepare(const Program& p, FusedBlocks::Block& b, size_t band_rows) {
+  const size_t ce16 = b.ce16();
+  if (b.expand) {
+    const Op& e = p.ops[b.first];
+    std::vector<float> w(ce16 * b.cin, 0.0f), bias(ce16, 0.0f);
+    const std::vector<float>& f = constant_of(p, e.in[1]);  // [ce, 1, 1, cin]
+    std::copy(f.begin(), f.end(), w.begin());
+    if (const float* eb = bias_of(p, e)) std::copy(eb, eb + b.ce, bias.begin());
+    b.expand_gemm = PackedGemm(w.data(), bias.data(), ce16, b.cin, b.cin);
+    b.expand_epi.lo = e.floats[0];
+    b.expand_epi.hi = e.floats[1];
+  }
+  const Op& d = p.ops[b.first + (b.expand ? 1 : 0)];
+  const Op& pr = p.ops[b.first + (b.expand ? 2 : 1)];
+  b.dw_filter.assign(9 * ce16, 0.0f);
+  b.dw_bias.assign(ce16, 0.0f);
+  const std::vector<float>& df = constant_of(p, d.in[1]);  // [1, 3, 3, ce]
+  for (size_t t = 0; t < 9; ++t) std::copy(df.begin() + t * b.ce, df.begin() + (t + 1) * b.ce, b.dw_filter.begin() + t * ce16);
+  if (const float* db = bias_of(p, d)) std::copy(db, db + b.ce, b.dw_bias.begin());
+  b.dw.w = b.w;
+  b.dw.c = ce16;
+  b.dw.ow = b.ow;
+  b.dw.stride = static_cast<size_t>(d.ints[6]);
+  b.dw.pad_top = static_cast<size_t>(d.ints[0]);
+  b.dw.pad_left = static_cast<size_t>(d.ints[3]);
+  b.dw.lo = d.floats[0];
+  b.dw.hi = d.floats[1];
+  b.project_gemm = PackedGemm(constant_of(p, pr.in[1]).data(), bias_of(p, pr), b.cout, b.ce, ce16);
+  b.project_epi.lo = pr.floats[0];
+  b.project_epi.hi = pr.floats[1];
+  // Band rows: as many as keep the scratch within kBandBytes (at least 1).
+  b.band = band_rows > 0 ? std::min(band_rows, b.oh) : 1;
+  for (;;) {
+    b.ring = b.expand ? (b.band - 1) * b.dw.stride + 3 : 0;
+    if (band_rows > 0 || b.band >= b.oh) break;
+    const size_t next = (b.expand ? b.band * b.dw.stride + 3 : 0) * b.w + (b.band + 1) * b.ow;
+    if (next * ce16 * sizeof(float) > kBandBytes) break;
+    ++b.band;
+  }
+}
+
+}  // namespace
+
+FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads) : threads_(std::max<size_t>(1, threads)) {
+  block_of_.assign(p.ops.size(), -1);
+  hidden_.assign(p.values.size(), 0);
+  if (!f.enabled || !gemm_supported() || !native_depthwise_supported()) return;
+  std::vector<size_t> readers(p.values.size(), 0);
+  for (const Op& op : p.ops)
+    for (uint32_t v : op.in)
+      if (v != kNoValue) ++readers[v];
+  for (const Boundary& b : p.outputs) ++readers[b.value];
+  for (size_t i = 0; i < p.ops.size();) {
+    std::unique_ptr<Block> b = match(p, i, readers);
+    if (!b) {
+      ++i;
+      continue;
+    }
+    prepare(p, *b, f.band_rows);
+    for (size_t k = b->first; k < b->end; ++k) {
+      block_of_[k] = static_cast<int32_t>(blocks_.size());
+      if (k + 1 < b->end) hidden_[p.ops[k].out] = 1;
+    }
+    per_task_ = std::max(per_task_, round16(b->scratch_floats()));
+    i = b->end;
+    blocks_.push_back(std::move(b));
+  }
+  scratch_.assign(per_task_ * threads_, 0.0f);
+}
+
+FusedBlocks::~FusedBlocks() = default;
+
+size_t FusedBlocks::count() const { return blocks_.size(); }
+
+bool FusedBlocks::starts(size_t op) const { return covers(op) && blocks_[static_cast<size_t>(block_of_[op])]->first == op; }
+
+size_t FusedBlocks::end(size_t op) const { return blocks_[static_cast<size_t>(block_of_[op])]->end; }
+
+// Output rows [g0, g1) of all images (row g is image g / oh, row g % oh).
+void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, size_t g0, size_t g1) const {
+  const size_t ce16 = this->ce16(), s = dw.stride, pt = dw.pad_top;
+  float* ring_rows = scratch;
+  float* dw_out = scratch + ring * w * ce16;
+  PackedGemm::Epilogue pe = project_epi;
+  for (size_t g = g0; g < g1;) {
+    const size_t n = g / oh, oy0 = g % oh, oy_end = std::min(oh, oy0 + (g1 - g));
+    const float* xn = x + n * h * w * cin;
+    float* yn = y + n * oh * ow * cout;
+    // Input rows [0, next) have been expanded into the ring (row r in slot r % ring).
+    size_t next = oy0 * s > pt ? oy0 * s - pt : 0;
+    for (size_t oy = oy0; oy < oy_end; oy += band) {
+      const size_t oe = std::min(oy + band, oy_end);
+      if (expand) {
+        const size_t need = std::min(h, (oe - 1) * s + 3 > pt ? (oe - 1) * s + 3 - pt : 0);
+        while (next < need) {
+          const size_t slot = next % ring, rows = std::min(need - next, ring - slot);
+          expand_gemm.run(rows * w, xn + next * w * cin, cin, ring_rows + slot * w * ce16, ce16, expand_epi);
+          next += rows;
+        }
+      }
+      for (size_t r = oy; r < oe; ++r) {
+        const float* rows[3];
+        for (size_t ky = 0; ky < 3; ++ky) {
+          const size_t iy = r * s + ky;  // + pad_top
+          const bool inside = iy >= pt && iy - pt < h;
+          rows[ky] = !inside ? nullptr : expand ? ring_rows + ((iy - pt) % ring) * w * ce16 : xn + (iy - pt) * w * cin;
+        }
+        depthwise3x3_row(dw, rows, dw_filter.data(), dw_bias.data(), dw_out + (r - oy) * ow * ce16);
+      }
+      pe.residual = residual ? xn + oy * ow * cin : nullptr;
+      pe.ldr = cin;
+      project_gemm.run((oe - oy) * ow, dw_out, ce16, yn + oy * ow * cout, cout, pe);
+    }
+    g += oy_end - oy0;
+  }
+}
+
+namespace {
+
+struct BandTask {
+  const FusedBlocks::Block* block;
+  const float* x;
+  float* y;
+  float* scratch;
+  size_t per_task, rows, bands;
+  static void run(void* ctx, size_t t) {
+    tsan_acquire(ctx);
+    const auto* b = static_cast<const BandTask*>(ctx);
+    b->block->run_rows(b->x, b->y, b->scratch + t * b->per_task, t * b->rows / b->bands, (t + 1) * b->rows / b->bands);
+    tsan_release(ctx);
+  }
+};
+
+}  // namespace
+
+void FusedBlocks::run(size_t op, const std::vector<float*>& ptr, pthreadpool_t pool, uint32_t flags) {
+  const Block& b = *blocks_[static_cast<size_t>(block_of_[op])];
+  BandTask t{&b, ptr[b.input], ptr[b.output], scratch_.data(), per_task_, b.n * b.oh, threads_};
+  if (!t.x || !t.y) kiln::sdk::fail(KILN_STATUS_INTERNAL, "a fused block lacks a buffer");
+  tsan_release(&t);
+  api().pthreadpool_parallelize_1d(pool, &BandTask::run, &t, threads_, flags);
+  tsan_acquire(&t);
+}
+
+}  // namespace kiln_xnnpack

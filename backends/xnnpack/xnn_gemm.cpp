@@ -53,7 +53,7 @@ __attribute__((target("avx512f"))) inline __m512 clamp(__m512 v, __m512 lo, __m5
 
 // MR rows of A times one panel of NV vectors: the accumulators stay in
 // registers over all of k; A is broadcast one element at a time.
-template <size_t MR, size_t NV>
+template <size_t MR, size_t NV, bool R>
 __attribute__((target("avx512f"))) void tile(size_t k, const float* a, size_t lda, const float* b, const float* bias,
                                              float* c, size_t ldc, __mmask16 last, const float* r, const Epilogue& e) {
   __m512 acc[MR][NV];
@@ -72,13 +72,16 @@ __attribute__((target("avx512f"))) void tile(size_t k, const float* a, size_t ld
     }
   }
   const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
-  const __m512 lo2 = _mm512_set1_ps(e.lo2), hi2 = _mm512_set1_ps(e.hi2);
   for (size_t i = 0; i < MR; ++i) {
     for (size_t j = 0; j < NV; ++j) {
-      const __mmask16 mask = j + 1 == NV ? last : __mmask16(0xFFFF);
       __m512 v = clamp(acc[i][j], lo, hi);
-      if (r) v = clamp(_mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, r + i * e.ldr + j * 16)), lo2, hi2);
-      _mm512_mask_storeu_ps(c + i * ldc + j * 16, mask, v);
+      if (R) {
+        const __mmask16 mask = j + 1 == NV ? last : __mmask16(0xFFFF);
+        v = clamp(_mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, r + i * e.ldr + j * 16)), _mm512_set1_ps(e.lo2),
+                  _mm512_set1_ps(e.hi2));
+      }
+      if (j + 1 == NV) _mm512_mask_storeu_ps(c + i * ldc + j * 16, last, v);
+      else _mm512_storeu_ps(c + i * ldc + j * 16, v);
     }
   }
 }
@@ -90,16 +93,18 @@ using TileFn = void (*)(size_t, const float*, size_t, const float*, const float*
 // enough independent FMAs to hide their latency on two FMA ports.
 constexpr size_t kRows2 = 8, kRows1 = 12;
 
-template <size_t NV, size_t... I>
+template <size_t NV, bool R, size_t... I>
 constexpr auto tiles(std::index_sequence<I...>) {
-  return std::array<TileFn, sizeof...(I)>{&tile<I + 1, NV>...};
+  return std::array<TileFn, sizeof...(I)>{&tile<I + 1, NV, R>...};
 }
 
 }  // namespace
 
 void PackedGemm::run(size_t m, const float* a, size_t lda, float* c, size_t ldc, const Epilogue& e) const {
-  static constexpr auto two = tiles<2>(std::make_index_sequence<kRows2>{});
-  static constexpr auto one = tiles<1>(std::make_index_sequence<kRows1>{});
+  static constexpr auto two = tiles<2, false>(std::make_index_sequence<kRows2>{});
+  static constexpr auto one = tiles<1, false>(std::make_index_sequence<kRows1>{});
+  static constexpr auto two_r = tiles<2, true>(std::make_index_sequence<kRows2>{});
+  static constexpr auto one_r = tiles<1, true>(std::make_index_sequence<kRows1>{});
   const float* b = panels_.data();
   for (size_t col0 = 0; col0 < n_; col0 += kPanel) {
     const size_t cols = std::min(kPanel, n_ - col0), nv = vectors_of(cols);
@@ -109,7 +114,7 @@ void PackedGemm::run(size_t m, const float* a, size_t lda, float* c, size_t ldc,
     for (size_t m0 = 0; m0 < m; m0 += rows) {
       const size_t mr = std::min(rows, m - m0);
       const float* r = e.residual ? e.residual + m0 * e.ldr + col0 : nullptr;
-      const TileFn f = nv == 2 ? two[mr - 1] : one[mr - 1];
+      const TileFn f = nv == 2 ? (r ? two_r : two)[mr - 1] : (r ? one_r : one)[mr - 1];
       f(k_, a + m0 * lda, lda, b, bias_.data() + col0, c + m0 * ldc + col0, ldc, last, r, e);
     }
     b += k_ * nv * 16;

@@ -106,7 +106,7 @@ void depthwise3x3_rows(const DepthwiseShape& s, const float* input, const float*
       const long iy = static_cast<long>(oy * s.stride + ky) - static_cast<long>(s.pad_top);
       rows[ky] = iy >= 0 && iy < static_cast<long>(s.h) ? in + static_cast<size_t>(iy) * s.w * s.c : nullptr;
     }
-    depthwise3x3_row(s, rows, filter, bias, output + (n * s.oh + oy) * s.ow * s.c);
+    depthwise3x3_row(s, rows, filter, bias, output + (n * s.oh + oy) * s.ow * s.c, 0, s.c);
   }
 #else
   (void)s, (void)input, (void)filter, (void)bias, (void)output, (void)row_begin, (void)row_end;
@@ -114,14 +114,14 @@ void depthwise3x3_rows(const DepthwiseShape& s, const float* input, const float*
 }
 
 void depthwise3x3_row(const DepthwiseShape& s, const float* const rows[3], const float* filter, const float* bias,
-                      float* output) {
+                      float* output, size_t c_begin, size_t c_end) {
 #ifdef KILN_XNN_X86
-  for (size_t c0 = 0; c0 < s.c; c0 += 16) {
+  for (size_t c0 = c_begin; c0 < c_end; c0 += 16) {
     if (s.stride == 1) row16<1>(s, rows, filter, bias, output, c0);
     else row16<2>(s, rows, filter, bias, output, c0);
   }
 #else
-  (void)s, (void)rows, (void)filter, (void)bias, (void)output;
+  (void)s, (void)rows, (void)filter, (void)bias, (void)output, (void)c_begin, (void)c_end;
 #endif
 }
 

@@ -36,10 +36,10 @@ bool native_depthwise_fits(const std::vector<int64_t>& ints, const std::vector<i
 void depthwise3x3_rows(const DepthwiseShape& s, const float* input, const float* filter, const float* bias,
                        float* output, size_t row_begin, size_t row_end);
 
-/// One output row from the three input rows it reads (each s.w pixels of
-/// s.c channels, s.c a multiple of 16; null: a padding row). s.h, s.oh and
-/// s.pad_top are not used.
+/// Channels [c_begin, c_end) (multiples of 16) of one output row from the
+/// three input rows it reads (each s.w pixels of s.c channels, s.c a
+/// multiple of 16; null: a padding row). s.h, s.oh and s.pad_top are not used.
 void depthwise3x3_row(const DepthwiseShape& s, const float* const rows[3], const float* filter, const float* bias,
-                      float* output);
+                      float* output, size_t c_begin, size_t c_end);
 
 }  // namespace kiln_xnnpack

@@ -18,6 +18,13 @@ namespace {
 // 320 KB or 1 MB).
 constexpr size_t kBandBytes = 512 * 1024;
 
+// With more than one thread, a block whose expanded tensor is at most this
+// big is run in two phases instead (all threads expand, then all run the
+// depthwise and project on their bands, reading the expanded tensor from
+// each other's caches): split into bands, the 7x7 and 14x14 maps would
+// recompute 2 halo rows of 3-7 per band.
+constexpr size_t kWholeBytes = 1024 * 1024;
+
 // Channels the depthwise convolution of a band runs over all its rows at a time.
 constexpr size_t kDepthwiseChannels = 16;
 
@@ -62,6 +69,7 @@ struct FusedBlocks::Block {
   size_t first = 0, end = 0;  // ops [first, end)
   uint32_t input = kNoValue, output = kNoValue;
   bool expand = false, residual = false;
+  bool whole = false;             // expanded in full first (two phases; see kWholeBytes)
   size_t n = 0, h = 0, w = 0, cin = 0, ce = 0, oh = 0, ow = 0, cout = 0;
   size_t band = 1, ring = 0;      // output rows per band step; expanded rows in the ring
   PackedGemm expand_gemm, project_gemm;
@@ -72,7 +80,10 @@ struct FusedBlocks::Block {
   size_t ce16() const { return round16(ce); }
   // Ring of expanded rows, depthwise output, then 3 row pointers per band row.
   size_t scratch_floats() const { return (ring * w + band * ow) * ce16() + band * 3 * sizeof(float*) / sizeof(float); }
-  void run_rows(const float* x, float* y, float* scratch, size_t g0, size_t g1) const;
+  /// Output rows [g0, g1) of all images (row g is image g / oh, row g % oh).
+  /// `expanded`: the whole expanded input (n x h x w x ce16), else null
+  /// (the band expands its own rows).
+  void run_rows(const float* x, float* y, float* scratch, size_t g0, size_t g1, const float* expanded) const;
 };
 
 namespace {
@@ -167,6 +178,7 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
   block_of_.assign(p.ops.size(), -1);
   hidden_.assign(p.values.size(), 0);
   if (!f.enabled || !gemm_supported() || !native_depthwise_supported()) return;
+  size_t expanded_size = 0;
   std::vector<size_t> readers(p.values.size(), 0);
   for (const Op& op : p.ops)
     for (uint32_t v : op.in)
@@ -179,6 +191,9 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
       continue;
     }
     prepare(p, *b, f.band_rows);
+    const size_t whole = b->n * b->h * b->w * b->ce16();
+    b->whole = threads_ > 1 && b->expand && whole * sizeof(float) <= kWholeBytes;
+    if (b->whole) expanded_size = std::max(expanded_size, whole);
     for (size_t k = b->first; k < b->end; ++k) {
       block_of_[k] = static_cast<int32_t>(blocks_.size());
       if (k + 1 < b->end) hidden_[p.ops[k].out] = 1;
@@ -188,6 +203,7 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
     blocks_.push_back(std::move(b));
   }
   scratch_.assign(per_task_ * threads_, 0.0f);
+  expanded_.assign(expanded_size, 0.0f);
 }
 
 FusedBlocks::~FusedBlocks() = default;
@@ -198,8 +214,8 @@ bool FusedBlocks::starts(size_t op) const { return covers(op) && blocks_[static_
 
 size_t FusedBlocks::end(size_t op) const { return blocks_[static_cast<size_t>(block_of_[op])]->end; }
 
-// Output rows [g0, g1) of all images (row g is image g / oh, row g % oh).
-void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, size_t g0, size_t g1) const {
+void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, size_t g0, size_t g1,
+                                  const float* expanded) const {
   const size_t ce16 = this->ce16(), s = dw.stride, pt = dw.pad_top;
   float* ring_rows = scratch;
   float* dw_out = scratch + ring * w * ce16;
@@ -213,7 +229,7 @@ void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, size
     size_t next = oy0 * s > pt ? oy0 * s - pt : 0;
     for (size_t oy = oy0; oy < oy_end; oy += band) {
       const size_t oe = std::min(oy + band, oy_end);
-      if (expand) {
+      if (expand && !expanded) {
         const size_t need = std::min(h, (oe - 1) * s + 3 > pt ? (oe - 1) * s + 3 - pt : 0);
         while (next < need) {
           const size_t slot = next % ring, rows = std::min(need - next, ring - slot);
@@ -227,8 +243,11 @@ void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, size
         for (size_t ky = 0; ky < 3; ++ky) {
           const size_t iy = r * s + ky;  // + pad_top
           const bool inside = iy >= pt && iy - pt < h;
-          row_ptrs[(r - oy) * 3 + ky] =
-              !inside ? nullptr : expand ? ring_rows + ((iy - pt) % ring) * w * ce16 : xn + (iy - pt) * w * cin;
+          const float* row = nullptr;
+          if (inside && expanded) row = expanded + (n * h + iy - pt) * w * ce16;
+          else if (inside && expand) row = ring_rows + ((iy - pt) % ring) * w * ce16;
+          else if (inside) row = xn + (iy - pt) * w * cin;
+          row_ptrs[(r - oy) * 3 + ky] = row;
         }
       }
       // Channel groups outermost: a group's slices of the input rows (W x 64
@@ -254,10 +273,30 @@ struct BandTask {
   float* y;
   float* scratch;
   size_t per_task, rows, bands;
+  const float* expanded;
   static void run(void* ctx, size_t t) {
     tsan_acquire(ctx);
     const auto* b = static_cast<const BandTask*>(ctx);
-    b->block->run_rows(b->x, b->y, b->scratch + t * b->per_task, t * b->rows / b->bands, (t + 1) * b->rows / b->bands);
+    b->block->run_rows(b->x, b->y, b->scratch + t * b->per_task, t * b->rows / b->bands, (t + 1) * b->rows / b->bands,
+                       b->expanded);
+    tsan_release(ctx);
+  }
+};
+
+// Phase one of a block run whole: input rows [t * rows / bands, ...) of all images.
+struct ExpandTask {
+  const FusedBlocks::Block* block;
+  const float* x;
+  float* expanded;
+  size_t rows, bands;
+  static void run(void* ctx, size_t t) {
+    tsan_acquire(ctx);
+    const auto* e = static_cast<const ExpandTask*>(ctx);
+    const FusedBlocks::Block& b = *e->block;
+    const size_t r0 = t * e->rows / e->bands, r1 = (t + 1) * e->rows / e->bands;
+    if (r1 > r0)
+      b.expand_gemm.run((r1 - r0) * b.w, e->x + r0 * b.w * b.cin, b.cin, e->expanded + r0 * b.w * b.ce16(), b.ce16(),
+                        b.expand_epi);
     tsan_release(ctx);
   }
 };
@@ -266,8 +305,15 @@ struct BandTask {
 
 void FusedBlocks::run(size_t op, const std::vector<float*>& ptr, pthreadpool_t pool, uint32_t flags) {
   const Block& b = *blocks_[static_cast<size_t>(block_of_[op])];
-  BandTask t{&b, ptr[b.input], ptr[b.output], scratch_.data(), per_task_, b.n * b.oh, threads_};
+  BandTask t{&b, ptr[b.input], ptr[b.output], scratch_.data(), per_task_, b.n * b.oh, threads_, nullptr};
   if (!t.x || !t.y) kiln::sdk::fail(KILN_STATUS_INTERNAL, "a fused block lacks a buffer");
+  if (b.whole) {
+    ExpandTask e{&b, t.x, expanded_.data(), b.n * b.h, threads_};
+    tsan_release(&e);
+    api().pthreadpool_parallelize_1d(pool, &ExpandTask::run, &e, threads_, 0);
+    tsan_acquire(&e);
+    t.expanded = expanded_.data();
+  }
   tsan_release(&t);
   api().pthreadpool_parallelize_1d(pool, &BandTask::run, &t, threads_, flags);
   tsan_acquire(&t);

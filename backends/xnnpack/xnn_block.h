@@ -15,7 +15,9 @@
 // padded to a multiple of 16 inside the scratch. Blocks without an expand
 // (mobilenet_v2's first: depthwise -> project) are fused too when their
 // input has 16n channels. Threads: the output rows of a block are split
-// into one band per pool thread, each with its own scratch.
+// into one band per pool thread, each with its own scratch; blocks on small
+// maps (expanded tensor <= 1 MB) first expand in full, split by rows, so
+// the bands recompute no halo rows.
 #pragma once
 
 #include <cstddef>
@@ -53,7 +55,7 @@ class FusedBlocks {
   bool hidden(uint32_t value) const { return value < hidden_.size() && hidden_[value] != 0; }
   /// Runs the block starting at op i; `ptr` holds where each value is.
   void run(size_t op, const std::vector<float*>& ptr, pthreadpool_t pool, uint32_t flags);
-  size_t scratch_bytes() const { return scratch_.size() * sizeof(float); }
+  size_t scratch_bytes() const { return (scratch_.size() + expanded_.size()) * sizeof(float); }
 
   struct Block;
 
@@ -64,6 +66,7 @@ class FusedBlocks {
   size_t threads_ = 1;
   size_t per_task_ = 0;            // floats of scratch per band
   std::vector<float> scratch_;     // threads_ x per_task_
+  std::vector<float> expanded_;    // the expanded tensor of blocks run whole (two phases, threads_ > 1)
 };
 
 }  // namespace kiln_xnnpack

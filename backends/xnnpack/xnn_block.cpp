@@ -1,6 +1,7 @@
 #include "xnn_block.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 
 #include "kiln/c/backend_sdk.hpp"
@@ -18,12 +19,9 @@ namespace {
 // 320 KB or 1 MB).
 constexpr size_t kBandBytes = 512 * 1024;
 
-// With more than one thread, a block whose expanded tensor is at most this
-// big is run in two phases instead (all threads expand, then all run the
-// depthwise and project on their bands, reading the expanded tensor from
-// each other's caches): split into bands, the 7x7 and 14x14 maps would
-// recompute 2 halo rows of 3-7 per band.
-constexpr size_t kWholeBytes = 1024 * 1024;
+// Pixels a chunk of rows should hold at least when threads share a block
+// (one GEMM call: fewer re-read the weights too often).
+constexpr size_t kChunkPixels = 24;
 
 // Channels the depthwise convolution of a band runs over all its rows at a time.
 constexpr size_t kDepthwiseChannels = 16;
@@ -69,7 +67,6 @@ struct FusedBlocks::Block {
   size_t first = 0, end = 0;  // ops [first, end)
   uint32_t input = kNoValue, output = kNoValue;
   bool expand = false, residual = false;
-  bool whole = false;             // expanded in full first (two phases; see kWholeBytes)
   size_t n = 0, h = 0, w = 0, cin = 0, ce = 0, oh = 0, ow = 0, cout = 0;
   size_t band = 1, ring = 0;      // output rows per band step; expanded rows in the ring
   PackedGemm expand_gemm, project_gemm;
@@ -191,9 +188,7 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
       continue;
     }
     prepare(p, *b, f.band_rows);
-    const size_t whole = b->n * b->h * b->w * b->ce16();
-    b->whole = threads_ > 1 && b->expand && whole * sizeof(float) <= kWholeBytes;
-    if (b->whole) expanded_size = std::max(expanded_size, whole);
+    if (threads_ > 1 && b->expand) expanded_size = std::max(expanded_size, b->n * b->h * b->w * b->ce16());
     for (size_t k = b->first; k < b->end; ++k) {
       block_of_[k] = static_cast<int32_t>(blocks_.size());
       if (k + 1 < b->end) hidden_[p.ops[k].out] = 1;
@@ -267,56 +262,72 @@ void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, size
 
 namespace {
 
-struct BandTask {
+size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+// One pthreadpool task per thread (t picks its scratch); each takes chunks
+// of rows from a shared counter until none is left. A worker the OS has not
+// scheduled yet holds no work back (the caller takes its chunks), and one
+// preempted holds one chunk, not half the block.
+struct ChunkTask {
   const FusedBlocks::Block* block;
   const float* x;
   float* y;
   float* scratch;
-  size_t per_task, rows, bands;
-  const float* expanded;
+  size_t per_task;
+  float* expanded;  // the whole expanded input: written by the expand phase, read after (null: the bands expand)
+  bool expanding;   // the expand phase: rows are input rows
+  size_t rows, chunk;
+  std::atomic<size_t> next{0};
+
   static void run(void* ctx, size_t t) {
     tsan_acquire(ctx);
-    const auto* b = static_cast<const BandTask*>(ctx);
-    b->block->run_rows(b->x, b->y, b->scratch + t * b->per_task, t * b->rows / b->bands, (t + 1) * b->rows / b->bands,
-                       b->expanded);
+    auto* c = static_cast<ChunkTask*>(ctx);
+    const FusedBlocks::Block& b = *c->block;
+    for (;;) {
+      const size_t r0 = c->next.fetch_add(c->chunk, std::memory_order_relaxed);
+      if (r0 >= c->rows) break;
+      const size_t r1 = std::min(c->rows, r0 + c->chunk);
+      if (c->expanding) {
+        b.expand_gemm.run((r1 - r0) * b.w, c->x + r0 * b.w * b.cin, b.cin, c->expanded + r0 * b.w * b.ce16(), b.ce16(),
+                          b.expand_epi);
+      } else {
+        b.run_rows(c->x, c->y, c->scratch + t * c->per_task, r0, r1, c->expanded);
+      }
+    }
     tsan_release(ctx);
   }
 };
 
-// Phase one of a block run whole: input rows [t * rows / bands, ...) of all images.
-struct ExpandTask {
-  const FusedBlocks::Block* block;
-  const float* x;
-  float* expanded;
-  size_t rows, bands;
-  static void run(void* ctx, size_t t) {
-    tsan_acquire(ctx);
-    const auto* e = static_cast<const ExpandTask*>(ctx);
-    const FusedBlocks::Block& b = *e->block;
-    const size_t r0 = t * e->rows / e->bands, r1 = (t + 1) * e->rows / e->bands;
-    if (r1 > r0)
-      b.expand_gemm.run((r1 - r0) * b.w, e->x + r0 * b.w * b.cin, b.cin, e->expanded + r0 * b.w * b.ce16(), b.ce16(),
-                        b.expand_epi);
-    tsan_release(ctx);
-  }
-};
+void parallelize(pthreadpool_t pool, ChunkTask& task, size_t threads, uint32_t flags) {
+  tsan_release(&task);
+  api().pthreadpool_parallelize_1d(pool, &ChunkTask::run, &task, threads, flags);
+  tsan_acquire(&task);
+}
 
 }  // namespace
 
+// One thread: the block in bands, each expanding its rows into the ring.
+// More: the expand first, all input rows in chunks, then the depthwise and
+// project in chunks of output rows; split into bands instead, each thread
+// would recompute halo rows and hold a large share of the block.
 void FusedBlocks::run(size_t op, const std::vector<float*>& ptr, pthreadpool_t pool, uint32_t flags) {
   const Block& b = *blocks_[static_cast<size_t>(block_of_[op])];
-  BandTask t{&b, ptr[b.input], ptr[b.output], scratch_.data(), per_task_, b.n * b.oh, threads_, nullptr};
-  if (!t.x || !t.y) kiln::sdk::fail(KILN_STATUS_INTERNAL, "a fused block lacks a buffer");
-  if (b.whole) {
-    ExpandTask e{&b, t.x, expanded_.data(), b.n * b.h, threads_};
-    tsan_release(&e);
-    api().pthreadpool_parallelize_1d(pool, &ExpandTask::run, &e, threads_, 0);
-    tsan_acquire(&e);
-    t.expanded = expanded_.data();
+  const float* x = ptr[b.input];
+  float* y = ptr[b.output];
+  if (!x || !y) kiln::sdk::fail(KILN_STATUS_INTERNAL, "a fused block lacks a buffer");
+  const size_t out_rows = b.n * b.oh;
+  ChunkTask rows{&b, x, y, scratch_.data(), per_task_, nullptr, false, out_rows, out_rows};
+  if (threads_ > 1) {
+    if (b.expand) {
+      const size_t in_rows = b.n * b.h;
+      ChunkTask e{&b, x, y, nullptr, 0, expanded_.data(), true, in_rows,
+                  std::min(ceil_div(kChunkPixels, b.w), ceil_div(in_rows, threads_))};
+      parallelize(pool, e, threads_, 0);
+      rows.expanded = expanded_.data();
+    }
+    rows.chunk = std::min({b.band, ceil_div(kChunkPixels, b.ow), ceil_div(out_rows, threads_)});
   }
-  tsan_release(&t);
-  api().pthreadpool_parallelize_1d(pool, &BandTask::run, &t, threads_, flags);
-  tsan_acquire(&t);
+  parallelize(pool, rows, threads_, flags);
 }
 
 }  // namespace kiln_xnnpack

@@ -14,10 +14,13 @@
 // depthwise on its 3x3 kernel (xnn_dwconv.h); the expanded channels are
 // padded to a multiple of 16 inside the scratch. Blocks without an expand
 // (mobilenet_v2's first: depthwise -> project) are fused too when their
-// input has 16n channels. Threads: the output rows of a block are split
-// into one band per pool thread, each with its own scratch; blocks on small
-// maps (expanded tensor <= 1 MB) first expand in full, split by rows, so
-// the bands recompute no halo rows.
+// input has 16n channels. Threads (more than one): the block runs in two
+// phases, the expand of all rows and then the depthwise + project of
+// chunks of output rows, each phase's chunks taken by the pool's threads
+// from a shared counter; the expanded tensor then goes through memory as
+// unfused, but no halo rows are recomputed and a thread the OS preempts
+// (2 cores shared by many processes) holds back one chunk, not half the
+// block. The ring of rows saves the memory round trip at one thread.
 #pragma once
 
 #include <cstddef>
@@ -66,7 +69,7 @@ class FusedBlocks {
   size_t threads_ = 1;
   size_t per_task_ = 0;            // floats of scratch per band
   std::vector<float> scratch_;     // threads_ x per_task_
-  std::vector<float> expanded_;    // the expanded tensor of blocks run whole (two phases, threads_ > 1)
+  std::vector<float> expanded_;    // threads_ > 1: the largest expanded tensor (two phases)
 };
 
 }  // namespace kiln_xnnpack

@@ -3,9 +3,10 @@
 // without the 1x1 expand, with and without the residual Add, stride 1 and 2
 // depthwise, channel counts that are and are not multiples of 16 (the
 // expanded channels are padded inside the band scratch; project outputs end
-// in a masked vector), odd map sizes, batches, 1/2/3 plugin threads (one
-// band each; small maps expanded in full first, larger ones in bands with
-// halo rows) and band heights that do and do not divide the output height.
+// in a masked vector), odd map sizes, batches, 1/2/3 plugin threads (one:
+// bands over a ring of expanded rows; more: the expand in full, then chunks
+// of output rows) and band heights that do and do not divide the output
+// height.
 // Each case also checks from the partition's compile line that the block
 // was fused (on a CPU without AVX-512F: that it was not), and that
 // fuse_blocks=false runs it unfused.
@@ -151,9 +152,7 @@ std::vector<BlockCase> block_cases() {
         if (res && s != 1) continue;
         v.push_back({1, 32, 32, res ? 32 : 16, 11, 6, s, false, res, t, t == 1 ? 4 : 0});
       }
-  // With 2 or 3 threads, blocks whose expanded tensor is at most 1 MB are
-  // expanded in full first; these (61 x 61 x 80 padded channels, 1.2 MB)
-  // run in bands, each thread recomputing its halo rows.
+  // Many chunks per thread (61 rows), expanded channels not 16n.
   for (int64_t t : {2, 3})
     for (int64_t s : {1, 2}) v.push_back({1, 24, 72, 24, 61, 61, s, true, s == 1, t, t == 2 ? 0 : 5});
   // One output row per thread and fewer rows than threads.

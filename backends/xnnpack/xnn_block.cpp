@@ -23,9 +23,6 @@ constexpr size_t kBandBytes = 512 * 1024;
 // (one GEMM call: fewer re-read the weights too often).
 constexpr size_t kChunkPixels = 24;
 
-// Channels the depthwise convolution of a band runs over all its rows at a time.
-constexpr size_t kDepthwiseChannels = 16;
-
 size_t round16(size_t c) { return (c + 15) / 16 * 16; }
 
 const std::vector<float>& constant_of(const Program& p, uint32_t v) {
@@ -212,6 +209,9 @@ size_t FusedBlocks::end(size_t op) const { return blocks_[static_cast<size_t>(bl
 void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, size_t g0, size_t g1,
                                   const float* expanded) const {
   const size_t ce16 = this->ce16(), s = dw.stride, pt = dw.pad_top;
+  // The ring holds expanded rows by blocks of 16 channels ([ce16 / 16][ring][w][16]):
+  // the depthwise reads a block's rows contiguously, not one 64-byte line per pixel.
+  const bool ring_mode = expand && !expanded;
   float* ring_rows = scratch;
   float* dw_out = scratch + ring * w * ce16;
   const float** row_ptrs = reinterpret_cast<const float**>(dw_out + band * ow * ce16);
@@ -228,7 +228,7 @@ void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, size
         const size_t need = std::min(h, (oe - 1) * s + 3 > pt ? (oe - 1) * s + 3 - pt : 0);
         while (next < need) {
           const size_t slot = next % ring, rows = std::min(need - next, ring - slot);
-          expand_gemm.run(rows * w, xn + next * w * cin, cin, ring_rows + slot * w * ce16, ce16, expand_epi);
+          expand_gemm.run(rows * w, xn + next * w * cin, cin, ring_rows + slot * w * 16, 16, expand_epi, ring * w * 16);
           next += rows;
         }
       }
@@ -240,17 +240,24 @@ void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, size
           const bool inside = iy >= pt && iy - pt < h;
           const float* row = nullptr;
           if (inside && expanded) row = expanded + (n * h + iy - pt) * w * ce16;
-          else if (inside && expand) row = ring_rows + ((iy - pt) % ring) * w * ce16;
+          else if (inside && expand) row = ring_rows + ((iy - pt) % ring) * w * 16;
           else if (inside) row = xn + (iy - pt) * w * cin;
           row_ptrs[(r - oy) * 3 + ky] = row;
         }
       }
-      // Channel groups outermost: a group's slices of the input rows (W x 64
-      // bytes each) stay in L1 from one output row to the next.
-      for (size_t c0 = 0; c0 < ce16; c0 += kDepthwiseChannels) {
-        const size_t c1 = std::min(ce16, c0 + kDepthwiseChannels);
-        for (size_t r = 0; r < oe - oy; ++r)
-          depthwise3x3_row(dw, rows + r * 3, dw_filter.data(), dw_bias.data(), dw_out + r * ow * ce16, c0, c1);
+      // Channel blocks outermost: a block's slices of the input rows stay in
+      // L1 from one output row to the next.
+      DepthwiseShape d = dw;
+      d.in_px = ring_mode ? 16 : expanded ? ce16 : cin;
+      d.out_px = ce16;
+      const size_t block_step = ring_mode ? ring * w * 16 : 16;
+      for (size_t cb = 0; cb < ce16 / 16; ++cb) {
+        for (size_t r = 0; r < oe - oy; ++r) {
+          const float* in3[3];
+          for (size_t ky = 0; ky < 3; ++ky) in3[ky] = rows[r * 3 + ky] ? rows[r * 3 + ky] + cb * block_step : nullptr;
+          depthwise3x3_row(d, in3, dw_filter.data() + cb * 16, dw_bias.data() + cb * 16, dw_out + r * ow * ce16 + cb * 16,
+                           0, 16);
+        }
       }
       pe.residual = residual ? xn + oy * ow * cin : nullptr;
       pe.ldr = cin;

@@ -68,7 +68,7 @@ __attribute__((target("avx512f"))) inline __m512 pixel(const float* const* rows,
 template <size_t S>
 __attribute__((target("avx512f"))) void row16(const DepthwiseShape& s, const float* const* in_rows, const float* filter,
                                                const float* bias, float* out, size_t c0) {
-  const size_t C = s.c;
+  const size_t C = s.c, IP = s.in_px ? s.in_px : C, OP = s.out_px ? s.out_px : C;
   __m512 w[9];
   for (size_t t = 0; t < 9; ++t) w[t] = _mm512_loadu_ps(filter + t * C + c0);
   const __m512 b = bias ? _mm512_loadu_ps(bias + c0) : _mm512_setzero_ps();
@@ -81,12 +81,12 @@ __attribute__((target("avx512f"))) void row16(const DepthwiseShape& s, const flo
     // Four outputs whose taps are all inside the row: columns ix0 .. ix0 + 3S + 2.
     if (ix0 >= 0 && ox + 4 <= s.ow && ix0 + static_cast<long>(3 * S + 2) < W) {
       __m512 acc[4] = {b, b, b, b};
-      block4<S>(rows, static_cast<size_t>(ix0), C, w, acc);
-      for (size_t j = 0; j < 4; ++j) _mm512_storeu_ps(out + (ox + j) * C + c0, clamp(acc[j], lo, hi));
+      block4<S>(rows, static_cast<size_t>(ix0), IP, w, acc);
+      for (size_t j = 0; j < 4; ++j) _mm512_storeu_ps(out + (ox + j) * OP + c0, clamp(acc[j], lo, hi));
       ox += 4;
       continue;
     }
-    _mm512_storeu_ps(out + ox * C + c0, clamp(pixel(rows, ix0, W, C, w, b), lo, hi));
+    _mm512_storeu_ps(out + ox * OP + c0, clamp(pixel(rows, ix0, W, IP, w, b), lo, hi));
     ++ox;
   }
 }

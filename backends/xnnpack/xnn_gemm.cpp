@@ -60,7 +60,8 @@ __attribute__((target("avx512f"))) inline __m512 clamp(__m512 v, __m512 lo, __m5
 // is stored under `last` (a panel of 16 or 32 may end early).
 template <size_t MR, size_t W, bool R>
 __attribute__((target("avx512f,fma"))) void tile(size_t k, const float* a, size_t lda, const float* b, const float* bias,
-                                             float* c, size_t ldc, __mmask16 last, const float* r, const Epilogue& e) {
+                                             float* c, size_t ldc, size_t cvs, __mmask16 last, const float* r,
+                                             const Epilogue& e) {
   constexpr size_t NZ = W / 16;
   constexpr bool H = W % 16 != 0;
   __m512 acc[MR][NZ];
@@ -94,7 +95,7 @@ __attribute__((target("avx512f,fma"))) void tile(size_t k, const float* a, size_
         v = clamp(_mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, r + i * e.ldr + j * 16)), _mm512_set1_ps(e.lo2),
                   _mm512_set1_ps(e.hi2));
       }
-      _mm512_mask_storeu_ps(c + i * ldc + j * 16, mask, v);
+      _mm512_mask_storeu_ps(c + i * ldc + j * cvs, mask, v);
     }
     if (H) {
       __m256 v = _mm256_min_ps(_mm256_max_ps(acch[i], _mm256_set1_ps(e.lo)), _mm256_set1_ps(e.hi));
@@ -102,12 +103,12 @@ __attribute__((target("avx512f,fma"))) void tile(size_t k, const float* a, size_
         v = _mm256_add_ps(v, _mm256_loadu_ps(r + i * e.ldr + NZ * 16));
         v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(e.lo2)), _mm256_set1_ps(e.hi2));
       }
-      _mm256_storeu_ps(c + i * ldc + NZ * 16, v);
+      _mm256_storeu_ps(c + i * ldc + NZ * cvs, v);
     }
   }
 }
 
-using TileFn = void (*)(size_t, const float*, size_t, const float*, const float*, float*, size_t, __mmask16,
+using TileFn = void (*)(size_t, const float*, size_t, const float*, const float*, float*, size_t, size_t, __mmask16,
                         const float*, const Epilogue&);
 
 // Rows per tile: 8 x 32 or 12 x 16/24 columns keep 16 to 24 accumulators,
@@ -127,7 +128,7 @@ TileFn tile_for(size_t mr) {
 
 }  // namespace
 
-void PackedGemm::run(size_t m, const float* a, size_t lda, float* c, size_t ldc, const Epilogue& e) const {
+void PackedGemm::run(size_t m, const float* a, size_t lda, float* c, size_t ldc, const Epilogue& e, size_t cvs) const {
   const float* b = panels_.data();
   for (size_t col0 = 0; col0 < n_; col0 += kPanel) {
     const size_t cols = std::min(kPanel, n_ - col0), width = panel_width(cols);
@@ -141,13 +142,13 @@ void PackedGemm::run(size_t m, const float* a, size_t lda, float* c, size_t ldc,
       if (width == 32) f = r ? tile_for<32, true>(mr) : tile_for<32, false>(mr);
       else if (width == 24) f = r ? tile_for<24, true>(mr) : tile_for<24, false>(mr);
       else f = r ? tile_for<16, true>(mr) : tile_for<16, false>(mr);
-      f(k_, a + m0 * lda, lda, b, bias_.data() + col0, c + m0 * ldc + col0, ldc, last, r, e);
+      f(k_, a + m0 * lda, lda, b, bias_.data() + col0, c + m0 * ldc + col0 / 16 * cvs, ldc, cvs, last, r, e);
     }
     b += k_ * width;
   }
 }
 #else
-void PackedGemm::run(size_t, const float*, size_t, float*, size_t, const Epilogue&) const {}
+void PackedGemm::run(size_t, const float*, size_t, float*, size_t, const Epilogue&, size_t) const {}
 #endif
 
 }  // namespace kiln_xnnpack

@@ -32,8 +32,11 @@ class PackedGemm {
     float lo2 = 0, hi2 = 0;             // clamp after the residual
   };
 
-  /// C[m, n] (row stride ldc) from A[m, k] (row stride lda).
-  void run(size_t m, const float* a, size_t lda, float* c, size_t ldc, const Epilogue& e) const;
+  /// C[m, n] (row stride ldc) from A[m, k] (row stride lda). Columns
+  /// [16 v, 16 v + 16) of C start `cvs` v floats after column 0: 16 for a
+  /// plain row-major C; larger for channel-blocked layouts (n a multiple of
+  /// 16 then, a row's block of 16 being contiguous).
+  void run(size_t m, const float* a, size_t lda, float* c, size_t ldc, const Epilogue& e, size_t cvs = 16) const;
 
  private:
   size_t n_ = 0, k_ = 0;

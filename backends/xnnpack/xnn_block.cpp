@@ -65,19 +65,21 @@ struct FusedBlocks::Block {
   uint32_t input = kNoValue, output = kNoValue;
   bool expand = false, residual = false;
   size_t n = 0, h = 0, w = 0, cin = 0, ce = 0, oh = 0, ow = 0, cout = 0;
-  size_t band = 1, ring = 0;      // output rows per band step; expanded rows in the ring
+  size_t band = 1, ring = 0;  // output rows per band step; expanded rows in the ring
   PackedGemm expand_gemm, project_gemm;
   PackedGemm::Epilogue expand_epi{}, project_epi{};
   DepthwiseShape dw{};
   std::vector<float> dw_filter, dw_bias;  // [9][ce16], [ce16], zero-padded
 
   size_t ce16() const { return round16(ce); }
-  // Ring of expanded rows, depthwise output, then 3 row pointers per band row.
-  size_t scratch_floats() const { return (ring * w + band * ow) * ce16() + band * 3 * sizeof(float*) / sizeof(float); }
+  // Ring of expanded rows, then the depthwise output of a band.
+  size_t scratch_floats() const { return (ring * w + band * ow) * ce16(); }
   /// Output rows [g0, g1) of all images (row g is image g / oh, row g % oh).
   /// `expanded`: the whole expanded input (n x h x w x ce16), else null
   /// (the band expands its own rows).
-  void run_rows(const float* x, float* y, float* scratch, size_t g0, size_t g1, const float* expanded) const;
+  /// `row_ptrs`: room for 3 pointers per band row.
+  void run_rows(const float* x, float* y, float* scratch, const float** row_ptrs, size_t g0, size_t g1,
+                const float* expanded) const;
 };
 
 namespace {
@@ -111,8 +113,8 @@ std::unique_ptr<FusedBlocks::Block> match(const Program& p, size_t i, const std:
   b->end = k + 2;
   if (b->end < p.ops.size() && readers[pr.out] == 1) {
     const Op& a = p.ops[b->end];
-    const bool reads = a.in.size() == 2 && ((a.in[0] == pr.out && a.in[1] == b->input) ||
-                                            (a.in[1] == pr.out && a.in[0] == b->input));
+    const bool reads =
+        a.in.size() == 2 && ((a.in[0] == pr.out && a.in[1] == b->input) || (a.in[1] == pr.out && a.in[0] == b->input));
     if (a.kind == OpKind::kAdd && reads && xd == yd && p.values[a.out].dims == yd && a.floats.size() >= 2) {
       b->residual = true;
       b->output = a.out;
@@ -142,7 +144,8 @@ void prepare(const Program& p, FusedBlocks::Block& b, size_t band_rows) {
   b.dw_filter.assign(9 * ce16, 0.0f);
   b.dw_bias.assign(ce16, 0.0f);
   const std::vector<float>& df = constant_of(p, d.in[1]);  // [1, 3, 3, ce]
-  for (size_t t = 0; t < 9; ++t) std::copy(df.begin() + t * b.ce, df.begin() + (t + 1) * b.ce, b.dw_filter.begin() + t * ce16);
+  for (size_t t = 0; t < 9; ++t)
+    std::copy(df.begin() + t * b.ce, df.begin() + (t + 1) * b.ce, b.dw_filter.begin() + t * ce16);
   if (const float* db = bias_of(p, d)) std::copy(db, db + b.ce, b.dw_bias.begin());
   b.dw.w = b.w;
   b.dw.c = ce16;
@@ -168,7 +171,8 @@ void prepare(const Program& p, FusedBlocks::Block& b, size_t band_rows) {
 
 }  // namespace
 
-FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads) : threads_(std::max<size_t>(1, threads)) {
+FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
+    : threads_(std::max<size_t>(1, threads)) {
   block_of_.assign(p.ops.size(), -1);
   hidden_.assign(p.values.size(), 0);
   if (!f.enabled || !gemm_supported() || !native_depthwise_supported()) return;
@@ -191,10 +195,12 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
       if (k + 1 < b->end) hidden_[p.ops[k].out] = 1;
     }
     per_task_ = std::max(per_task_, round16(b->scratch_floats()));
+    max_band_ = std::max(max_band_, b->band);
     i = b->end;
     blocks_.push_back(std::move(b));
   }
   scratch_.assign(per_task_ * threads_, 0.0f);
+  row_ptrs_.assign(max_band_ * 3 * threads_, nullptr);
   expanded_.assign(expanded_size, 0.0f);
 }
 
@@ -202,19 +208,20 @@ FusedBlocks::~FusedBlocks() = default;
 
 size_t FusedBlocks::count() const { return blocks_.size(); }
 
-bool FusedBlocks::starts(size_t op) const { return covers(op) && blocks_[static_cast<size_t>(block_of_[op])]->first == op; }
+bool FusedBlocks::starts(size_t op) const {
+  return covers(op) && blocks_[static_cast<size_t>(block_of_[op])]->first == op;
+}
 
 size_t FusedBlocks::end(size_t op) const { return blocks_[static_cast<size_t>(block_of_[op])]->end; }
 
-void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, size_t g0, size_t g1,
-                                  const float* expanded) const {
+void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, const float** row_ptrs, size_t g0,
+                                  size_t g1, const float* expanded) const {
   const size_t ce16 = this->ce16(), s = dw.stride, pt = dw.pad_top;
   // The ring holds expanded rows by blocks of 16 channels ([ce16 / 16][ring][w][16]):
   // the depthwise reads a block's rows contiguously, not one 64-byte line per pixel.
   const bool ring_mode = expand && !expanded;
   float* ring_rows = scratch;
   float* dw_out = scratch + ring * w * ce16;
-  const float** row_ptrs = reinterpret_cast<const float**>(dw_out + band * ow * ce16);
   PackedGemm::Epilogue pe = project_epi;
   for (size_t g = g0; g < g1;) {
     const size_t n = g / oh, oy0 = g % oh, oy_end = std::min(oh, oy0 + (g1 - g));
@@ -239,9 +246,12 @@ void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, size
           const size_t iy = r * s + ky;  // + pad_top
           const bool inside = iy >= pt && iy - pt < h;
           const float* row = nullptr;
-          if (inside && expanded) row = expanded + (n * h + iy - pt) * w * ce16;
-          else if (inside && expand) row = ring_rows + ((iy - pt) % ring) * w * 16;
-          else if (inside) row = xn + (iy - pt) * w * cin;
+          if (inside && expanded)
+            row = expanded + (n * h + iy - pt) * w * ce16;
+          else if (inside && expand)
+            row = ring_rows + ((iy - pt) % ring) * w * 16;
+          else if (inside)
+            row = xn + (iy - pt) * w * cin;
           row_ptrs[(r - oy) * 3 + ky] = row;
         }
       }
@@ -255,8 +265,8 @@ void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, size
         for (size_t r = 0; r < oe - oy; ++r) {
           const float* in3[3];
           for (size_t ky = 0; ky < 3; ++ky) in3[ky] = rows[r * 3 + ky] ? rows[r * 3 + ky] + cb * block_step : nullptr;
-          depthwise3x3_row(d, in3, dw_filter.data() + cb * 16, dw_bias.data() + cb * 16, dw_out + r * ow * ce16 + cb * 16,
-                           0, 16);
+          depthwise3x3_row(d, in3, dw_filter.data() + cb * 16, dw_bias.data() + cb * 16,
+                           dw_out + r * ow * ce16 + cb * 16, 0, 16);
         }
       }
       pe.residual = residual ? xn + oy * ow * cin : nullptr;
@@ -281,6 +291,8 @@ struct ChunkTask {
   float* y;
   float* scratch;
   size_t per_task;
+  const float** row_ptrs;  // 3 per band row per thread
+  size_t ptrs_per_task;
   float* expanded;  // the whole expanded input: written by the expand phase, read after (null: the bands expand)
   bool expanding;   // the expand phase: rows are input rows
   size_t rows, chunk;
@@ -298,7 +310,7 @@ struct ChunkTask {
         b.expand_gemm.run((r1 - r0) * b.w, c->x + r0 * b.w * b.cin, b.cin, c->expanded + r0 * b.w * b.ce16(), b.ce16(),
                           b.expand_epi);
       } else {
-        b.run_rows(c->x, c->y, c->scratch + t * c->per_task, r0, r1, c->expanded);
+        b.run_rows(c->x, c->y, c->scratch + t * c->per_task, c->row_ptrs + t * c->ptrs_per_task, r0, r1, c->expanded);
       }
     }
     tsan_release(ctx);
@@ -323,11 +335,21 @@ void FusedBlocks::run(size_t op, const std::vector<float*>& ptr, pthreadpool_t p
   float* y = ptr[b.output];
   if (!x || !y) kiln::sdk::fail(KILN_STATUS_INTERNAL, "a fused block lacks a buffer");
   const size_t out_rows = b.n * b.oh;
-  ChunkTask rows{&b, x, y, scratch_.data(), per_task_, nullptr, false, out_rows, out_rows};
+  ChunkTask rows{&b,      x,     y,        scratch_.data(), per_task_, row_ptrs_.data(), max_band_ * 3,
+                 nullptr, false, out_rows, out_rows};
   if (threads_ > 1) {
     if (b.expand) {
       const size_t in_rows = b.n * b.h;
-      ChunkTask e{&b, x, y, nullptr, 0, expanded_.data(), true, in_rows,
+      ChunkTask e{&b,
+                  x,
+                  y,
+                  nullptr,
+                  0,
+                  nullptr,
+                  0,
+                  expanded_.data(),
+                  true,
+                  in_rows,
                   std::min(ceil_div(kChunkPixels, b.w), ceil_div(in_rows, threads_))};
       parallelize(pool, e, threads_, 0);
       rows.expanded = expanded_.data();

@@ -67,9 +67,11 @@ class FusedBlocks {
   std::vector<int32_t> block_of_;  // per op: index into blocks_, or -1
   std::vector<uint8_t> hidden_;    // per value
   size_t threads_ = 1;
-  size_t per_task_ = 0;            // floats of scratch per band
-  std::vector<float> scratch_;     // threads_ x per_task_
-  std::vector<float> expanded_;    // threads_ > 1: the largest expanded tensor (two phases)
+  size_t per_task_ = 0;                 // floats of scratch per band
+  std::vector<float> scratch_;          // threads_ x per_task_
+  size_t max_band_ = 0;                 // rows of the tallest band
+  std::vector<const float*> row_ptrs_;  // threads_ x max_band_ x 3: the input rows of each band row
+  std::vector<float> expanded_;         // threads_ > 1: the largest expanded tensor (two phases)
 };
 
 }  // namespace kiln_xnnpack

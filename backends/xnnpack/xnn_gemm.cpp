@@ -59,9 +59,9 @@ __attribute__((target("avx512f"))) inline __m512 clamp(__m512 v, __m512 lo, __m5
 // over all of k; A is broadcast one element at a time. The last full vector
 // is stored under `last` (a panel of 16 or 32 may end early).
 template <size_t MR, size_t W, bool R>
-__attribute__((target("avx512f,fma"))) void tile(size_t k, const float* a, size_t lda, const float* b, const float* bias,
-                                             float* c, size_t ldc, size_t cvs, __mmask16 last, const float* r,
-                                             const Epilogue& e) {
+__attribute__((target("avx512f,fma"))) void tile(size_t k, const float* a, size_t lda, const float* b,
+                                                 const float* bias, float* c, size_t ldc, size_t cvs, __mmask16 last,
+                                                 const float* r, const Epilogue& e) {
   constexpr size_t NZ = W / 16;
   constexpr bool H = W % 16 != 0;
   __m512 acc[MR][NZ];
@@ -139,9 +139,12 @@ void PackedGemm::run(size_t m, const float* a, size_t lda, float* c, size_t ldc,
       const size_t mr = std::min(rows, m - m0);
       const float* r = e.residual ? e.residual + m0 * e.ldr + col0 : nullptr;
       TileFn f = nullptr;
-      if (width == 32) f = r ? tile_for<32, true>(mr) : tile_for<32, false>(mr);
-      else if (width == 24) f = r ? tile_for<24, true>(mr) : tile_for<24, false>(mr);
-      else f = r ? tile_for<16, true>(mr) : tile_for<16, false>(mr);
+      if (width == 32)
+        f = r ? tile_for<32, true>(mr) : tile_for<32, false>(mr);
+      else if (width == 24)
+        f = r ? tile_for<24, true>(mr) : tile_for<24, false>(mr);
+      else
+        f = r ? tile_for<16, true>(mr) : tile_for<16, false>(mr);
       f(k_, a + m0 * lda, lda, b, bias_.data() + col0, c + m0 * ldc + col0 / 16 * cvs, ldc, cvs, last, r, e);
     }
     b += k_ * width;

@@ -26,10 +26,10 @@ class PackedGemm {
   size_t k() const { return k_; }
 
   struct Epilogue {
-    float lo, hi;                       // clamp of A . W^T + bias
-    const float* residual = nullptr;    // added after the clamp ([m, n], row stride ldr)
+    float lo, hi;                     // clamp of A . W^T + bias
+    const float* residual = nullptr;  // added after the clamp ([m, n], row stride ldr)
     size_t ldr = 0;
-    float lo2 = 0, hi2 = 0;             // clamp after the residual
+    float lo2 = 0, hi2 = 0;  // clamp after the residual
   };
 
   /// C[m, n] (row stride ldc) from A[m, k] (row stride lda). Columns

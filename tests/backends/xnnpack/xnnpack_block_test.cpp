@@ -49,9 +49,9 @@ struct BlockCase {
 std::string block_name(const ::testing::TestParamInfo<BlockCase>& i) {
   const BlockCase& c = i.param;
   return "n" + std::to_string(c.n) + "_c" + std::to_string(c.cin) + "_e" + std::to_string(c.ce) + "_o" +
-         std::to_string(c.cout) + "_" + std::to_string(c.h) + "x" + std::to_string(c.w) + "_s" + std::to_string(c.stride) +
-         (c.expand ? "" : "_noexpand") + (c.residual ? "_res" : "") + "_t" + std::to_string(c.threads) + "_b" +
-         std::to_string(c.band_rows);
+         std::to_string(c.cout) + "_" + std::to_string(c.h) + "x" + std::to_string(c.w) + "_s" +
+         std::to_string(c.stride) + (c.expand ? "" : "_noexpand") + (c.residual ? "_res" : "") + "_t" +
+         std::to_string(c.threads) + "_b" + std::to_string(c.band_rows);
 }
 
 Tensor scaled(std::vector<int64_t> dims, uint32_t seed, float s) {
@@ -71,18 +71,22 @@ std::shared_ptr<ir::Graph> block_graph(const BlockCase& c) {
   ir::ValueId vlo = b.constant("lo", std::move(lo)), vhi = b.constant("hi", std::move(hi));
   ir::ValueId e = x;
   if (c.expand) {
-    e = b.node("Conv", {x, b.constant("we", scaled({c.ce, c.cin, 1, 1}, 11, 0.5f)), b.constant("be", scaled({c.ce}, 12, 1.0f))},
+    e = b.node("Conv",
+               {x, b.constant("we", scaled({c.ce, c.cin, 1, 1}, 11, 0.5f)), b.constant("be", scaled({c.ce}, 12, 1.0f))},
                "expand", {c.n, c.ce, c.h, c.w});
     e = b.node("Clip", {e, vlo, vhi}, "clip_e", {c.n, c.ce, c.h, c.w});
   }
   const int64_t oh = (c.h + 2 - 3) / c.stride + 1, ow = (c.w + 2 - 3) / c.stride + 1;
-  ir::ValueId d = b.node("Conv", {e, b.constant("wd", scaled({c.ce, 1, 3, 3}, 13, 0.5f)), b.constant("bd", scaled({c.ce}, 14, 1.0f))},
-                         "dw", {c.n, c.ce, oh, ow}, DType::kFloat32, "",
-                         {a_int("group", c.ce), a_ints("kernel_shape", {3, 3}), a_ints("strides", {c.stride, c.stride}),
-                          a_ints("pads", {1, 1, 1, 1})});
+  ir::ValueId d = b.node(
+      "Conv", {e, b.constant("wd", scaled({c.ce, 1, 3, 3}, 13, 0.5f)), b.constant("bd", scaled({c.ce}, 14, 1.0f))},
+      "dw", {c.n, c.ce, oh, ow}, DType::kFloat32, "",
+      {a_int("group", c.ce), a_ints("kernel_shape", {3, 3}), a_ints("strides", {c.stride, c.stride}),
+       a_ints("pads", {1, 1, 1, 1})});
   d = b.node("Clip", {d, vlo, vhi}, "clip_d", {c.n, c.ce, oh, ow});
-  ir::ValueId y = b.node("Conv", {d, b.constant("wp", scaled({c.cout, c.ce, 1, 1}, 15, 0.25f)), b.constant("bp", scaled({c.cout}, 16, 1.0f))},
-                         "project", {c.n, c.cout, oh, ow});
+  ir::ValueId y = b.node(
+      "Conv",
+      {d, b.constant("wp", scaled({c.cout, c.ce, 1, 1}, 15, 0.25f)), b.constant("bp", scaled({c.cout}, 16, 1.0f))},
+      "project", {c.n, c.cout, oh, ow});
   if (c.residual) y = b.node("Add", {y, x}, "add", {c.n, c.cout, oh, ow});
   b.output(y);
   return b.graph();
@@ -117,7 +121,8 @@ TEST_P(XnnpackFusedBlock, MatchesPortableKernels) {
     ASSERT_EQ(r.partitions.size(), 1u);
     ASSERT_EQ(r.partitions[0].diagnostics.size(), 1u);
     const bool fused = fuse && avx512();
-    EXPECT_NE(r.partitions[0].diagnostics[0].find(fused ? "1 inverted-residual blocks fused" : "0 inverted-residual blocks fused"),
+    EXPECT_NE(r.partitions[0].diagnostics[0].find(fused ? "1 inverted-residual blocks fused"
+                                                        : "0 inverted-residual blocks fused"),
               std::string::npos)
         << r.partitions[0].diagnostics[0];
     for (int run = 0; run < 2; ++run) {  // the second run reuses the band scratch
@@ -131,7 +136,9 @@ TEST_P(XnnpackFusedBlock, MatchesPortableKernels) {
 std::vector<BlockCase> block_cases() {
   std::vector<BlockCase> v;
   // Channels: mobilenet_v2-like (16n expanded, 24 out), none a multiple of 16, 16n throughout.
-  struct Ch { int64_t cin, ce, cout; };
+  struct Ch {
+    int64_t cin, ce, cout;
+  };
   for (Ch ch : {Ch{24, 144, 24}, Ch{5, 20, 5}, Ch{16, 48, 32}}) {
     for (int64_t s : {1, 2}) {
       for (bool res : {false, true}) {

@@ -239,8 +239,7 @@ void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, cons
           next += rows;
         }
       }
-      // The input rows each output row reads (null: padding).
-      const float* const* rows = row_ptrs;
+      // The input rows each output row reads (null: padding), in block 0.
       for (size_t r = oy; r < oe; ++r) {
         for (size_t ky = 0; ky < 3; ++ky) {
           const size_t iy = r * s + ky;  // + pad_top
@@ -255,19 +254,17 @@ void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, cons
           row_ptrs[(r - oy) * 3 + ky] = row;
         }
       }
-      // Channel blocks outermost: a block's slices of the input rows stay in
-      // L1 from one output row to the next.
+      // Channel blocks outermost: a block's filter stays in registers and
+      // its slices of the input rows in L1 from one output row to the next.
       DepthwiseShape d = dw;
       d.in_px = ring_mode ? 16 : expanded ? ce16 : cin;
       d.out_px = ce16;
       const size_t block_step = ring_mode ? ring * w * 16 : 16;
       for (size_t cb = 0; cb < ce16 / 16; ++cb) {
-        for (size_t r = 0; r < oe - oy; ++r) {
-          const float* in3[3];
-          for (size_t ky = 0; ky < 3; ++ky) in3[ky] = rows[r * 3 + ky] ? rows[r * 3 + ky] + cb * block_step : nullptr;
-          depthwise3x3_row(d, in3, dw_filter.data() + cb * 16, dw_bias.data() + cb * 16,
-                           dw_out + r * ow * ce16 + cb * 16, 0, 16);
-        }
+        depthwise3x3_rows16(d, row_ptrs, oe - oy, dw_filter.data() + cb * 16, dw_bias.data() + cb * 16,
+                            dw_out + cb * 16, ow * ce16);
+        for (size_t k = 0; k < 3 * (oe - oy); ++k)
+          if (row_ptrs[k]) row_ptrs[k] += block_step;
       }
       pe.residual = residual ? xn + oy * ow * cin : nullptr;
       pe.ldr = cin;

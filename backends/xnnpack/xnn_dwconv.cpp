@@ -63,31 +63,35 @@ __attribute__((target("avx512f"))) inline __m512 pixel(const float* const* rows,
   return acc;
 }
 
-// One output row, 16 channels starting at c0, from its three input rows
-// (null: padding): the filter stays in registers.
+// Output rows of 16 channels starting at c0, each from its three input rows
+// (in_rows[3 r + ky], null: padding): the filter stays in registers across
+// all the rows.
 template <size_t S>
-__attribute__((target("avx512f"))) void row16(const DepthwiseShape& s, const float* const* in_rows, const float* filter,
-                                               const float* bias, float* out, size_t c0) {
+__attribute__((target("avx512f"))) void rows16(const DepthwiseShape& s, const float* const* in_rows, size_t nrows,
+                                                const float* filter, const float* bias, float* out, size_t out_row,
+                                                size_t c0) {
   const size_t C = s.c, IP = s.in_px ? s.in_px : C, OP = s.out_px ? s.out_px : C;
   __m512 w[9];
   for (size_t t = 0; t < 9; ++t) w[t] = _mm512_loadu_ps(filter + t * C + c0);
   const __m512 b = bias ? _mm512_loadu_ps(bias + c0) : _mm512_setzero_ps();
   const __m512 lo = _mm512_set1_ps(s.lo), hi = _mm512_set1_ps(s.hi);
-  const float* rows[3];
-  for (size_t ky = 0; ky < 3; ++ky) rows[ky] = in_rows[ky] ? in_rows[ky] + c0 : nullptr;
   const long W = static_cast<long>(s.w), pl = static_cast<long>(s.pad_left);
-  for (size_t ox = 0; ox < s.ow;) {
-    const long ix0 = static_cast<long>(ox * S) - pl;
-    // Four outputs whose taps are all inside the row: columns ix0 .. ix0 + 3S + 2.
-    if (ix0 >= 0 && ox + 4 <= s.ow && ix0 + static_cast<long>(3 * S + 2) < W) {
-      __m512 acc[4] = {b, b, b, b};
-      block4<S>(rows, static_cast<size_t>(ix0), IP, w, acc);
-      for (size_t j = 0; j < 4; ++j) _mm512_storeu_ps(out + (ox + j) * OP + c0, clamp(acc[j], lo, hi));
-      ox += 4;
-      continue;
+  for (size_t r = 0; r < nrows; ++r, out += out_row) {
+    const float* rows[3];
+    for (size_t ky = 0; ky < 3; ++ky) rows[ky] = in_rows[3 * r + ky] ? in_rows[3 * r + ky] + c0 : nullptr;
+    for (size_t ox = 0; ox < s.ow;) {
+      const long ix0 = static_cast<long>(ox * S) - pl;
+      // Four outputs whose taps are all inside the row: columns ix0 .. ix0 + 3S + 2.
+      if (ix0 >= 0 && ox + 4 <= s.ow && ix0 + static_cast<long>(3 * S + 2) < W) {
+        __m512 acc[4] = {b, b, b, b};
+        block4<S>(rows, static_cast<size_t>(ix0), IP, w, acc);
+        for (size_t j = 0; j < 4; ++j) _mm512_storeu_ps(out + (ox + j) * OP + c0, clamp(acc[j], lo, hi));
+        ox += 4;
+        continue;
+      }
+      _mm512_storeu_ps(out + ox * OP + c0, clamp(pixel(rows, ix0, W, IP, w, b), lo, hi));
+      ++ox;
     }
-    _mm512_storeu_ps(out + ox * OP + c0, clamp(pixel(rows, ix0, W, IP, w, b), lo, hi));
-    ++ox;
   }
 }
 
@@ -117,11 +121,21 @@ void depthwise3x3_row(const DepthwiseShape& s, const float* const rows[3], const
                       float* output, size_t c_begin, size_t c_end) {
 #ifdef KILN_XNN_X86
   for (size_t c0 = c_begin; c0 < c_end; c0 += 16) {
-    if (s.stride == 1) row16<1>(s, rows, filter, bias, output, c0);
-    else row16<2>(s, rows, filter, bias, output, c0);
+    if (s.stride == 1) rows16<1>(s, rows, 1, filter, bias, output, 0, c0);
+    else rows16<2>(s, rows, 1, filter, bias, output, 0, c0);
   }
 #else
   (void)s, (void)rows, (void)filter, (void)bias, (void)output, (void)c_begin, (void)c_end;
+#endif
+}
+
+void depthwise3x3_rows16(const DepthwiseShape& s, const float* const* rows, size_t nrows, const float* filter,
+                         const float* bias, float* output, size_t out_row) {
+#ifdef KILN_XNN_X86
+  if (s.stride == 1) rows16<1>(s, rows, nrows, filter, bias, output, out_row, 0);
+  else rows16<2>(s, rows, nrows, filter, bias, output, out_row, 0);
+#else
+  (void)s, (void)rows, (void)nrows, (void)filter, (void)bias, (void)output, (void)out_row;
 #endif
 }
 

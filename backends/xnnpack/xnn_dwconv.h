@@ -44,4 +44,10 @@ void depthwise3x3_rows(const DepthwiseShape& s, const float* input, const float*
 void depthwise3x3_row(const DepthwiseShape& s, const float* const rows[3], const float* filter, const float* bias,
                       float* output, size_t c_begin, size_t c_end);
 
+/// 16 channels of `nrows` output rows (output row r at output + r * out_row),
+/// row r from input rows rows[3 r .. 3 r + 2] (null: padding): the filter
+/// (`filter` + t * s.c for tap t) is loaded once for all the rows.
+void depthwise3x3_rows16(const DepthwiseShape& s, const float* const* rows, size_t nrows, const float* filter,
+                         const float* bias, float* output, size_t out_row);
+
 }  // namespace kiln_xnnpack

@@ -54,6 +54,12 @@ bool depthwise(const Program& p, const Op& op) {
          p.values[op.in[0]].dims.size() == 4;
 }
 
+// Whether the filter (and bias, if any) of a convolution have the dims given.
+bool weights_are(const Program& p, const Op& op, std::vector<int64_t> filter, int64_t bias) {
+  return p.values[op.in[1]].dims == filter &&
+         (op.in.size() < 3 || op.in[2] == kNoValue || p.values[op.in[2]].dims == std::vector<int64_t>{bias});
+}
+
 const float* bias_of(const Program& p, const Op& op) {
   return op.in.size() > 2 && op.in[2] != kNoValue ? constant_of(p, op.in[2]).data() : nullptr;
 }
@@ -87,10 +93,11 @@ namespace {
 // The block whose first op is ops[i], if there is one: [expand ->]
 // depthwise -> project [-> Add of the block's input], consecutive ops, each
 // intermediate value read only by the next op.
-std::unique_ptr<FusedBlocks::Block> match(const Program& p, size_t i, const std::vector<size_t>& readers) {
+std::unique_ptr<FusedBlocks::Block> match(const Program& p, size_t first, const std::vector<size_t>& readers) {
   auto b = std::make_unique<FusedBlocks::Block>();
-  b->first = i;
-  size_t k = i;
+  const size_t i0 = first;
+  b->first = i0;
+  size_t k = i0;
   b->expand = k + 2 < p.ops.size() && pointwise(p, p.ops[k]) && readers[p.ops[k].out] == 1 &&
               p.ops[k + 1].in.at(0) == p.ops[k].out;
   if (b->expand) ++k;
@@ -98,7 +105,7 @@ std::unique_ptr<FusedBlocks::Block> match(const Program& p, size_t i, const std:
   const Op& d = p.ops[k];
   const Op& pr = p.ops[k + 1];
   if (!pointwise(p, pr) || pr.in[0] != d.out) return nullptr;
-  b->input = b->expand ? p.ops[i].in[0] : d.in[0];
+  b->input = b->expand ? p.ops[i0].in[0] : d.in[0];
   if (is_constant(p, b->input)) return nullptr;
   const std::vector<int64_t>& xd = p.values[b->input].dims;
   const std::vector<int64_t>& dd = p.values[d.out].dims;
@@ -109,6 +116,14 @@ std::unique_ptr<FusedBlocks::Block> match(const Program& p, size_t i, const std:
   b->ce = static_cast<size_t>(dd[3]), b->oh = static_cast<size_t>(dd[1]), b->ow = static_cast<size_t>(dd[2]);
   b->cout = static_cast<size_t>(yd[3]);
   if (!b->expand && b->cin % 16 != 0) return nullptr;  // the depthwise reads the input's rows in place
+  // Every dim the kernels index by, checked (an imported blob passes only Program::validate).
+  const int64_t n = xd[0], h = xd[1], w = xd[2], cin = xd[3], ce = dd[3], oh = dd[1], ow = dd[2], cout = yd[3];
+  const std::vector<int64_t>& i = d.ints;
+  if (p.values[d.in[0]].dims != std::vector<int64_t>{n, h, w, ce} || i[11] != ce ||
+      oh != (h + i[0] + i[2] - 3) / i[6] + 1 || ow != (w + i[1] + i[3] - 3) / i[7] + 1 ||
+      yd != std::vector<int64_t>{n, oh, ow, cout} || !weights_are(p, d, {1, 3, 3, ce}, ce) ||
+      !weights_are(p, pr, {cout, 1, 1, ce}, cout) || (b->expand && !weights_are(p, p.ops[i0], {ce, 1, 1, cin}, ce)))
+    return nullptr;
   b->output = pr.out;
   b->end = k + 2;
   if (b->end < p.ops.size() && readers[pr.out] == 1) {

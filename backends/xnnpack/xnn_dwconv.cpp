@@ -63,34 +63,35 @@ __attribute__((target("avx512f"))) inline __m512 pixel(const float* const* rows,
   return acc;
 }
 
-// One output row, 16 channels starting at c0: the filter stays in registers.
+// Output rows of 16 channels starting at c0, each from its three input rows
+// (in_rows[3 r + ky], null: padding): the filter stays in registers across
+// all the rows.
 template <size_t S>
-__attribute__((target("avx512f"))) void row16(const DepthwiseShape& s, const float* in, const float* filter,
-                                               const float* bias, float* out, size_t oy, size_t c0) {
-  const size_t C = s.c;
+__attribute__((target("avx512f"))) void rows16(const DepthwiseShape& s, const float* const* in_rows, size_t nrows,
+                                                const float* filter, const float* bias, float* out, size_t out_row,
+                                                size_t c0) {
+  const size_t C = s.c, IP = s.in_px ? s.in_px : C, OP = s.out_px ? s.out_px : C;
   __m512 w[9];
   for (size_t t = 0; t < 9; ++t) w[t] = _mm512_loadu_ps(filter + t * C + c0);
   const __m512 b = bias ? _mm512_loadu_ps(bias + c0) : _mm512_setzero_ps();
   const __m512 lo = _mm512_set1_ps(s.lo), hi = _mm512_set1_ps(s.hi);
-  // The three input rows this output row reads (null: padding).
-  const float* rows[3];
-  for (size_t ky = 0; ky < 3; ++ky) {
-    const long iy = static_cast<long>(oy * S + ky) - static_cast<long>(s.pad_top);
-    rows[ky] = iy >= 0 && iy < static_cast<long>(s.h) ? in + static_cast<size_t>(iy) * s.w * C + c0 : nullptr;
-  }
   const long W = static_cast<long>(s.w), pl = static_cast<long>(s.pad_left);
-  for (size_t ox = 0; ox < s.ow;) {
-    const long ix0 = static_cast<long>(ox * S) - pl;
-    // Four outputs whose taps are all inside the row: columns ix0 .. ix0 + 3S + 2.
-    if (ix0 >= 0 && ox + 4 <= s.ow && ix0 + static_cast<long>(3 * S + 2) < W) {
-      __m512 acc[4] = {b, b, b, b};
-      block4<S>(rows, static_cast<size_t>(ix0), C, w, acc);
-      for (size_t j = 0; j < 4; ++j) _mm512_storeu_ps(out + (ox + j) * C + c0, clamp(acc[j], lo, hi));
-      ox += 4;
-      continue;
+  for (size_t r = 0; r < nrows; ++r, out += out_row) {
+    const float* rows[3];
+    for (size_t ky = 0; ky < 3; ++ky) rows[ky] = in_rows[3 * r + ky] ? in_rows[3 * r + ky] + c0 : nullptr;
+    for (size_t ox = 0; ox < s.ow;) {
+      const long ix0 = static_cast<long>(ox * S) - pl;
+      // Four outputs whose taps are all inside the row: columns ix0 .. ix0 + 3S + 2.
+      if (ix0 >= 0 && ox + 4 <= s.ow && ix0 + static_cast<long>(3 * S + 2) < W) {
+        __m512 acc[4] = {b, b, b, b};
+        block4<S>(rows, static_cast<size_t>(ix0), IP, w, acc);
+        for (size_t j = 0; j < 4; ++j) _mm512_storeu_ps(out + (ox + j) * OP + c0, clamp(acc[j], lo, hi));
+        ox += 4;
+        continue;
+      }
+      _mm512_storeu_ps(out + ox * OP + c0, clamp(pixel(rows, ix0, W, IP, w, b), lo, hi));
+      ++ox;
     }
-    _mm512_storeu_ps(out + ox * C + c0, clamp(pixel(rows, ix0, W, C, w, b), lo, hi));
-    ++ox;
   }
 }
 
@@ -103,14 +104,38 @@ void depthwise3x3_rows(const DepthwiseShape& s, const float* input, const float*
   for (size_t r = row_begin; r < row_end; ++r) {
     const size_t n = r / s.oh, oy = r % s.oh;
     const float* in = input + n * s.h * s.w * s.c;
-    float* out = output + (n * s.oh + oy) * s.ow * s.c;
-    for (size_t c0 = 0; c0 < s.c; c0 += 16) {
-      if (s.stride == 1) row16<1>(s, in, filter, bias, out, oy, c0);
-      else row16<2>(s, in, filter, bias, out, oy, c0);
+    // The three input rows this output row reads (null: padding).
+    const float* rows[3];
+    for (size_t ky = 0; ky < 3; ++ky) {
+      const long iy = static_cast<long>(oy * s.stride + ky) - static_cast<long>(s.pad_top);
+      rows[ky] = iy >= 0 && iy < static_cast<long>(s.h) ? in + static_cast<size_t>(iy) * s.w * s.c : nullptr;
     }
+    depthwise3x3_row(s, rows, filter, bias, output + (n * s.oh + oy) * s.ow * s.c, 0, s.c);
   }
 #else
   (void)s, (void)input, (void)filter, (void)bias, (void)output, (void)row_begin, (void)row_end;
+#endif
+}
+
+void depthwise3x3_row(const DepthwiseShape& s, const float* const rows[3], const float* filter, const float* bias,
+                      float* output, size_t c_begin, size_t c_end) {
+#ifdef KILN_XNN_X86
+  for (size_t c0 = c_begin; c0 < c_end; c0 += 16) {
+    if (s.stride == 1) rows16<1>(s, rows, 1, filter, bias, output, 0, c0);
+    else rows16<2>(s, rows, 1, filter, bias, output, 0, c0);
+  }
+#else
+  (void)s, (void)rows, (void)filter, (void)bias, (void)output, (void)c_begin, (void)c_end;
+#endif
+}
+
+void depthwise3x3_rows16(const DepthwiseShape& s, const float* const* rows, size_t nrows, const float* filter,
+                         const float* bias, float* output, size_t out_row) {
+#ifdef KILN_XNN_X86
+  if (s.stride == 1) rows16<1>(s, rows, nrows, filter, bias, output, out_row, 0);
+  else rows16<2>(s, rows, nrows, filter, bias, output, out_row, 0);
+#else
+  (void)s, (void)rows, (void)nrows, (void)filter, (void)bias, (void)output, (void)out_row;
 #endif
 }
 

@@ -20,6 +20,7 @@ struct DepthwiseShape {
   size_t stride = 1;
   size_t pad_top = 0, pad_left = 0;
   float lo = 0, hi = 0;               // output clamp
+  size_t in_px = 0, out_px = 0;       // floats from one pixel to the next in the input rows, the output (0: c)
 };
 
 /// True when this CPU runs the kernel (AVX-512F).
@@ -35,5 +36,18 @@ bool native_depthwise_fits(const std::vector<int64_t>& ints, const std::vector<i
 /// `bias` [C] or null.
 void depthwise3x3_rows(const DepthwiseShape& s, const float* input, const float* filter, const float* bias,
                        float* output, size_t row_begin, size_t row_end);
+
+/// Channels [c_begin, c_end) (multiples of 16) of one output row from the
+/// three input rows it reads (each s.w pixels, s.in_px floats apart; null: a
+/// padding row). The filter is [3, 3, s.c], s.c a multiple of 16. s.h, s.oh
+/// and s.pad_top are not used.
+void depthwise3x3_row(const DepthwiseShape& s, const float* const rows[3], const float* filter, const float* bias,
+                      float* output, size_t c_begin, size_t c_end);
+
+/// 16 channels of `nrows` output rows (output row r at output + r * out_row),
+/// row r from input rows rows[3 r .. 3 r + 2] (null: padding): the filter
+/// (`filter` + t * s.c for tap t) is loaded once for all the rows.
+void depthwise3x3_rows16(const DepthwiseShape& s, const float* const* rows, size_t nrows, const float* filter,
+                         const float* bias, float* output, size_t out_row);
 
 }  // namespace kiln_xnnpack

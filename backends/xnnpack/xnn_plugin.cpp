@@ -51,17 +51,20 @@ class Pools {
 
 class XnnCompiled final : public Compiled {
  public:
-  XnnCompiled(std::shared_ptr<const Program> program, std::shared_ptr<Pools> pools, int64_t threads, bool native_dw)
-      : program_(std::move(program)), pools_(std::move(pools)), fixed_threads_(threads > 0), native_dw_(native_dw) {
+  XnnCompiled(std::shared_ptr<const Program> program, std::shared_ptr<Pools> pools, int64_t threads, bool native_dw,
+              BlockFusion fusion)
+      : program_(std::move(program)), pools_(std::move(pools)), fixed_threads_(threads > 0), native_dw_(native_dw),
+        fusion_(fusion) {
     // Weights are packed here, for the thread count we expect (Kiln's
     // default session has 1 thread); a session with another count rebuilds
     // once, on its first run.
     const size_t n = threads > 0 ? static_cast<size_t>(threads) : 1;
-    runtime_ = std::make_unique<Runtime>(program_, pools_->get(n), native_dw_);
+    runtime_ = std::make_unique<Runtime>(program_, pools_->get(n), native_dw_, fusion_);
   }
   void execute(ExecContext& ctx, const Inputs& inputs) override {
     const size_t want = static_cast<size_t>(std::max(1, ctx.num_threads()));
-    if (!fixed_threads_ && runtime_->threads() != want) runtime_ = std::make_unique<Runtime>(program_, pools_->get(want), native_dw_);
+    if (!fixed_threads_ && runtime_->threads() != want)
+      runtime_ = std::make_unique<Runtime>(program_, pools_->get(want), native_dw_, fusion_);
     runtime_->run(ctx, inputs);
   }
   size_t num_inputs() const override { return program_->inputs.size(); }
@@ -76,6 +79,7 @@ class XnnCompiled final : public Compiled {
   std::shared_ptr<Pools> pools_;
   bool fixed_threads_;
   bool native_dw_;
+  BlockFusion fusion_;
   std::unique_ptr<Runtime> runtime_;
 };
 
@@ -163,7 +167,7 @@ class XnnInstance final : public Instance {
   std::unique_ptr<Compiled> compile(const Graph& graph, const Partition& part) override {
     auto program = std::make_shared<const Program>(lower_partition(graph, part));
     auto c = std::make_unique<XnnCompiled>(program, pools_, options_.get_int("threads"),
-                                           options_.get_bool("native_depthwise"));
+                                           options_.get_bool("native_depthwise"), fusion());
     // One line per partition; kiln inspect prints it under the partition.
     if (options_.get_bool("verbose") || graph.host().log_enabled(KILN_LOG_INFO)) {
       const Runtime& r = c->runtime();
@@ -174,7 +178,9 @@ class XnnInstance final : public Instance {
                                           " (" + std::to_string(r.num_direct_convs()) +
                                           " convolutions write into their Concat, " +
                                           std::to_string(r.num_native_depthwise()) +
-                                          " depthwise run by the plugin's kernel), " + std::to_string(t) +
+                                          " depthwise run by the plugin's kernel, " +
+                                          std::to_string(r.num_fused_blocks()) + " inverted-residual blocks fused), " +
+                                          std::to_string(t) +
                                           " boundary transpose" + (t == 1 ? "" : "s") + " (NCHW<->NHWC), " +
                                           std::to_string(r.scratch_bytes()) + " bytes of plugin buffers");
     }
@@ -184,13 +190,19 @@ class XnnInstance final : public Instance {
   std::unique_ptr<Compiled> import_compiled(const uint8_t* bytes, size_t size) override {
     auto program = std::make_shared<const Program>(Program::parse(bytes, size));
     return std::make_unique<XnnCompiled>(program, pools_, options_.get_int("threads"),
-                                         options_.get_bool("native_depthwise"));
+                                         options_.get_bool("native_depthwise"), fusion());
   }
 
  private:
   void check() const {
     const int64_t t = options_.get_int("threads");
     if (t < 0 || t > 1024) fail(KILN_STATUS_INVALID_ARGUMENT, "option 'threads' must be in [0, 1024], got " + options_.get("threads"));
+    const int64_t rows = options_.get_int("block_rows");
+    if (rows < 0 || rows > 4096)
+      fail(KILN_STATUS_INVALID_ARGUMENT, "option 'block_rows' must be in [0, 4096], got " + options_.get("block_rows"));
+  }
+  BlockFusion fusion() const {
+    return {options_.get_bool("fuse_blocks"), static_cast<size_t>(options_.get_int("block_rows"))};
   }
   std::shared_ptr<Pools> pools_;
 };
@@ -218,6 +230,9 @@ class XnnPlugin final : public Plugin {
          "decline groups of only element-wise/reshape ops (not worth their boundary)"},
         {"native_depthwise", KILN_OPTION_BOOL, "true",
          "run 3x3 depthwise convolutions (16n channels) on the plugin's AVX-512 kernel instead of XNNPACK's"},
+        {"fuse_blocks", KILN_OPTION_BOOL, "true",
+         "run inverted-residual blocks (1x1 expand -> 3x3 depthwise -> 1x1 project [+ Add]) fused in row bands (AVX-512)"},
+        {"block_rows", KILN_OPTION_INT, "0", "output rows a fused block computes at a time (0: sized to the L2 cache)"},
         {"verbose", KILN_OPTION_BOOL, "false", "log each compiled partition at info level"},
     };
   }

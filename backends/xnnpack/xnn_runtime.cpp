@@ -7,6 +7,7 @@
 #include <string>
 
 #include "xnn_dwconv.h"
+#include "xnn_tsan.h"
 
 namespace kiln_xnnpack {
 
@@ -28,27 +29,6 @@ namespace {
 uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 
 std::vector<size_t> size_dims(const std::vector<int64_t>& d) { return std::vector<size_t>(d.begin(), d.end()); }
-
-// pthreadpool (a system library, not instrumented) hands tasks to its
-// workers and waits for them in code ThreadSanitizer cannot see. Under TSan
-// the two edges that matter are annotated: the caller's writes happen before
-// a task runs, and a task's writes happen before the caller goes on.
-#if defined(__SANITIZE_THREAD__)
-#define KILN_XNN_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define KILN_XNN_TSAN 1
-#endif
-#endif
-#ifdef KILN_XNN_TSAN
-extern "C" void __tsan_acquire(void* addr);
-extern "C" void __tsan_release(void* addr);
-void tsan_acquire(const void* sync) { __tsan_acquire(const_cast<void*>(sync)); }
-void tsan_release(const void* sync) { __tsan_release(const_cast<void*>(sync)); }
-#else
-void tsan_acquire(const void*) {}
-void tsan_release(const void*) {}
-#endif
 
 // One NCHW <-> NHWC transpose, split into (n, pixel tile) tasks.
 struct TransposeTask {
@@ -81,7 +61,8 @@ struct TransposeTask {
 
 }  // namespace
 
-Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> pool, bool native_depthwise)
+Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> pool, bool native_depthwise,
+                 BlockFusion fusion)
     : program_(std::move(program)), pool_(std::move(pool)) {
   const Program& p = *program_;
   p.validate();
@@ -97,6 +78,7 @@ Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> p
     native_dw_[i] = native_depthwise && op.kind == OpKind::kDepthwise && native_depthwise_supported() &&
                     op.floats.size() >= 2 && native_depthwise_fits(op.ints, p.values[op.in.at(0)].dims);
   }
+  blocks_ = std::make_unique<FusedBlocks>(p, fusion, pool_->threads());
   plan_direct_concat();
   plan_segments();
   // Values the plugin must hold in memory of its own or the host's: the
@@ -109,9 +91,9 @@ Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> p
     for (size_t i = segments_[s].begin; i < segments_[s].end; ++i) {
       const Op& op = p.ops[i];
       producer_seg[op.out] = static_cast<int32_t>(s);
-      if (segments_[s].native && into_concat_[i] < 0) materialized[op.out] = 1;
+      if (segments_[s].native && into_concat_[i] < 0 && !blocks_->hidden(op.out)) materialized[op.out] = 1;
       for (uint32_t v : op.in) {
-        if (v == kNoValue || p.values[v].constant >= 0) continue;
+        if (v == kNoValue || p.values[v].constant >= 0 || blocks_->hidden(v)) continue;
         if (segments_[s].native || (producer_seg[v] >= 0 && producer_seg[v] != static_cast<int32_t>(s))) materialized[v] = 1;
       }
     }
@@ -130,6 +112,7 @@ Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> p
   for (size_t v = 0; v < p.values.size(); ++v)
     owned_[v] = materialized[v] && !host_bound[v] && p.values[v].constant < 0;
   place_owned();
+  scratch_bytes_ += blocks_->scratch_bytes();
   for (Segment& seg : segments_)
     if (!seg.native) build_segment(seg, materialized);
   for (size_t i = 0; i < p.ops.size(); ++i)
@@ -257,7 +240,9 @@ void Runtime::plan_segments() {
   const std::vector<Op>& ops = program_->ops;
   for (size_t i = 0; i < ops.size();) {
     Segment seg;
-    auto native = [&](size_t k) { return ops[k].kind == OpKind::kConcat || into_concat_[k] >= 0 || native_dw_[k]; };
+    auto native = [&](size_t k) {
+      return ops[k].kind == OpKind::kConcat || into_concat_[k] >= 0 || native_dw_[k] || blocks_->covers(k);
+    };
     seg.native = native(i);
     seg.begin = i;
     do ++i;
@@ -536,7 +521,11 @@ void Runtime::run(kiln::sdk::ExecContext& ctx, const kiln::sdk::Inputs& inputs) 
       continue;
     }
     for (size_t i = seg.begin; i < seg.end; ++i) {
-      if (native_dw_[i]) run_depthwise(i, i + 1 == p.ops.size());
+      if (blocks_->starts(i)) {
+        const size_t end = blocks_->end(i);
+        blocks_->run(i, ptr_, pool_->get(), end == p.ops.size() ? PTHREADPOOL_FLAG_YIELD_WORKERS : 0);
+        i = end - 1;
+      } else if (native_dw_[i]) run_depthwise(i, i + 1 == p.ops.size());
       else run_concat(i);
     }
   }

@@ -14,6 +14,7 @@
 
 #include "kiln/c/backend_sdk.hpp"
 #include "xnn_api.h"
+#include "xnn_block.h"
 #include "xnn_program.h"
 
 namespace kiln_xnnpack {
@@ -39,7 +40,9 @@ class Runtime {
   /// Builds XNNPACK runtimes (packing weights) on `pool`. With
   /// `native_depthwise`, 3x3 depthwise convolutions the plugin's own kernel
   /// takes (xnn_dwconv.h) run on it instead of XNNPACK's.
-  Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> pool, bool native_depthwise = true);
+  /// `fusion`: inverted-residual blocks run fused in row bands (xnn_block.h).
+  Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> pool, bool native_depthwise = true,
+          BlockFusion fusion = {});
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -61,6 +64,8 @@ class Runtime {
     for (uint8_t d : native_dw_) n += d;
     return n;
   }
+  /// Inverted-residual blocks run fused.
+  size_t num_fused_blocks() const { return blocks_ ? blocks_->count() : 0; }
 
  private:
   struct Segment {
@@ -93,6 +98,7 @@ class Runtime {
   std::vector<int64_t> into_concat_, channel_offset_;
   std::vector<xnn_operator_t> operators_;  // per op (nullptr: none)
   std::vector<uint8_t> native_dw_;         // per op: a depthwise convolution run by xnn_dwconv
+  std::unique_ptr<FusedBlocks> blocks_;    // inverted-residual blocks run fused (xnn_block.h)
   std::vector<int64_t> producer_;          // per value: the op writing it (-1: none)
   int64_t producer_of(uint32_t v) const { return producer_[v]; }
   std::vector<float*> ptr_;                   // per value: where its data is this run (nullptr: XNNPACK's own)

@@ -121,7 +121,7 @@ def test_inspect_groups_portable_nodes_by_reason(models):
     # Transpose and Softmax left outside): x and p cross the boundary
     # transposed; the two Convs feeding the Concat write into its buffer.
     assert "    plugin:   compiled xnnpack:" in r.stdout, r.stdout
-    assert "(2 convolutions write into their Concat, 0 depthwise run by the plugin's kernel), 2 boundary transposes (NCHW<->NHWC)" in r.stdout, r.stdout
+    assert "(2 convolutions write into their Concat, 0 depthwise run by the plugin's kernel, 0 inverted-residual blocks fused), 2 boundary transposes (NCHW<->NHWC)" in r.stdout, r.stdout
     v = kiln("inspect", models["mixed"], "--backends", "xnnpack,portable", "--verbose")
     assert v.returncode == 0, v.stderr
     assert "node by node:\n  Transpose\n    xnnpack: Transpose: this XNNPACK" in v.stdout, v.stdout
@@ -142,3 +142,58 @@ def test_missing_library_is_one_line_and_models_still_run(models):
     req = kiln("run", models["net"], "--backends", "xnnpack", "--fallback", "require", env=env)
     assert req.returncode != 0
     assert "libXNNPACK" in req.stderr
+
+
+def block_net(path):
+    """Two mobilenet_v2-style inverted-residual blocks (1x1 expand + Relu6,
+    3x3 depthwise + Relu6, 1x1 project; the first with its residual Add, the
+    second with stride 2), which the plugin fuses on AVX-512 CPUs."""
+    rng = np.random.default_rng(1)
+    init = [numpy_helper.from_array(np.array(0, np.float32), "lo"), numpy_helper.from_array(np.array(6, np.float32), "hi")]
+    nodes = []
+    x, c = "x", 24
+    for k, (ce, cout, stride) in enumerate([(144, 24, 1), (96, 40, 2)]):
+        init += [const(f"we{k}", (ce, c, 1, 1), rng), const(f"be{k}", (ce,), rng), const(f"wd{k}", (ce, 1, 3, 3), rng),
+                 const(f"bd{k}", (ce,), rng), const(f"wp{k}", (cout, ce, 1, 1), rng), const(f"bp{k}", (cout,), rng)]
+        nodes += [
+            helper.make_node("Conv", [x, f"we{k}", f"be{k}"], [f"e{k}"]),
+            helper.make_node("Clip", [f"e{k}", "lo", "hi"], [f"re{k}"]),
+            helper.make_node("Conv", [f"re{k}", f"wd{k}", f"bd{k}"], [f"d{k}"], group=ce, kernel_shape=[3, 3],
+                             pads=[1, 1, 1, 1], strides=[stride, stride]),
+            helper.make_node("Clip", [f"d{k}", "lo", "hi"], [f"rd{k}"]),
+            helper.make_node("Conv", [f"rd{k}", f"wp{k}", f"bp{k}"], [f"p{k}"]),
+        ]
+        y = f"p{k}"
+        if stride == 1 and cout == c:
+            nodes.append(helper.make_node("Add", [y, x], [f"a{k}"]))
+            y = f"a{k}"
+        x, c = y, cout
+    g = helper.make_graph(nodes, "blocks", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 24, 21, 19])],
+                          [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 40, 11, 10])], init)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    return str(path)
+
+
+def test_fused_blocks_survive_export_and_import(tmp_path):
+    """The compiled blob holds the Program only: importing it (a second run
+    from the compile cache, at another thread count) rebuilds the fused
+    blocks, and both runs match portable kernels."""
+    net = block_net(tmp_path / "blocks.onnx")
+    with open("/proc/cpuinfo") as f:
+        fused = 2 if " avx512f" in f.read() else 0
+    ins = kiln("inspect", net, "--backends", "xnnpack", "--fallback", "require")
+    assert ins.returncode == 0, ins.stderr
+    assert f"{fused} inverted-residual blocks fused" in ins.stdout, ins.stdout
+    cache = str(tmp_path / "cache")
+    outs = []
+    for k, threads in enumerate(["1", "2"]):
+        r = kiln("run", net, "--backends", "xnnpack", "--fallback", "require", "--cache-dir", cache, "--threads", threads,
+                 "--output-dir", str(tmp_path / f"o{k}"))
+        assert r.returncode == 0, r.stderr
+        outs.append(numpy_helper.to_array(onnx.load_tensor(str(tmp_path / f"o{k}" / "output_0.pb"))))
+    assert any(p.endswith(".kcc") for _, _, files in os.walk(cache) for p in files)
+    p = kiln("run", net, "--backends", "portable", "--output-dir", str(tmp_path / "p"))
+    assert p.returncode == 0, p.stderr
+    ref = numpy_helper.to_array(onnx.load_tensor(str(tmp_path / "p" / "output_0.pb")))
+    for y in outs:
+        np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-3)

@@ -1,0 +1,374 @@
+#include "xnn_block.h"
+
+#include <algorithm>
+#include <atomic>
+#include <limits>
+
+#include "kiln/c/backend_sdk.hpp"
+#include "xnn_dwconv.h"
+#include "xnn_tsan.h"
+
+namespace kiln_xnnpack {
+
+namespace {
+
+// Scratch a band may use (ring of expanded rows + depthwise output): half a
+// core's L2 (Zen 4: 1 MB, Intel since Ice Lake: 1.25-2 MB), so the weights
+// and the block's input rows stay in it too. Taller bands read the weights
+// fewer times (mobilenet_v2, Zen 4: 512 KB ran its blocks ~1% faster than
+// 320 KB or 1 MB).
+constexpr size_t kBandBytes = 512 * 1024;
+
+// Pixels a chunk of rows should hold at least when threads share a block
+// (one GEMM call: fewer re-read the weights too often).
+constexpr size_t kChunkPixels = 24;
+
+size_t round16(size_t c) { return (c + 15) / 16 * 16; }
+
+const std::vector<float>& constant_of(const Program& p, uint32_t v) {
+  return p.constants[static_cast<size_t>(p.values[v].constant)];
+}
+
+bool is_constant(const Program& p, uint32_t v) { return v != kNoValue && p.values[v].constant >= 0; }
+
+// A 1x1 convolution with stride 1, no padding and one group, with a clamp.
+bool pointwise(const Program& p, const Op& op) {
+  if (op.kind != OpKind::kConv || op.ints.size() < 13 || op.floats.size() < 2 || op.in.size() < 2) return false;
+  const std::vector<int64_t>& i = op.ints;
+  for (size_t k = 0; k < 4; ++k)
+    if (i[k] != 0) return false;
+  return i[4] == 1 && i[5] == 1 && i[6] == 1 && i[7] == 1 && i[8] == 1 && i[9] == 1 && i[10] == 1 &&
+         is_constant(p, op.in[1]) && (op.in.size() < 3 || op.in[2] == kNoValue || is_constant(p, op.in[2])) &&
+         p.values[op.in[0]].dims.size() == 4;
+}
+
+// A 3x3 depthwise convolution (multiplier 1, dilation 1, stride 1 or 2 in
+// both directions, pads < 3) with a clamp.
+bool depthwise(const Program& p, const Op& op) {
+  if (op.kind != OpKind::kDepthwise || op.ints.size() < 12 || op.floats.size() < 2 || op.in.size() < 2) return false;
+  const std::vector<int64_t>& i = op.ints;
+  for (size_t k = 0; k < 4; ++k)
+    if (i[k] < 0 || i[k] > 2) return false;
+  return i[4] == 3 && i[5] == 3 && i[6] == i[7] && (i[6] == 1 || i[6] == 2) && i[8] == 1 && i[9] == 1 && i[10] == 1 &&
+         is_constant(p, op.in[1]) && (op.in.size() < 3 || op.in[2] == kNoValue || is_constant(p, op.in[2])) &&
+         p.values[op.in[0]].dims.size() == 4;
+}
+
+// Whether the filter (and bias, if any) of a convolution have the dims given.
+bool weights_are(const Program& p, const Op& op, std::vector<int64_t> filter, int64_t bias) {
+  return p.values[op.in[1]].dims == filter &&
+         (op.in.size() < 3 || op.in[2] == kNoValue || p.values[op.in[2]].dims == std::vector<int64_t>{bias});
+}
+
+const float* bias_of(const Program& p, const Op& op) {
+  return op.in.size() > 2 && op.in[2] != kNoValue ? constant_of(p, op.in[2]).data() : nullptr;
+}
+
+}  // namespace
+
+struct FusedBlocks::Block {
+  size_t first = 0, end = 0;  // ops [first, end)
+  uint32_t input = kNoValue, output = kNoValue;
+  bool expand = false, residual = false;
+  size_t n = 0, h = 0, w = 0, cin = 0, ce = 0, oh = 0, ow = 0, cout = 0;
+  size_t band = 1, ring = 0;  // output rows per band step; expanded rows in the ring
+  PackedGemm expand_gemm, project_gemm;
+  PackedGemm::Epilogue expand_epi{}, project_epi{};
+  DepthwiseShape dw{};
+  std::vector<float> dw_filter, dw_bias;  // [9][ce16], [ce16], zero-padded
+
+  size_t ce16() const { return round16(ce); }
+  // Ring of expanded rows, then the depthwise output of a band.
+  size_t scratch_floats() const { return (ring * w + band * ow) * ce16(); }
+  /// Output rows [g0, g1) of all images (row g is image g / oh, row g % oh).
+  /// `expanded`: the whole expanded input (n x h x w x ce16), else null
+  /// (the band expands its own rows).
+  /// `row_ptrs`: room for 3 pointers per band row.
+  void run_rows(const float* x, float* y, float* scratch, const float** row_ptrs, size_t g0, size_t g1,
+                const float* expanded) const;
+};
+
+namespace {
+
+// The block whose first op is ops[i], if there is one: [expand ->]
+// depthwise -> project [-> Add of the block's input], consecutive ops, each
+// intermediate value read only by the next op.
+std::unique_ptr<FusedBlocks::Block> match(const Program& p, size_t first, const std::vector<size_t>& readers) {
+  auto b = std::make_unique<FusedBlocks::Block>();
+  const size_t i0 = first;
+  b->first = i0;
+  size_t k = i0;
+  b->expand = k + 2 < p.ops.size() && pointwise(p, p.ops[k]) && readers[p.ops[k].out] == 1 &&
+              p.ops[k + 1].in.at(0) == p.ops[k].out;
+  if (b->expand) ++k;
+  if (k + 1 >= p.ops.size() || !depthwise(p, p.ops[k]) || readers[p.ops[k].out] != 1) return nullptr;
+  const Op& d = p.ops[k];
+  const Op& pr = p.ops[k + 1];
+  if (!pointwise(p, pr) || pr.in[0] != d.out) return nullptr;
+  b->input = b->expand ? p.ops[i0].in[0] : d.in[0];
+  if (is_constant(p, b->input)) return nullptr;
+  const std::vector<int64_t>& xd = p.values[b->input].dims;
+  const std::vector<int64_t>& dd = p.values[d.out].dims;
+  const std::vector<int64_t>& yd = p.values[pr.out].dims;
+  if (xd[0] != yd[0] || numel(xd) <= 0 || numel(yd) <= 0) return nullptr;
+  b->n = static_cast<size_t>(xd[0]);
+  b->h = static_cast<size_t>(xd[1]), b->w = static_cast<size_t>(xd[2]), b->cin = static_cast<size_t>(xd[3]);
+  b->ce = static_cast<size_t>(dd[3]), b->oh = static_cast<size_t>(dd[1]), b->ow = static_cast<size_t>(dd[2]);
+  b->cout = static_cast<size_t>(yd[3]);
+  if (!b->expand && b->cin % 16 != 0) return nullptr;  // the depthwise reads the input's rows in place
+  // Every dim the kernels index by, checked (an imported blob passes only Program::validate).
+  const int64_t n = xd[0], h = xd[1], w = xd[2], cin = xd[3], ce = dd[3], oh = dd[1], ow = dd[2], cout = yd[3];
+  const std::vector<int64_t>& i = d.ints;
+  if (p.values[d.in[0]].dims != std::vector<int64_t>{n, h, w, ce} || i[11] != ce ||
+      oh != (h + i[0] + i[2] - 3) / i[6] + 1 || ow != (w + i[1] + i[3] - 3) / i[7] + 1 ||
+      yd != std::vector<int64_t>{n, oh, ow, cout} || !weights_are(p, d, {1, 3, 3, ce}, ce) ||
+      !weights_are(p, pr, {cout, 1, 1, ce}, cout) || (b->expand && !weights_are(p, p.ops[i0], {ce, 1, 1, cin}, ce)))
+    return nullptr;
+  b->output = pr.out;
+  b->end = k + 2;
+  if (b->end < p.ops.size() && readers[pr.out] == 1) {
+    const Op& a = p.ops[b->end];
+    const bool reads =
+        a.in.size() == 2 && ((a.in[0] == pr.out && a.in[1] == b->input) || (a.in[1] == pr.out && a.in[0] == b->input));
+    if (a.kind == OpKind::kAdd && reads && xd == yd && p.values[a.out].dims == yd && a.floats.size() >= 2) {
+      b->residual = true;
+      b->output = a.out;
+      b->project_epi.lo2 = a.floats[0];
+      b->project_epi.hi2 = a.floats[1];
+      ++b->end;
+    }
+  }
+  return b;
+}
+
+// Packs the weights of a matched block and sizes its bands.
+void prepare(const Program& p, FusedBlocks::Block& b, size_t band_rows) {
+  const size_t ce16 = b.ce16();
+  if (b.expand) {
+    const Op& e = p.ops[b.first];
+    std::vector<float> w(ce16 * b.cin, 0.0f), bias(ce16, 0.0f);
+    const std::vector<float>& f = constant_of(p, e.in[1]);  // [ce, 1, 1, cin]
+    std::copy(f.begin(), f.end(), w.begin());
+    if (const float* eb = bias_of(p, e)) std::copy(eb, eb + b.ce, bias.begin());
+    b.expand_gemm = PackedGemm(w.data(), bias.data(), ce16, b.cin, b.cin);
+    b.expand_epi.lo = e.floats[0];
+    b.expand_epi.hi = e.floats[1];
+  }
+  const Op& d = p.ops[b.first + (b.expand ? 1 : 0)];
+  const Op& pr = p.ops[b.first + (b.expand ? 2 : 1)];
+  b.dw_filter.assign(9 * ce16, 0.0f);
+  b.dw_bias.assign(ce16, 0.0f);
+  const std::vector<float>& df = constant_of(p, d.in[1]);  // [1, 3, 3, ce]
+  for (size_t t = 0; t < 9; ++t)
+    std::copy(df.begin() + t * b.ce, df.begin() + (t + 1) * b.ce, b.dw_filter.begin() + t * ce16);
+  if (const float* db = bias_of(p, d)) std::copy(db, db + b.ce, b.dw_bias.begin());
+  b.dw.w = b.w;
+  b.dw.c = ce16;
+  b.dw.ow = b.ow;
+  b.dw.stride = static_cast<size_t>(d.ints[6]);
+  b.dw.pad_top = static_cast<size_t>(d.ints[0]);
+  b.dw.pad_left = static_cast<size_t>(d.ints[3]);
+  b.dw.lo = d.floats[0];
+  b.dw.hi = d.floats[1];
+  b.project_gemm = PackedGemm(constant_of(p, pr.in[1]).data(), bias_of(p, pr), b.cout, b.ce, ce16);
+  b.project_epi.lo = pr.floats[0];
+  b.project_epi.hi = pr.floats[1];
+  // Band rows: as many as keep the scratch within kBandBytes (at least 1).
+  b.band = band_rows > 0 ? std::min(band_rows, b.oh) : 1;
+  for (;;) {
+    b.ring = b.expand ? (b.band - 1) * b.dw.stride + 3 : 0;
+    if (band_rows > 0 || b.band >= b.oh) break;
+    const size_t next = (b.expand ? b.band * b.dw.stride + 3 : 0) * b.w + (b.band + 1) * b.ow;
+    if (next * ce16 * sizeof(float) > kBandBytes) break;
+    ++b.band;
+  }
+}
+
+}  // namespace
+
+FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
+    : threads_(std::max<size_t>(1, threads)) {
+  block_of_.assign(p.ops.size(), -1);
+  hidden_.assign(p.values.size(), 0);
+  if (!f.enabled || !gemm_supported() || !native_depthwise_supported()) return;
+  size_t expanded_size = 0;
+  std::vector<size_t> readers(p.values.size(), 0);
+  for (const Op& op : p.ops)
+    for (uint32_t v : op.in)
+      if (v != kNoValue) ++readers[v];
+  for (const Boundary& b : p.outputs) ++readers[b.value];
+  for (size_t i = 0; i < p.ops.size();) {
+    std::unique_ptr<Block> b = match(p, i, readers);
+    if (!b) {
+      ++i;
+      continue;
+    }
+    prepare(p, *b, f.band_rows);
+    if (threads_ > 1 && b->expand) expanded_size = std::max(expanded_size, b->n * b->h * b->w * b->ce16());
+    for (size_t k = b->first; k < b->end; ++k) {
+      block_of_[k] = static_cast<int32_t>(blocks_.size());
+      if (k + 1 < b->end) hidden_[p.ops[k].out] = 1;
+    }
+    per_task_ = std::max(per_task_, round16(b->scratch_floats()));
+    max_band_ = std::max(max_band_, b->band);
+    i = b->end;
+    blocks_.push_back(std::move(b));
+  }
+  scratch_.assign(per_task_ * threads_, 0.0f);
+  row_ptrs_.assign(max_band_ * 3 * threads_, nullptr);
+  expanded_.assign(expanded_size, 0.0f);
+}
+
+FusedBlocks::~FusedBlocks() = default;
+
+size_t FusedBlocks::count() const { return blocks_.size(); }
+
+bool FusedBlocks::starts(size_t op) const {
+  return covers(op) && blocks_[static_cast<size_t>(block_of_[op])]->first == op;
+}
+
+size_t FusedBlocks::end(size_t op) const { return blocks_[static_cast<size_t>(block_of_[op])]->end; }
+
+void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, const float** row_ptrs, size_t g0,
+                                  size_t g1, const float* expanded) const {
+  const size_t ce16 = this->ce16(), s = dw.stride, pt = dw.pad_top;
+  // The ring holds expanded rows by blocks of 16 channels ([ce16 / 16][ring][w][16]):
+  // the depthwise reads a block's rows contiguously, not one 64-byte line per pixel.
+  const bool ring_mode = expand && !expanded;
+  float* ring_rows = scratch;
+  float* dw_out = scratch + ring * w * ce16;
+  PackedGemm::Epilogue pe = project_epi;
+  for (size_t g = g0; g < g1;) {
+    const size_t n = g / oh, oy0 = g % oh, oy_end = std::min(oh, oy0 + (g1 - g));
+    const float* xn = x + n * h * w * cin;
+    float* yn = y + n * oh * ow * cout;
+    // Input rows [0, next) have been expanded into the ring (row r in slot r % ring).
+    size_t next = oy0 * s > pt ? oy0 * s - pt : 0;
+    for (size_t oy = oy0; oy < oy_end; oy += band) {
+      const size_t oe = std::min(oy + band, oy_end);
+      if (expand && !expanded) {
+        const size_t need = std::min(h, (oe - 1) * s + 3 > pt ? (oe - 1) * s + 3 - pt : 0);
+        while (next < need) {
+          const size_t slot = next % ring, rows = std::min(need - next, ring - slot);
+          expand_gemm.run(rows * w, xn + next * w * cin, cin, ring_rows + slot * w * 16, 16, expand_epi, ring * w * 16);
+          next += rows;
+        }
+      }
+      // The input rows each output row reads (null: padding), in block 0.
+      for (size_t r = oy; r < oe; ++r) {
+        for (size_t ky = 0; ky < 3; ++ky) {
+          const size_t iy = r * s + ky;  // + pad_top
+          const bool inside = iy >= pt && iy - pt < h;
+          const float* row = nullptr;
+          if (inside && expanded)
+            row = expanded + (n * h + iy - pt) * w * ce16;
+          else if (inside && expand)
+            row = ring_rows + ((iy - pt) % ring) * w * 16;
+          else if (inside)
+            row = xn + (iy - pt) * w * cin;
+          row_ptrs[(r - oy) * 3 + ky] = row;
+        }
+      }
+      // Channel blocks outermost: a block's filter stays in registers and
+      // its slices of the input rows in L1 from one output row to the next.
+      DepthwiseShape d = dw;
+      d.in_px = ring_mode ? 16 : expanded ? ce16 : cin;
+      d.out_px = ce16;
+      const size_t block_step = ring_mode ? ring * w * 16 : 16;
+      for (size_t cb = 0; cb < ce16 / 16; ++cb) {
+        depthwise3x3_rows16(d, row_ptrs, oe - oy, dw_filter.data() + cb * 16, dw_bias.data() + cb * 16,
+                            dw_out + cb * 16, ow * ce16);
+        for (size_t k = 0; k < 3 * (oe - oy); ++k)
+          if (row_ptrs[k]) row_ptrs[k] += block_step;
+      }
+      pe.residual = residual ? xn + oy * ow * cin : nullptr;
+      pe.ldr = cin;
+      project_gemm.run((oe - oy) * ow, dw_out, ce16, yn + oy * ow * cout, cout, pe);
+    }
+    g += oy_end - oy0;
+  }
+}
+
+namespace {
+
+size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+// One pthreadpool task per thread (t picks its scratch); each takes chunks
+// of rows from a shared counter until none is left. A worker the OS has not
+// scheduled yet holds no work back (the caller takes its chunks), and one
+// preempted holds one chunk, not half the block.
+struct ChunkTask {
+  const FusedBlocks::Block* block;
+  const float* x;
+  float* y;
+  float* scratch;
+  size_t per_task;
+  const float** row_ptrs;  // 3 per band row per thread
+  size_t ptrs_per_task;
+  float* expanded;  // the whole expanded input: written by the expand phase, read after (null: the bands expand)
+  bool expanding;   // the expand phase: rows are input rows
+  size_t rows, chunk;
+  std::atomic<size_t> next{0};
+
+  static void run(void* ctx, size_t t) {
+    tsan_acquire(ctx);
+    auto* c = static_cast<ChunkTask*>(ctx);
+    const FusedBlocks::Block& b = *c->block;
+    for (;;) {
+      const size_t r0 = c->next.fetch_add(c->chunk, std::memory_order_relaxed);
+      if (r0 >= c->rows) break;
+      const size_t r1 = std::min(c->rows, r0 + c->chunk);
+      if (c->expanding) {
+        b.expand_gemm.run((r1 - r0) * b.w, c->x + r0 * b.w * b.cin, b.cin, c->expanded + r0 * b.w * b.ce16(), b.ce16(),
+                          b.expand_epi);
+      } else {
+        b.run_rows(c->x, c->y, c->scratch + t * c->per_task, c->row_ptrs + t * c->ptrs_per_task, r0, r1, c->expanded);
+      }
+    }
+    tsan_release(ctx);
+  }
+};
+
+void parallelize(pthreadpool_t pool, ChunkTask& task, size_t threads, uint32_t flags) {
+  tsan_release(&task);
+  api().pthreadpool_parallelize_1d(pool, &ChunkTask::run, &task, threads, flags);
+  tsan_acquire(&task);
+}
+
+}  // namespace
+
+// One thread: the block in bands, each expanding its rows into the ring.
+// More: the expand first, all input rows in chunks, then the depthwise and
+// project in chunks of output rows; split into bands instead, each thread
+// would recompute halo rows and hold a large share of the block.
+void FusedBlocks::run(size_t op, const std::vector<float*>& ptr, pthreadpool_t pool, uint32_t flags) {
+  const Block& b = *blocks_[static_cast<size_t>(block_of_[op])];
+  const float* x = ptr[b.input];
+  float* y = ptr[b.output];
+  if (!x || !y) kiln::sdk::fail(KILN_STATUS_INTERNAL, "a fused block lacks a buffer");
+  const size_t out_rows = b.n * b.oh;
+  ChunkTask rows{&b,      x,     y,        scratch_.data(), per_task_, row_ptrs_.data(), max_band_ * 3,
+                 nullptr, false, out_rows, out_rows};
+  if (threads_ > 1) {
+    if (b.expand) {
+      const size_t in_rows = b.n * b.h;
+      ChunkTask e{&b,
+                  x,
+                  y,
+                  nullptr,
+                  0,
+                  nullptr,
+                  0,
+                  expanded_.data(),
+                  true,
+                  in_rows,
+                  std::min(ceil_div(kChunkPixels, b.w), ceil_div(in_rows, threads_))};
+      parallelize(pool, e, threads_, 0);
+      rows.expanded = expanded_.data();
+    }
+    rows.chunk = std::min({b.band, ceil_div(kChunkPixels, b.ow), ceil_div(out_rows, threads_)});
+  }
+  parallelize(pool, rows, threads_, flags);
+}
+
+}  // namespace kiln_xnnpack

@@ -1,0 +1,77 @@
+// Inverted-residual blocks (mobilenet_v2: 1x1 expand + clamp -> 3x3
+// depthwise + clamp -> 1x1 project (+ residual Add)) found in a Program and
+// run as one op, in bands of output rows: for each band the expand
+// convolution computes the input rows the band needs into a ring of rows
+// (rows shared with the previous band are kept, not recomputed), the
+// depthwise convolution reads the ring, and the project convolution writes
+// the band's output rows (adding the residual in the same pass). The
+// expanded tensor, 6x the block's input, never leaves a scratch of a few
+// hundred KB, so it stays in the core's L2 instead of going out to memory
+// and back twice (unfused, the 1x1 convolutions of mobilenet_v2's 112x112
+// and 56x56 blocks were bound by memory, README.md).
+//
+// The 1x1 convolutions run on the plugin's AVX-512 GEMM (xnn_gemm.h), the
+// depthwise on its 3x3 kernel (xnn_dwconv.h); the expanded channels are
+// padded to a multiple of 16 inside the scratch. Blocks without an expand
+// (mobilenet_v2's first: depthwise -> project) are fused too when their
+// input has 16n channels. Threads (more than one): the block runs in two
+// phases, the expand of all rows and then the depthwise + project of
+// chunks of output rows, each phase's chunks taken by the pool's threads
+// from a shared counter; the expanded tensor then goes through memory as
+// unfused, but no halo rows are recomputed and a thread the OS preempts
+// (2 cores shared by many processes) holds back one chunk, not half the
+// block. The ring of rows saves the memory round trip at one thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "xnn_api.h"
+#include "xnn_gemm.h"
+#include "xnn_program.h"
+
+namespace kiln_xnnpack {
+
+struct BlockFusion {
+  bool enabled = true;   // option fuse_blocks
+  size_t band_rows = 0;  // output rows a band computes at a time (option block_rows; 0: sized to the cache)
+};
+
+class FusedBlocks {
+ public:
+  /// Finds the blocks of `p` (none when `f.enabled` is false or the CPU
+  /// lacks AVX-512F) and packs their weights; `threads` bands run at once.
+  FusedBlocks(const Program& p, const BlockFusion& f, size_t threads);
+  ~FusedBlocks();
+  FusedBlocks(const FusedBlocks&) = delete;
+  FusedBlocks& operator=(const FusedBlocks&) = delete;
+
+  size_t count() const;
+  /// Whether op i belongs to a block (the runtime runs it in a native segment).
+  bool covers(size_t op) const { return block_of_[op] >= 0; }
+  /// Whether op i is the first op of a block, and the index past its last.
+  bool starts(size_t op) const;
+  size_t end(size_t op) const;
+  /// Values only written and read inside a block (never in memory).
+  bool hidden(uint32_t value) const { return value < hidden_.size() && hidden_[value] != 0; }
+  /// Runs the block starting at op i; `ptr` holds where each value is.
+  void run(size_t op, const std::vector<float*>& ptr, pthreadpool_t pool, uint32_t flags);
+  size_t scratch_bytes() const { return (scratch_.size() + expanded_.size()) * sizeof(float); }
+
+  struct Block;
+
+ private:
+  std::vector<std::unique_ptr<Block>> blocks_;
+  std::vector<int32_t> block_of_;  // per op: index into blocks_, or -1
+  std::vector<uint8_t> hidden_;    // per value
+  size_t threads_ = 1;
+  size_t per_task_ = 0;                 // floats of scratch per band
+  std::vector<float> scratch_;          // threads_ x per_task_
+  size_t max_band_ = 0;                 // rows of the tallest band
+  std::vector<const float*> row_ptrs_;  // threads_ x max_band_ x 3: the input rows of each band row
+  std::vector<float> expanded_;         // threads_ > 1: the largest expanded tensor (two phases)
+};
+
+}  // namespace kiln_xnnpack

@@ -1,0 +1,157 @@
+#include "xnn_gemm.h"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define KILN_XNN_X86 1
+#endif
+
+namespace kiln_xnnpack {
+
+bool gemm_supported() {
+#ifdef KILN_XNN_X86
+  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+  return ok;
+#else
+  return false;
+#endif
+}
+
+namespace {
+
+constexpr size_t kPanel = 32;  // output columns per packed panel (two vectors)
+
+// Packed width of a panel of `cols` output columns: one vector, one and a
+// half (exactly 24: the half runs as an 8-wide FMA, which costs half a
+// 16-wide one on CPUs that split 512-bit operations), or two.
+size_t panel_width(size_t cols) { return cols <= 16 ? 16 : cols == 24 ? 24 : 32; }
+
+}  // namespace
+
+PackedGemm::PackedGemm(const float* w, const float* bias, size_t n, size_t k, size_t k_pad) : n_(n), k_(k_pad) {
+  for (size_t col0 = 0; col0 < n; col0 += kPanel) {
+    const size_t width = panel_width(std::min(kPanel, n - col0));
+    for (size_t kk = 0; kk < k_pad; ++kk)
+      for (size_t j = 0; j < width; ++j) {
+        const size_t col = col0 + j;
+        panels_.push_back(col < n && kk < k ? w[col * k + kk] : 0.0f);
+      }
+  }
+  bias_.assign((n + 31) / 32 * 32, 0.0f);
+  if (bias) std::copy(bias, bias + n, bias_.begin());
+}
+
+#ifdef KILN_XNN_X86
+namespace {
+
+using Epilogue = PackedGemm::Epilogue;
+
+// maskz: GCC 12's plain _mm512_max_ps/_min_ps trip -Wmaybe-uninitialized.
+__attribute__((target("avx512f"))) inline __m512 clamp(__m512 v, __m512 lo, __m512 hi) {
+  return _mm512_maskz_min_ps(0xFFFF, _mm512_maskz_max_ps(0xFFFF, v, lo), hi);
+}
+
+// MR rows of A times one panel of W columns (16, 24 or 32: NZ full vectors
+// and, for 24, an 8-wide half vector): the accumulators stay in registers
+// over all of k; A is broadcast one element at a time. The last full vector
+// is stored under `last` (a panel of 16 or 32 may end early).
+template <size_t MR, size_t W, bool R>
+__attribute__((target("avx512f,fma"))) void tile(size_t k, const float* a, size_t lda, const float* b,
+                                                 const float* bias, float* c, size_t ldc, size_t cvs, __mmask16 last,
+                                                 const float* r, const Epilogue& e) {
+  constexpr size_t NZ = W / 16;
+  constexpr bool H = W % 16 != 0;
+  __m512 acc[MR][NZ];
+  __m256 acch[MR];
+  for (size_t j = 0; j < NZ; ++j) {
+    const __m512 bj = _mm512_loadu_ps(bias + j * 16);
+    for (size_t i = 0; i < MR; ++i) acc[i][j] = bj;
+  }
+  if (H) {
+    const __m256 bh = _mm256_loadu_ps(bias + NZ * 16);
+    for (size_t i = 0; i < MR; ++i) acch[i] = bh;
+  }
+  for (size_t kk = 0; kk < k; ++kk, ++a, b += W) {
+    __m512 bv[NZ];
+    for (size_t j = 0; j < NZ; ++j) bv[j] = _mm512_loadu_ps(b + j * 16);
+    const __m256 bh = H ? _mm256_loadu_ps(b + NZ * 16) : _mm256_setzero_ps();
+    for (size_t i = 0; i < MR; ++i) {
+      const __m512 av = _mm512_set1_ps(a[i * lda]);
+      for (size_t j = 0; j < NZ; ++j) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+      if (H) acch[i] = _mm256_fmadd_ps(_mm256_set1_ps(a[i * lda]), bh, acch[i]);
+    }
+  }
+  const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
+#pragma GCC unroll 16
+  for (size_t i = 0; i < MR; ++i) {
+#pragma GCC unroll 2
+    for (size_t j = 0; j < NZ; ++j) {
+      const __mmask16 mask = !H && j + 1 == NZ ? last : __mmask16(0xFFFF);
+      __m512 v = clamp(acc[i][j], lo, hi);
+      if (R) {
+        v = clamp(_mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, r + i * e.ldr + j * 16)), _mm512_set1_ps(e.lo2),
+                  _mm512_set1_ps(e.hi2));
+      }
+      _mm512_mask_storeu_ps(c + i * ldc + j * cvs, mask, v);
+    }
+    if (H) {
+      __m256 v = _mm256_min_ps(_mm256_max_ps(acch[i], _mm256_set1_ps(e.lo)), _mm256_set1_ps(e.hi));
+      if (R) {
+        v = _mm256_add_ps(v, _mm256_loadu_ps(r + i * e.ldr + NZ * 16));
+        v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(e.lo2)), _mm256_set1_ps(e.hi2));
+      }
+      _mm256_storeu_ps(c + i * ldc + NZ * cvs, v);
+    }
+  }
+}
+
+using TileFn = void (*)(size_t, const float*, size_t, const float*, const float*, float*, size_t, size_t, __mmask16,
+                        const float*, const Epilogue&);
+
+// Rows per tile: 8 x 32 or 12 x 16/24 columns keep 16 to 24 accumulators,
+// enough independent FMAs to hide their latency on two FMA ports.
+constexpr size_t rows_for(size_t width) { return width == 32 ? 8 : 12; }
+
+template <size_t W, bool R, size_t... I>
+constexpr std::array<TileFn, sizeof...(I)> tiles(std::index_sequence<I...>) {
+  return {&tile<I + 1, W, R>...};
+}
+
+template <size_t W, bool R>
+TileFn tile_for(size_t mr) {
+  static constexpr auto t = tiles<W, R>(std::make_index_sequence<rows_for(W)>{});
+  return t[mr - 1];
+}
+
+}  // namespace
+
+void PackedGemm::run(size_t m, const float* a, size_t lda, float* c, size_t ldc, const Epilogue& e, size_t cvs) const {
+  const float* b = panels_.data();
+  for (size_t col0 = 0; col0 < n_; col0 += kPanel) {
+    const size_t cols = std::min(kPanel, n_ - col0), width = panel_width(cols);
+    const size_t tail = cols - (width == 32 ? 16 : 0);
+    const __mmask16 last = static_cast<__mmask16>(tail >= 16 ? 0xFFFF : (1u << tail) - 1);
+    const size_t rows = rows_for(width);
+    for (size_t m0 = 0; m0 < m; m0 += rows) {
+      const size_t mr = std::min(rows, m - m0);
+      const float* r = e.residual ? e.residual + m0 * e.ldr + col0 : nullptr;
+      TileFn f = nullptr;
+      if (width == 32)
+        f = r ? tile_for<32, true>(mr) : tile_for<32, false>(mr);
+      else if (width == 24)
+        f = r ? tile_for<24, true>(mr) : tile_for<24, false>(mr);
+      else
+        f = r ? tile_for<16, true>(mr) : tile_for<16, false>(mr);
+      f(k_, a + m0 * lda, lda, b, bias_.data() + col0, c + m0 * ldc + col0 / 16 * cvs, ldc, cvs, last, r, e);
+    }
+    b += k_ * width;
+  }
+}
+#else
+void PackedGemm::run(size_t, const float*, size_t, float*, size_t, const Epilogue&, size_t) const {}
+#endif
+
+}  // namespace kiln_xnnpack

@@ -1,0 +1,47 @@
+// The plugin's own AVX-512 matrix multiply for the 1x1 convolutions of a
+// fused inverted-residual block (xnn_block.h): C[m, n] = A[m, k] . W^T with
+// the weights packed once into panels of 32 (the last one 16) output
+// columns, bias, an output clamp and optionally a residual added and
+// clamped again in the same pass. A and C take row strides, so a block can
+// read pixels from the middle of a tensor and write into a ring of rows.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace kiln_xnnpack {
+
+/// True when this CPU runs the kernel (AVX-512F).
+bool gemm_supported();
+
+class PackedGemm {
+ public:
+  PackedGemm() = default;
+  /// `w` is [n, k] row-major (an output channel's weights are one row),
+  /// `bias` [n] or null. `k_pad` >= k rows of zeros pad the reduction, so
+  /// A may carry k_pad columns (the padding must be finite).
+  PackedGemm(const float* w, const float* bias, size_t n, size_t k, size_t k_pad);
+
+  size_t n() const { return n_; }
+  size_t k() const { return k_; }
+
+  struct Epilogue {
+    float lo, hi;                     // clamp of A . W^T + bias
+    const float* residual = nullptr;  // added after the clamp ([m, n], row stride ldr)
+    size_t ldr = 0;
+    float lo2 = 0, hi2 = 0;  // clamp after the residual
+  };
+
+  /// C[m, n] (row stride ldc) from A[m, k] (row stride lda). Columns
+  /// [16 v, 16 v + 16) of C start `cvs` v floats after column 0: 16 for a
+  /// plain row-major C; larger for channel-blocked layouts (n a multiple of
+  /// 16 then, a row's block of 16 being contiguous).
+  void run(size_t m, const float* a, size_t lda, float* c, size_t ldc, const Epilogue& e, size_t cvs = 16) const;
+
+ private:
+  size_t n_ = 0, k_ = 0;
+  std::vector<float> panels_;  // per panel: k rows of 32 (or 16) columns, zero-padded
+  std::vector<float> bias_;    // n rounded up to 16, zero-padded
+};
+
+}  // namespace kiln_xnnpack

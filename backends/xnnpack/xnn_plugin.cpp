@@ -51,17 +51,19 @@ class Pools {
 
 class XnnCompiled final : public Compiled {
  public:
-  XnnCompiled(std::shared_ptr<const Program> program, std::shared_ptr<Pools> pools, int64_t threads, bool native_dw)
-      : program_(std::move(program)), pools_(std::move(pools)), fixed_threads_(threads > 0), native_dw_(native_dw) {
+  XnnCompiled(std::shared_ptr<const Program> program, std::shared_ptr<Pools> pools, int64_t threads, bool native_dw,
+              WinogradMode winograd)
+      : program_(std::move(program)), pools_(std::move(pools)), fixed_threads_(threads > 0), native_dw_(native_dw),
+        winograd_(winograd) {
     // Weights are packed here, for the thread count we expect (Kiln's
     // default session has 1 thread); a session with another count rebuilds
     // once, on its first run.
     const size_t n = threads > 0 ? static_cast<size_t>(threads) : 1;
-    runtime_ = std::make_unique<Runtime>(program_, pools_->get(n), native_dw_);
+    runtime_ = std::make_unique<Runtime>(program_, pools_->get(n), native_dw_, winograd_);
   }
   void execute(ExecContext& ctx, const Inputs& inputs) override {
     const size_t want = static_cast<size_t>(std::max(1, ctx.num_threads()));
-    if (!fixed_threads_ && runtime_->threads() != want) runtime_ = std::make_unique<Runtime>(program_, pools_->get(want), native_dw_);
+    if (!fixed_threads_ && runtime_->threads() != want) runtime_ = std::make_unique<Runtime>(program_, pools_->get(want), native_dw_, winograd_);
     runtime_->run(ctx, inputs);
   }
   size_t num_inputs() const override { return program_->inputs.size(); }
@@ -76,6 +78,7 @@ class XnnCompiled final : public Compiled {
   std::shared_ptr<Pools> pools_;
   bool fixed_threads_;
   bool native_dw_;
+  WinogradMode winograd_;
   std::unique_ptr<Runtime> runtime_;
 };
 
@@ -163,7 +166,8 @@ class XnnInstance final : public Instance {
   std::unique_ptr<Compiled> compile(const Graph& graph, const Partition& part) override {
     auto program = std::make_shared<const Program>(lower_partition(graph, part));
     auto c = std::make_unique<XnnCompiled>(program, pools_, options_.get_int("threads"),
-                                           options_.get_bool("native_depthwise"));
+                                           options_.get_bool("native_depthwise"),
+                                           parse_winograd_mode(options_.get("winograd")));
     // One line per partition; kiln inspect prints it under the partition.
     if (options_.get_bool("verbose") || graph.host().log_enabled(KILN_LOG_INFO)) {
       const Runtime& r = c->runtime();
@@ -174,7 +178,10 @@ class XnnInstance final : public Instance {
                                           " (" + std::to_string(r.num_direct_convs()) +
                                           " convolutions write into their Concat, " +
                                           std::to_string(r.num_native_depthwise()) +
-                                          " depthwise run by the plugin's kernel), " + std::to_string(t) +
+                                          " depthwise run by the plugin's kernel, " +
+                                          std::to_string(r.num_winograd()) + " 3x3 by Winograd with " +
+                                          std::to_string(r.num_winograd_adds()) + " residual Adds fused), " +
+                                          std::to_string(t) +
                                           " boundary transpose" + (t == 1 ? "" : "s") + " (NCHW<->NHWC), " +
                                           std::to_string(r.scratch_bytes()) + " bytes of plugin buffers");
     }
@@ -184,13 +191,15 @@ class XnnInstance final : public Instance {
   std::unique_ptr<Compiled> import_compiled(const uint8_t* bytes, size_t size) override {
     auto program = std::make_shared<const Program>(Program::parse(bytes, size));
     return std::make_unique<XnnCompiled>(program, pools_, options_.get_int("threads"),
-                                         options_.get_bool("native_depthwise"));
+                                         options_.get_bool("native_depthwise"),
+                                         parse_winograd_mode(options_.get("winograd")));
   }
 
  private:
   void check() const {
     const int64_t t = options_.get_int("threads");
     if (t < 0 || t > 1024) fail(KILN_STATUS_INVALID_ARGUMENT, "option 'threads' must be in [0, 1024], got " + options_.get("threads"));
+    (void)parse_winograd_mode(options_.get("winograd"));
   }
   std::shared_ptr<Pools> pools_;
 };
@@ -218,6 +227,8 @@ class XnnPlugin final : public Plugin {
          "decline groups of only element-wise/reshape ops (not worth their boundary)"},
         {"native_depthwise", KILN_OPTION_BOOL, "true",
          "run 3x3 depthwise convolutions (16n channels) on the plugin's AVX-512 kernel instead of XNNPACK's"},
+        {"winograd", KILN_OPTION_STRING, "auto",
+         "3x3 stride-1 convolutions by Winograd F(4x4,3x3): auto (shapes that gain), off, always"},
         {"verbose", KILN_OPTION_BOOL, "false", "log each compiled partition at info level"},
     };
   }

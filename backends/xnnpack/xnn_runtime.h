@@ -15,6 +15,7 @@
 #include "kiln/c/backend_sdk.hpp"
 #include "xnn_api.h"
 #include "xnn_program.h"
+#include "xnn_winograd.h"
 
 namespace kiln_xnnpack {
 
@@ -38,8 +39,10 @@ class Runtime {
  public:
   /// Builds XNNPACK runtimes (packing weights) on `pool`. With
   /// `native_depthwise`, 3x3 depthwise convolutions the plugin's own kernel
-  /// takes (xnn_dwconv.h) run on it instead of XNNPACK's.
-  Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> pool, bool native_depthwise = true);
+  /// takes (xnn_dwconv.h) run on it instead of XNNPACK's; `winograd` picks
+  /// the 3x3 convolutions run with Winograd F(4x4, 3x3) (xnn_winograd.h).
+  Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> pool, bool native_depthwise = true,
+          WinogradMode winograd = WinogradMode::kAuto);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -59,6 +62,13 @@ class Runtime {
   size_t num_native_depthwise() const {
     size_t n = 0;
     for (uint8_t d : native_dw_) n += d;
+    return n;
+  }
+  /// Convolutions run with Winograd, and the residual Adds fused into them.
+  size_t num_winograd() const { return wino_.count(); }
+  size_t num_winograd_adds() const {
+    size_t n = 0;
+    for (uint8_t f : wino_.fused) n += f;
     return n;
   }
 
@@ -82,6 +92,7 @@ class Runtime {
   void run_segment(Segment& seg);
   void run_concat(size_t op_index);
   void run_depthwise(size_t op_index, bool last);
+  void run_winograd(size_t op_index);
   void transpose(const float* src, float* dst, const std::vector<int64_t>& nhwc, bool to_nhwc) const;
 
   std::shared_ptr<const Program> program_;
@@ -93,6 +104,7 @@ class Runtime {
   std::vector<int64_t> into_concat_, channel_offset_;
   std::vector<xnn_operator_t> operators_;  // per op (nullptr: none)
   std::vector<uint8_t> native_dw_;         // per op: a depthwise convolution run by xnn_dwconv
+  WinogradOps wino_;                       // per op: a convolution run by xnn_winograd (+ its fused Add)
   std::vector<int64_t> producer_;          // per value: the op writing it (-1: none)
   int64_t producer_of(uint32_t v) const { return producer_[v]; }
   std::vector<float*> ptr_;                   // per value: where its data is this run (nullptr: XNNPACK's own)

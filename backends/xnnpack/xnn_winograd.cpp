@@ -1,0 +1,354 @@
+// Winograd F(4x4, 3x3) in NHWC (see xnn_winograd.h).
+//
+// Layouts of one chunk of nt tiles (chunk-local tile j = global tile t0 + j):
+//   V[xi][j][ci]  the transformed input, xi = 6 * i + k of the 6x6 tile;
+//   M[xi][j][co]  the GEMM results.
+// Global tile t is (image, tile row, tile column) in that order. The
+// transforms work on kL = 16 channels at a time (one AVX-512 vector, two
+// AVX2 ones), held in small arrays the compiler keeps in vector registers.
+#include "xnn_winograd.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "kiln/c/backend_sdk.hpp"
+#include "xnn_tsan.h"
+
+namespace kiln_xnnpack {
+
+using kiln::sdk::fail;
+
+namespace {
+
+constexpr size_t kL = 16;  // channels per transform step
+// V and M of one chunk of tiles: 36 * tiles * (Cin + Cout) floats within this
+// many bytes, so the GEMMs read V and the output transform reads M from L2.
+constexpr size_t kChunkBytes = size_t{1} << 20;
+
+// U[xi][co][ci] = (G g G^T)[i][k] for g = filter[co, :, :, ci], in double.
+std::vector<float> transform_weights(const float* f, size_t cout, size_t cin) {
+  static constexpr double G[6][3] = {{1.0 / 4, 0, 0},
+                                     {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                     {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                     {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                     {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                     {0, 0, 1}};
+  std::vector<float> u(36 * cout * cin);
+  for (size_t co = 0; co < cout; ++co) {
+    for (size_t ci = 0; ci < cin; ++ci) {
+      double g[9];
+      for (size_t e = 0; e < 9; ++e) g[e] = f[(co * 9 + e) * cin + ci];
+      double t[6][3];
+      for (size_t i = 0; i < 6; ++i)
+        for (size_t k = 0; k < 3; ++k) t[i][k] = G[i][0] * g[k] + G[i][1] * g[3 + k] + G[i][2] * g[6 + k];
+      for (size_t i = 0; i < 6; ++i)
+        for (size_t k = 0; k < 6; ++k)
+          u[((i * 6 + k) * cout + co) * cin + ci] = static_cast<float>(t[i][0] * G[k][0] + t[i][1] * G[k][1] + t[i][2] * G[k][2]);
+    }
+  }
+  return u;
+}
+
+// B^T over 6 rows of kL lanes: out[r * os] = sum_q B^T[r][q] in[q * is].
+[[gnu::always_inline]] inline void bt6(const float* in, size_t is, float* out, size_t os) {
+  for (size_t l = 0; l < kL; ++l) {
+    const float d0 = in[l], d1 = in[is + l], d2 = in[2 * is + l], d3 = in[3 * is + l], d4 = in[4 * is + l],
+                d5 = in[5 * is + l];
+    const float a = d4 - 4.f * d2, b = d3 - 4.f * d1;
+    const float c = d4 - d2, e = 2.f * (d3 - d1);
+    out[l] = 4.f * d0 - 5.f * d2 + d4;
+    out[os + l] = a + b;
+    out[2 * os + l] = a - b;
+    out[3 * os + l] = c + e;
+    out[4 * os + l] = c - e;
+    out[5 * os + l] = 4.f * d1 - 5.f * d3 + d5;
+  }
+}
+
+// A^T over 6 rows of kL lanes: out[r * os] = sum_q A^T[r][q] in[q * is].
+[[gnu::always_inline]] inline void at6(const float* in, size_t is, float* out, size_t os) {
+  for (size_t l = 0; l < kL; ++l) {
+    const float m0 = in[l], m1 = in[is + l], m2 = in[2 * is + l], m3 = in[3 * is + l], m4 = in[4 * is + l],
+                m5 = in[5 * is + l];
+    const float s = m1 + m2, t = m1 - m2, p = m3 + m4, q = m3 - m4;
+    out[l] = m0 + s + p;
+    out[os + l] = t + 2.f * q;
+    out[2 * os + l] = s + 4.f * p;
+    out[3 * os + l] = t + 8.f * q + m5;
+  }
+}
+
+// What the tile tasks of one chunk read and write.
+struct Chunk {
+  const WinogradShape* s;
+  size_t ht, wt, t0, stride;  // stride: tiles per chunk (V/M row pitch in tiles)
+  const float *x, *residual, *bias, *zeros;
+  float *v, *m, *y;
+};
+
+// Input transform of tile t0 + j: V[xi][j][:] = (B^T d B)[xi] per channel.
+[[gnu::always_inline]] inline void input_tile(const Chunk& c, size_t j) {
+  const WinogradShape& s = *c.s;
+  const size_t t = c.t0 + j, img = t / (c.ht * c.wt), ty = t % (c.ht * c.wt) / c.wt, tx = t % c.wt;
+  const float* p[36];  // channel 0 of each patch position (zeros outside the input)
+  for (size_t i = 0; i < 6; ++i) {
+    const long iy = static_cast<long>(4 * ty + i) - static_cast<long>(s.pad_top);
+    for (size_t k = 0; k < 6; ++k) {
+      const long ix = static_cast<long>(4 * tx + k) - static_cast<long>(s.pad_left);
+      const bool in = iy >= 0 && iy < static_cast<long>(s.h) && ix >= 0 && ix < static_cast<long>(s.w);
+      p[i * 6 + k] = in ? c.x + ((img * s.h + static_cast<size_t>(iy)) * s.w + static_cast<size_t>(ix)) * s.cin : c.zeros;
+    }
+  }
+  const size_t pitch = c.stride * s.cin;  // floats between V[xi] and V[xi + 1]
+  float* v = c.v + j * s.cin;
+  for (size_t c0 = 0; c0 < s.cin; c0 += kL) {
+    const size_t nl = std::min(kL, s.cin - c0);
+    alignas(64) float d[36 * kL], u[36 * kL];
+    if (nl == kL) {
+      for (size_t e = 0; e < 36; ++e)
+        for (size_t l = 0; l < kL; ++l) d[e * kL + l] = p[e][c0 + l];
+    } else {
+      for (size_t e = 0; e < 36; ++e)
+        for (size_t l = 0; l < kL; ++l) d[e * kL + l] = l < nl ? p[e][c0 + l] : 0.f;
+    }
+    for (size_t k = 0; k < 6; ++k) bt6(d + k * kL, 6 * kL, u + k * kL, 6 * kL);  // along y
+    for (size_t i = 0; i < 6; ++i) bt6(u + i * 6 * kL, kL, d + i * 6 * kL, kL);  // along x
+    if (nl == kL) {
+      for (size_t e = 0; e < 36; ++e)
+        for (size_t l = 0; l < kL; ++l) v[e * pitch + c0 + l] = d[e * kL + l];
+    } else {
+      for (size_t e = 0; e < 36; ++e)
+        for (size_t l = 0; l < nl; ++l) v[e * pitch + c0 + l] = d[e * kL + l];
+    }
+  }
+}
+
+// One output pixel's nl channels: y = clamp(o + bias + residual, lo, hi).
+[[gnu::always_inline]] inline void store_pixel(const float* o, const float* bias, const float* r, float lo, float hi,
+                                               float* y, size_t nl) {
+  for (size_t l = 0; l < nl; ++l) {
+    const float a = o[l] + bias[l] + (r ? r[l] : 0.f);
+    y[l] = std::min(std::max(a, lo), hi);
+  }
+}
+
+// Output transform of tile t0 + j: the valid outputs of A^T M A per channel.
+[[gnu::always_inline]] inline void output_tile(const Chunk& c, size_t j) {
+  const WinogradShape& s = *c.s;
+  const size_t t = c.t0 + j, img = t / (c.ht * c.wt), ty = t % (c.ht * c.wt) / c.wt, tx = t % c.wt;
+  const size_t rows = std::min<size_t>(4, s.oh - 4 * ty), cols = std::min<size_t>(4, s.ow - 4 * tx);
+  const size_t pitch = c.stride * s.cout;
+  const float* m = c.m + j * s.cout;
+  for (size_t c0 = 0; c0 < s.cout; c0 += kL) {
+    const size_t nl = std::min(kL, s.cout - c0);
+    alignas(64) float a[36 * kL], b[24 * kL], o[16 * kL];
+    if (nl == kL) {
+      for (size_t e = 0; e < 36; ++e)
+        for (size_t l = 0; l < kL; ++l) a[e * kL + l] = m[e * pitch + c0 + l];
+    } else {
+      for (size_t e = 0; e < 36; ++e)
+        for (size_t l = 0; l < kL; ++l) a[e * kL + l] = l < nl ? m[e * pitch + c0 + l] : 0.f;
+    }
+    for (size_t k = 0; k < 6; ++k) at6(a + k * kL, 6 * kL, b + k * kL, 6 * kL);  // along y: 4 rows x 6
+    for (size_t r = 0; r < 4; ++r) at6(b + r * 6 * kL, kL, o + r * 4 * kL, kL);  // along x: 4 x 4
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t q = 0; q < cols; ++q) {
+        const size_t px = (img * s.oh + 4 * ty + r) * s.ow + 4 * tx + q;
+        const float* res = c.residual ? c.residual + px * s.cout + c0 : nullptr;
+        float* y = c.y + px * s.out_stride + c0;
+        if (nl == kL) store_pixel(o + (r * 4 + q) * kL, c.bias + c0, res, s.lo, s.hi, y, kL);
+        else store_pixel(o + (r * 4 + q) * kL, c.bias + c0, res, s.lo, s.hi, y, nl);
+      }
+    }
+  }
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#define KILN_XNN_WINO_X86 1
+__attribute__((target("avx512f"))) void input_avx512(void* ctx, size_t j) {
+  input_tile(*static_cast<const Chunk*>(ctx), j);
+}
+__attribute__((target("avx2,fma"))) void input_avx2(void* ctx, size_t j) { input_tile(*static_cast<const Chunk*>(ctx), j); }
+__attribute__((target("avx512f"))) void output_avx512(void* ctx, size_t j) {
+  output_tile(*static_cast<const Chunk*>(ctx), j);
+}
+__attribute__((target("avx2,fma"))) void output_avx2(void* ctx, size_t j) {
+  output_tile(*static_cast<const Chunk*>(ctx), j);
+}
+#endif
+void input_base(void* ctx, size_t j) { input_tile(*static_cast<const Chunk*>(ctx), j); }
+void output_base(void* ctx, size_t j) { output_tile(*static_cast<const Chunk*>(ctx), j); }
+
+using TileFn = void (*)(void*, size_t);
+
+struct Kernels {
+  TileFn input = input_base, output = output_base;
+};
+
+const Kernels& kernels() {
+  static const Kernels k = [] {
+    Kernels r;
+#ifdef KILN_XNN_WINO_X86
+    if (__builtin_cpu_supports("avx512f")) {
+      r.input = input_avx512;
+      r.output = output_avx512;
+    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+      r.input = input_avx2;
+      r.output = output_avx2;
+    }
+#endif
+    return r;
+  }();
+  return k;
+}
+
+// A chunk and the transform its tile tasks run.
+struct Task {
+  Chunk chunk;
+  TileFn fn;
+  // With the TSan edges of xnn_tsan.h.
+  static void run(void* ctx, size_t j) {
+    tsan_acquire(ctx);
+    const Task* t = static_cast<const Task*>(ctx);
+    t->fn(const_cast<Chunk*>(&t->chunk), j);
+    tsan_release(ctx);
+  }
+};
+
+}  // namespace
+
+WinogradMode parse_winograd_mode(const std::string& s) {
+  if (s == "auto") return WinogradMode::kAuto;
+  if (s == "off") return WinogradMode::kOff;
+  if (s == "always") return WinogradMode::kAlways;
+  fail(KILN_STATUS_INVALID_ARGUMENT, "option 'winograd' must be auto, off or always, got '" + s + "'");
+}
+
+bool winograd_fits(const std::vector<int64_t>& i, const std::vector<int64_t>& in) {
+  if (i.size() < 13 || in.size() != 4) return false;
+  for (size_t k = 0; k < 4; ++k)
+    if (i[k] < 0 || i[k] > 2) return false;
+  return i[4] == 3 && i[5] == 3 && i[6] == 1 && i[7] == 1 && i[8] == 1 && i[9] == 1 && i[10] == 1 && i[11] == in[3] &&
+         i[12] > 0 && in[1] > 0 && in[2] > 0;
+}
+
+bool winograd_gains(const WinogradShape& s) {
+  // Measured per convolution against XNNPACK's igemm (see README.md, "Winograd"):
+  // at least 8 channels in and out, and tiles that are mostly outputs.
+  const size_t tiled = ((s.oh + 3) / 4) * ((s.ow + 3) / 4) * 16;
+  return s.cin >= 8 && s.cout >= 8 && tiled * 4 <= s.oh * s.ow * 5;
+}
+
+WinogradConv::WinogradConv(const WinogradShape& s, const float* filter, const float* bias) : s_(s) {
+  if (s.cin == 0 || s.cout == 0 || s.oh == 0 || s.ow == 0 || s.out_stride < s.cout)
+    fail(KILN_STATUS_INTERNAL, "bad Winograd convolution shape");
+  ht_ = (s.oh + 3) / 4;
+  wt_ = (s.ow + 3) / 4;
+  tiles_ = s.n * ht_ * wt_;
+  chunk_ = std::max<size_t>(1, std::min(tiles_, kChunkBytes / (36 * sizeof(float) * (s.cin + s.cout))));
+  bias_.assign(s.cout, 0.f);
+  if (bias) std::copy(bias, bias + s.cout, bias_.begin());
+  zeros_.assign(s.cin, 0.f);
+  const size_t vf = (36 * chunk_ * s.cin + 15) / 16 * 16, mf = 36 * chunk_ * s.cout;
+  scratch_.assign(vf + mf + 16, 0.f);
+  v_ = scratch_.data();
+  while (reinterpret_cast<uintptr_t>(v_) % 64 != 0) ++v_;
+  m_ = v_ + vf;
+  const std::vector<float> u = transform_weights(filter, s.cout, s.cin);
+  fc_.assign(36, nullptr);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (size_t xi = 0; xi < 36; ++xi) {
+    check(api().xnn_create_fully_connected_nc_f32(s.cin, s.cout, s.cin, s.cout, u.data() + xi * s.cout * s.cin, nullptr,
+                                                  -inf, inf, 0, &fc_[xi]),
+          "create_fully_connected_nc_f32 (Winograd)");
+  }
+}
+
+WinogradConv::~WinogradConv() {
+  for (xnn_operator_t op : fc_)
+    if (op) api().xnn_delete_operator(op);
+}
+
+void WinogradConv::run(const float* x, const float* residual, float* y, pthreadpool_t pool, bool yield) {
+  const Api& a = api();
+  const Kernels& k = kernels();
+  for (size_t t0 = 0; t0 < tiles_; t0 += chunk_) {
+    const size_t nt = std::min(chunk_, tiles_ - t0);
+    Task in{{&s_, ht_, wt_, t0, chunk_, x, residual, bias_.data(), zeros_.data(), v_, m_, y}, k.input};
+    tsan_release(&in);
+    a.pthreadpool_parallelize_1d(pool, &Task::run, &in, nt, 0);
+    tsan_acquire(&in);
+    for (size_t xi = 0; xi < 36; ++xi) {
+      check(a.xnn_setup_fully_connected_nc_f32(fc_[xi], nt, v_ + xi * chunk_ * s_.cin, m_ + xi * chunk_ * s_.cout, pool),
+            "setup_fully_connected_nc_f32 (Winograd)");
+      check(a.xnn_run_operator(fc_[xi], pool), "run_operator (Winograd)");
+    }
+    const bool last = t0 + nt == tiles_;
+    Task out{in.chunk, k.output};
+    tsan_release(&out);
+    a.pthreadpool_parallelize_1d(pool, &Task::run, &out, nt, last && yield ? PTHREADPOOL_FLAG_YIELD_WORKERS : 0);
+    tsan_acquire(&out);
+  }
+}
+
+namespace {
+
+// The Add at op i + 1 that adds a same-shaped run-time value to Conv op i's
+// output, when that output has no other reader; -1 otherwise.
+int64_t fusible_add(const Program& p, size_t i, const std::vector<size_t>& readers) {
+  const Op& conv = p.ops[i];
+  if (i + 1 >= p.ops.size() || readers[conv.out] != 1 || !std::isinf(conv.floats[0]) || !std::isinf(conv.floats[1]))
+    return -1;
+  const Op& add = p.ops[i + 1];
+  if (add.kind != OpKind::kAdd || add.in.size() != 2 || (add.in[0] == conv.out) == (add.in[1] == conv.out)) return -1;
+  const uint32_t r = add.in[0] == conv.out ? add.in[1] : add.in[0];
+  const std::vector<int64_t>& d = p.values[conv.out].dims;
+  if (p.values[r].constant >= 0 || p.values[r].dims != d || p.values[add.out].dims != d) return -1;
+  return static_cast<int64_t>(i + 1);
+}
+
+}  // namespace
+
+WinogradOps plan_winograd(const Program& p, WinogradMode mode, const std::vector<int64_t>& into_concat) {
+  WinogradOps w;
+  w.conv.resize(p.ops.size());
+  w.add.assign(p.ops.size(), -1);
+  w.fused.assign(p.ops.size(), 0);
+  if (mode == WinogradMode::kOff) return w;
+  std::vector<size_t> readers(p.values.size(), 0);
+  for (const Op& op : p.ops)
+    for (uint32_t v : op.in)
+      if (v != kNoValue) ++readers[v];
+  for (const Boundary& b : p.outputs) readers[b.value] += 2;  // a partition output is always materialized
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const Op& op = p.ops[i];
+    if (op.kind != OpKind::kConv || op.floats.size() < 2 || !winograd_fits(op.ints, p.values[op.in.at(0)].dims)) continue;
+    const std::vector<int64_t>& x = p.values[op.in[0]].dims;
+    const std::vector<int64_t>& y = p.values[op.out].dims;
+    WinogradShape s;
+    s.n = static_cast<size_t>(x[0]), s.h = static_cast<size_t>(x[1]), s.w = static_cast<size_t>(x[2]);
+    s.cin = static_cast<size_t>(x[3]);
+    s.oh = static_cast<size_t>(y[1]), s.ow = static_cast<size_t>(y[2]), s.cout = static_cast<size_t>(y[3]);
+    s.pad_top = static_cast<size_t>(op.ints[0]), s.pad_left = static_cast<size_t>(op.ints[3]);
+    s.out_stride = into_concat[i] >= 0 ? static_cast<size_t>(p.values[p.ops[static_cast<size_t>(into_concat[i])].out].dims[3])
+                                       : s.cout;
+    s.lo = op.floats[0], s.hi = op.floats[1];
+    if (mode == WinogradMode::kAuto && !winograd_gains(s)) continue;
+    const int64_t add = into_concat[i] >= 0 ? -1 : fusible_add(p, i, readers);
+    if (add >= 0) {
+      s.lo = p.ops[static_cast<size_t>(add)].floats.at(0);
+      s.hi = p.ops[static_cast<size_t>(add)].floats.at(1);
+      w.fused[static_cast<size_t>(add)] = 1;
+    }
+    w.add[i] = add;
+    const float* filter = p.constants[static_cast<size_t>(p.values[op.in[1]].constant)].data();
+    const float* bias = op.in.size() > 2 && op.in[2] != kNoValue
+                            ? p.constants[static_cast<size_t>(p.values[op.in[2]].constant)].data() : nullptr;
+    w.conv[i] = std::make_unique<WinogradConv>(s, filter, bias);
+  }
+  return w;
+}
+
+}  // namespace kiln_xnnpack

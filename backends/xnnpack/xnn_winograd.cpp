@@ -24,8 +24,29 @@ namespace {
 
 constexpr size_t kL = 16;  // channels per transform step
 // V and M of one chunk of tiles: 36 * tiles * (Cin + Cout) floats within this
-// many bytes, so the GEMMs read V and the output transform reads M from L2.
+// many bytes, so the GEMMs read V and the output transform reads M from L2;
+// but at least the transformed weights' bytes (every chunk streams them all
+// through the GEMMs: 512 channels would take 7 tiles a chunk otherwise).
 constexpr size_t kChunkBytes = size_t{1} << 20;
+// kAuto: transformed weight floats (36 Cin Cout) per tile of a chunk at most
+// this, and at least kMinChannels in and out. Measured on Zen 4 (1 thread,
+// one Conv+Relu, XNNPACK's igemm / Winograd, median of 200 runs):
+//   64ch 56x56 2.5x, 128ch 28x28 3.0x, 256ch 14x14 1.7x, 256ch 10x10 1.6x,
+//   128ch 7x7 1.5x, 64ch 7x7 1.3x, 64ch 8x8 1.7x, 16ch 28x28 1.3x,
+//   16->64 55x55 1.7x, 32->128 27x27 2.1x, 48->192 13x13 1.6x, 64->256 13x13 1.6x,
+//   512ch 14x14 (590K floats a tile) 1.15-1.4x, 512ch 7x7 batch 4 (590K) 0.8-1.2x;
+//   but 512ch 7x7 (2.4M floats a tile: 38 MB of weights for 4 GEMM rows) 0.8x
+//   and 8ch 56x56 (the transforms outweigh K = 8) 0.64x.
+constexpr size_t kMaxWeightFloatsPerTile = size_t{1} << 20;
+constexpr size_t kMinChannels = 16;
+
+size_t tiles_of(const WinogradShape& s) { return s.n * ((s.oh + 3) / 4) * ((s.ow + 3) / 4); }
+
+// Tiles per chunk (see kChunkBytes).
+size_t chunk_of(const WinogradShape& s) {
+  const size_t bytes = std::max(kChunkBytes, 36 * sizeof(float) * s.cin * s.cout);
+  return std::max<size_t>(1, std::min(tiles_of(s), bytes / (36 * sizeof(float) * (s.cin + s.cout))));
+}
 
 // U[xi][co][ci] = (G g G^T)[i][k] for g = filter[co, :, :, ci], in double.
 std::vector<float> transform_weights(const float* f, size_t cout, size_t cin) {
@@ -235,10 +256,7 @@ bool winograd_fits(const std::vector<int64_t>& i, const std::vector<int64_t>& in
 }
 
 bool winograd_gains(const WinogradShape& s) {
-  // Measured per convolution against XNNPACK's igemm (see README.md, "Winograd"):
-  // at least 8 channels in and out, and tiles that are mostly outputs.
-  const size_t tiled = ((s.oh + 3) / 4) * ((s.ow + 3) / 4) * 16;
-  return s.cin >= 8 && s.cout >= 8 && tiled * 4 <= s.oh * s.ow * 5;
+  return s.cin >= kMinChannels && s.cout >= kMinChannels && 36 * s.cin * s.cout <= chunk_of(s) * kMaxWeightFloatsPerTile;
 }
 
 WinogradConv::WinogradConv(const WinogradShape& s, const float* filter, const float* bias) : s_(s) {
@@ -246,8 +264,8 @@ WinogradConv::WinogradConv(const WinogradShape& s, const float* filter, const fl
     fail(KILN_STATUS_INTERNAL, "bad Winograd convolution shape");
   ht_ = (s.oh + 3) / 4;
   wt_ = (s.ow + 3) / 4;
-  tiles_ = s.n * ht_ * wt_;
-  chunk_ = std::max<size_t>(1, std::min(tiles_, kChunkBytes / (36 * sizeof(float) * (s.cin + s.cout))));
+  tiles_ = tiles_of(s);
+  chunk_ = chunk_of(s);
   bias_.assign(s.cout, 0.f);
   if (bias) std::copy(bias, bias + s.cout, bias_.begin());
   zeros_.assign(s.cin, 0.f);

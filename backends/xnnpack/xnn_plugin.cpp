@@ -178,12 +178,11 @@ class XnnInstance final : public Instance {
                                           " (" + std::to_string(r.num_direct_convs()) +
                                           " convolutions write into their Concat, " +
                                           std::to_string(r.num_native_depthwise()) +
-                                          " depthwise run by the plugin's kernel, " +
-                                          std::to_string(r.num_winograd()) + " 3x3 by Winograd with " +
-                                          std::to_string(r.num_winograd_adds()) + " residual Adds fused), " +
-                                          std::to_string(t) +
+                                          " depthwise run by the plugin's kernel), " + std::to_string(t) +
                                           " boundary transpose" + (t == 1 ? "" : "s") + " (NCHW<->NHWC), " +
-                                          std::to_string(r.scratch_bytes()) + " bytes of plugin buffers");
+                                          std::to_string(r.scratch_bytes()) + " bytes of plugin buffers; " +
+                                          std::to_string(r.num_winograd()) + " 3x3 convolutions by Winograd F(4x4,3x3), " +
+                                          std::to_string(r.num_winograd_adds()) + " with their residual Add");
     }
     return c;
   }

@@ -72,33 +72,33 @@ std::vector<float> transform_weights(const float* f, size_t cout, size_t cin) {
   return u;
 }
 
-// B^T over 6 rows of kL lanes: out[r * os] = sum_q B^T[r][q] in[q * is].
-[[gnu::always_inline]] inline void bt6(const float* in, size_t is, float* out, size_t os) {
-  for (size_t l = 0; l < kL; ++l) {
-    const float d0 = in[l], d1 = in[is + l], d2 = in[2 * is + l], d3 = in[3 * is + l], d4 = in[4 * is + l],
-                d5 = in[5 * is + l];
-    const float a = d4 - 4.f * d2, b = d3 - 4.f * d1;
-    const float c = d4 - d2, e = 2.f * (d3 - d1);
-    out[l] = 4.f * d0 - 5.f * d2 + d4;
-    out[os + l] = a + b;
-    out[2 * os + l] = a - b;
-    out[3 * os + l] = c + e;
-    out[4 * os + l] = c - e;
-    out[5 * os + l] = 4.f * d1 - 5.f * d3 + d5;
-  }
+// kL lanes as one value: one AVX-512 register, two AVX2 ones, four SSE ones
+// (the compiler splits it by the target of the function it is inlined in).
+// Only passed by pointer or reference, so no function's ABI depends on it.
+typedef float VF __attribute__((vector_size(kL * sizeof(float))));
+
+[[gnu::always_inline]] inline void load(VF& v, const float* p) { std::memcpy(&v, p, sizeof(VF)); }
+[[gnu::always_inline]] inline void store(float* p, const VF& v) { std::memcpy(p, &v, sizeof(VF)); }
+
+// o[r] = sum_q B^T[r][q] d[q].
+[[gnu::always_inline]] inline void bt6(const VF* d, VF* o) {
+  const VF a = d[4] - 4.f * d[2], b = d[3] - 4.f * d[1];
+  const VF c = d[4] - d[2], e = 2.f * (d[3] - d[1]);
+  o[0] = 4.f * d[0] - 5.f * d[2] + d[4];
+  o[1] = a + b;
+  o[2] = a - b;
+  o[3] = c + e;
+  o[4] = c - e;
+  o[5] = 4.f * d[1] - 5.f * d[3] + d[5];
 }
 
-// A^T over 6 rows of kL lanes: out[r * os] = sum_q A^T[r][q] in[q * is].
-[[gnu::always_inline]] inline void at6(const float* in, size_t is, float* out, size_t os) {
-  for (size_t l = 0; l < kL; ++l) {
-    const float m0 = in[l], m1 = in[is + l], m2 = in[2 * is + l], m3 = in[3 * is + l], m4 = in[4 * is + l],
-                m5 = in[5 * is + l];
-    const float s = m1 + m2, t = m1 - m2, p = m3 + m4, q = m3 - m4;
-    out[l] = m0 + s + p;
-    out[os + l] = t + 2.f * q;
-    out[2 * os + l] = s + 4.f * p;
-    out[3 * os + l] = t + 8.f * q + m5;
-  }
+// o[r] = sum_q A^T[r][q] m[q] (4 rows).
+[[gnu::always_inline]] inline void at6(const VF* m, VF* o) {
+  const VF s = m[1] + m[2], t = m[1] - m[2], p = m[3] + m[4], q = m[3] - m[4];
+  o[0] = m[0] + s + p;
+  o[1] = t + 2.f * q;
+  o[2] = s + 4.f * p;
+  o[3] = t + 8.f * q + m[5];
 }
 
 // What the tile tasks of one chunk read and write.
@@ -108,6 +108,23 @@ struct Chunk {
   const float *x, *residual, *bias, *zeros;
   float *v, *m, *y;
 };
+
+// B^T d B of kL channels from the 36 patch pixels at p[e] + c0 (all kL
+// lanes readable), written to out[xi * os].
+[[gnu::always_inline]] inline void input_lanes(const float* const* p, size_t c0, float* out, size_t os) {
+  VF u[36];
+  for (size_t i = 0; i < 6; ++i) {  // along x
+    VF d[6];
+    for (size_t k = 0; k < 6; ++k) load(d[k], p[i * 6 + k] + c0);
+    bt6(d, u + i * 6);
+  }
+  for (size_t k = 0; k < 6; ++k) {  // along y
+    VF d[6], o[6];
+    for (size_t i = 0; i < 6; ++i) d[i] = u[i * 6 + k];
+    bt6(d, o);
+    for (size_t i = 0; i < 6; ++i) store(out + (i * 6 + k) * os, o[i]);
+  }
+}
 
 // Input transform of tile t0 + j: V[xi][j][:] = (B^T d B)[xi] per channel.
 [[gnu::always_inline]] inline void input_tile(const Chunk& c, size_t j) {
@@ -124,26 +141,20 @@ struct Chunk {
   }
   const size_t pitch = c.stride * s.cin;  // floats between V[xi] and V[xi + 1]
   float* v = c.v + j * s.cin;
-  for (size_t c0 = 0; c0 < s.cin; c0 += kL) {
-    const size_t nl = std::min(kL, s.cin - c0);
-    alignas(64) float d[36 * kL], u[36 * kL];
-    if (nl == kL) {
-      for (size_t e = 0; e < 36; ++e)
-        for (size_t l = 0; l < kL; ++l) d[e * kL + l] = p[e][c0 + l];
-    } else {
-      for (size_t e = 0; e < 36; ++e)
-        for (size_t l = 0; l < kL; ++l) d[e * kL + l] = l < nl ? p[e][c0 + l] : 0.f;
-    }
-    for (size_t k = 0; k < 6; ++k) bt6(d + k * kL, 6 * kL, u + k * kL, 6 * kL);  // along y
-    for (size_t i = 0; i < 6; ++i) bt6(u + i * 6 * kL, kL, d + i * 6 * kL, kL);  // along x
-    if (nl == kL) {
-      for (size_t e = 0; e < 36; ++e)
-        for (size_t l = 0; l < kL; ++l) v[e * pitch + c0 + l] = d[e * kL + l];
-    } else {
-      for (size_t e = 0; e < 36; ++e)
-        for (size_t l = 0; l < nl; ++l) v[e * pitch + c0 + l] = d[e * kL + l];
-    }
+  size_t c0 = 0;
+  for (; c0 + kL <= s.cin; c0 += kL) input_lanes(p, c0, v + c0, pitch);
+  if (c0 == s.cin) return;
+  // The last nl < kL channels: through zero-padded copies (reading kL lanes
+  // of the last pixel would run past the input).
+  const size_t nl = s.cin - c0;
+  alignas(64) float d[36 * kL], o[36 * kL];
+  const float* q[36];
+  for (size_t e = 0; e < 36; ++e) {
+    for (size_t l = 0; l < kL; ++l) d[e * kL + l] = l < nl ? p[e][c0 + l] : 0.f;
+    q[e] = d + e * kL;
   }
+  input_lanes(q, 0, o, kL);
+  for (size_t e = 0; e < 36; ++e) std::memcpy(v + e * pitch + c0, o + e * kL, nl * sizeof(float));
 }
 
 // One output pixel's nl channels: y = clamp(o + bias + residual, lo, hi).
@@ -164,23 +175,32 @@ struct Chunk {
   const float* m = c.m + j * s.cout;
   for (size_t c0 = 0; c0 < s.cout; c0 += kL) {
     const size_t nl = std::min(kL, s.cout - c0);
-    alignas(64) float a[36 * kL], b[24 * kL], o[16 * kL];
-    if (nl == kL) {
-      for (size_t e = 0; e < 36; ++e)
-        for (size_t l = 0; l < kL; ++l) a[e * kL + l] = m[e * pitch + c0 + l];
-    } else {
-      for (size_t e = 0; e < 36; ++e)
-        for (size_t l = 0; l < kL; ++l) a[e * kL + l] = l < nl ? m[e * pitch + c0 + l] : 0.f;
+    VF b[24];  // A^T M: 4 rows x 6
+    for (size_t k = 0; k < 6; ++k) {  // along y
+      VF a[6], o[4];
+      if (nl == kL) {
+        for (size_t i = 0; i < 6; ++i) load(a[i], m + (i * 6 + k) * pitch + c0);
+      } else {
+        alignas(64) float tmp[kL] = {};
+        for (size_t i = 0; i < 6; ++i) {
+          std::memcpy(tmp, m + (i * 6 + k) * pitch + c0, nl * sizeof(float));
+          load(a[i], tmp);
+        }
+      }
+      at6(a, o);
+      for (size_t r = 0; r < 4; ++r) b[r * 6 + k] = o[r];
     }
-    for (size_t k = 0; k < 6; ++k) at6(a + k * kL, 6 * kL, b + k * kL, 6 * kL);  // along y: 4 rows x 6
-    for (size_t r = 0; r < 4; ++r) at6(b + r * 6 * kL, kL, o + r * 4 * kL, kL);  // along x: 4 x 4
-    for (size_t r = 0; r < rows; ++r) {
+    for (size_t r = 0; r < rows; ++r) {  // along x, then the epilogue
+      VF o[4];
+      at6(b + r * 6, o);
+      alignas(64) float ov[4 * kL];
+      for (size_t q = 0; q < 4; ++q) store(ov + q * kL, o[q]);
       for (size_t q = 0; q < cols; ++q) {
         const size_t px = (img * s.oh + 4 * ty + r) * s.ow + 4 * tx + q;
         const float* res = c.residual ? c.residual + px * s.cout + c0 : nullptr;
         float* y = c.y + px * s.out_stride + c0;
-        if (nl == kL) store_pixel(o + (r * 4 + q) * kL, c.bias + c0, res, s.lo, s.hi, y, kL);
-        else store_pixel(o + (r * 4 + q) * kL, c.bias + c0, res, s.lo, s.hi, y, nl);
+        if (nl == kL) store_pixel(ov + q * kL, c.bias + c0, res, s.lo, s.hi, y, kL);
+        else store_pixel(ov + q * kL, c.bias + c0, res, s.lo, s.hi, y, nl);
       }
     }
   }

@@ -164,7 +164,8 @@ TEST_P(XnnpackWinograd, MatchesFloat64DirectConvolutionWithinTheBound) {
   const PlacementReport& rep = (*prog)->placement();
   ASSERT_EQ(rep.partitions.size(), 1u);
   ASSERT_EQ(rep.partitions[0].diagnostics.size(), 1u);
-  const std::string want = std::string("1 3x3 by Winograd with ") + (c.residual ? "1" : "0") + " residual Adds fused";
+  const std::string want = std::string("; 1 3x3 convolutions by Winograd F(4x4,3x3), ") + (c.residual ? "1" : "0") +
+                           " with their residual Add";
   EXPECT_NE(rep.partitions[0].diagnostics[0].find(want), std::string::npos) << rep.partitions[0].diagnostics[0];
   std::vector<double> ref, bound;
   reference(c, x, w, c.bias ? &b : nullptr, c.residual ? &r : nullptr, oh, ow, &ref, &bound);
@@ -209,7 +210,7 @@ TEST(XnnpackWinogradPlan, WritesIntoItsConcatSlice) {
                    FallbackPolicy::kRequire);
     ASSERT_TRUE(x.ok()) << x.status().to_string();
     const std::string& d = (*x)->placement().partitions.at(0).diagnostics.at(0);
-    EXPECT_NE(d.find("1 3x3 by Winograd"), std::string::npos) << d;
+    EXPECT_NE(d.find("; 1 3x3 convolutions by Winograd"), std::string::npos) << d;
     auto p = build(fire(24), nullptr, {});
     ASSERT_TRUE(p.ok());
     std::vector<Value> in{Value(random_tensor({1, 24, 9, 10}, 25))};
@@ -228,7 +229,7 @@ TEST(XnnpackWinogradPlan, OptionPicksTheConvolutions) {
     auto x = build(fire(cin), reg().get(), {"xnnpack"}, {{"xnnpack", "winograd", mode}}, FallbackPolicy::kRequire);
     if (!x.ok()) return x.status().message();
     const std::string& d = (*x)->placement().partitions.at(0).diagnostics.at(0);
-    const size_t at = d.find(" 3x3 by Winograd");
+    const size_t at = d.find(" 3x3 convolutions by Winograd");
     return at == std::string::npos ? d : d.substr(at - 1, 1);
   };
   EXPECT_EQ(count(24, "off"), "0");

@@ -36,7 +36,7 @@
 // convolution stays near 5e-8 * P. xnnpack_winograd_test.cpp asserts
 // |err| <= 1e-6 * P.
 //
-// Work is done in chunks of tiles (V and M of a chunk kept within ~1 MiB,
+// Work is done in chunks of tiles (V and M of a chunk kept within ~2 MiB,
 // so they stay in L2 between the transforms and the GEMMs).
 #pragma once
 

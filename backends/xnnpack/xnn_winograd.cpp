@@ -42,6 +42,11 @@ constexpr size_t kChunkBytes = size_t{2} << 20;
 //   and 8ch 56x56 (the transforms outweigh K = 8) 0.64x.
 constexpr size_t kMaxWeightFloatsPerTile = size_t{1} << 20;
 constexpr size_t kMinChannels = 16;
+// Up to this many threads, the 36 GEMMs of a chunk are 36 tasks of one
+// parallel call (at most 10% of the slots idle: 36 tasks fill 2, 3, 4, 6, 9
+// and 12 threads exactly); with more, each GEMM is split over all threads
+// by XNNPACK (36 dispatches, balanced).
+constexpr size_t kMaxThreadsPerGemmTask = 12;
 
 size_t tiles_of(const WinogradShape& s) { return s.n * ((s.oh + 3) / 4) * ((s.ow + 3) / 4); }
 
@@ -264,6 +269,27 @@ struct Task {
   }
 };
 
+// The 36 GEMMs of a chunk, one task each: each runs whole on one thread
+// (XNNPACK's operator on no pool), so a chunk costs one parallel dispatch
+// for its GEMMs instead of 36, and a thread keeps one xi's weights, V and M
+// to itself. Status per xi (a task cannot throw through pthreadpool).
+struct GemmTask {
+  const xnn_operator_t* fc;
+  const float* v;
+  float* m;
+  size_t nt, v_pitch, m_pitch;
+  int* status;
+  static void run(void* ctx, size_t xi) {
+    tsan_acquire(ctx);
+    const GemmTask* t = static_cast<const GemmTask*>(ctx);
+    const Api& a = api();
+    int st = a.xnn_setup_fully_connected_nc_f32(t->fc[xi], t->nt, t->v + xi * t->v_pitch, t->m + xi * t->m_pitch, nullptr);
+    if (st == xnn_status_success) st = a.xnn_run_operator(t->fc[xi], nullptr);
+    t->status[xi] = st;
+    tsan_release(ctx);
+  }
+};
+
 }  // namespace
 
 WinogradMode parse_winograd_mode(const std::string& s) {
@@ -318,16 +344,26 @@ WinogradConv::~WinogradConv() {
 void WinogradConv::run(const float* x, const float* residual, float* y, pthreadpool_t pool, bool yield) {
   const Api& a = api();
   const Kernels& k = kernels();
+  const size_t threads = pool ? a.pthreadpool_get_threads_count(pool) : 1;
   for (size_t t0 = 0; t0 < tiles_; t0 += chunk_) {
     const size_t nt = std::min(chunk_, tiles_ - t0);
     Task in{{&s_, ht_, wt_, t0, chunk_, x, residual, bias_.data(), zeros_.data(), v_, m_, y}, k.input};
     tsan_release(&in);
     a.pthreadpool_parallelize_1d(pool, &Task::run, &in, nt, 0);
     tsan_acquire(&in);
-    for (size_t xi = 0; xi < 36; ++xi) {
-      check(a.xnn_setup_fully_connected_nc_f32(fc_[xi], nt, v_ + xi * chunk_ * s_.cin, m_ + xi * chunk_ * s_.cout, pool),
-            "setup_fully_connected_nc_f32 (Winograd)");
-      check(a.xnn_run_operator(fc_[xi], pool), "run_operator (Winograd)");
+    if (threads <= kMaxThreadsPerGemmTask) {
+      int status[36];
+      GemmTask gemm{fc_.data(), v_, m_, nt, chunk_ * s_.cin, chunk_ * s_.cout, status};
+      tsan_release(&gemm);
+      a.pthreadpool_parallelize_1d(pool, &GemmTask::run, &gemm, 36, 0);
+      tsan_acquire(&gemm);
+      for (int st : status) check(st, "fully connected GEMM (Winograd)");
+    } else {  // many threads: each GEMM split over all of them
+      for (size_t xi = 0; xi < 36; ++xi) {
+        check(a.xnn_setup_fully_connected_nc_f32(fc_[xi], nt, v_ + xi * chunk_ * s_.cin, m_ + xi * chunk_ * s_.cout, pool),
+              "setup_fully_connected_nc_f32 (Winograd)");
+        check(a.xnn_run_operator(fc_[xi], pool), "run_operator (Winograd)");
+      }
     }
     const bool last = t0 + nt == tiles_;
     Task out{in.chunk, k.output};

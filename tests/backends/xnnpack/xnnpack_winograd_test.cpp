@@ -4,7 +4,8 @@
 // of the 16-lane transform step, maps that are not multiples of the 4x4
 // tile, pads 0/1/2 (lopsided too), batches, with and without bias, with no
 // clamp / Relu / Clip, with a residual Add fused into the output transform
-// (then Relu), and 1, 2 and 3 threads. Each case runs with
+// (then Relu), and 1, 2, 3 and 13 threads (past 12 the GEMMs are split
+// differently). Each case runs with
 // xnnpack.winograd=always and must say in its compile diagnostics that the
 // convolution ran with Winograd (and the Add was fused).
 //
@@ -79,6 +80,8 @@ std::vector<WCase> w_cases() {
       }
   // Residual at every thread count, on a map with partial tiles and lopsided pads.
   for (int t = 1; t <= 3; ++t) v.push_back({2, 17, 24, 10, 7, {1, 0, 2, 1}, true, Clamp::kNone, true, t});
+  // More than 12 threads: each GEMM split by XNNPACK instead of one task per GEMM.
+  v.push_back({1, 20, 18, 9, 6, {1, 1, 1, 1}, true, Clamp::kRelu, false, 13});
   return v;
 }
 

@@ -65,12 +65,7 @@ class Runtime {
     return n;
   }
   /// Convolutions run with Winograd, and the residual Adds fused into them.
-  size_t num_winograd() const { return wino_.count(); }
-  size_t num_winograd_adds() const {
-    size_t n = 0;
-    for (uint8_t f : wino_.fused) n += f;
-    return n;
-  }
+  const WinogradOps& winograd() const { return wino_; }
 
  private:
   struct Segment {

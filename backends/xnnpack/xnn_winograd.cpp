@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -237,23 +238,23 @@ using TileFn = void (*)(void*, size_t);
 
 struct Kernels {
   TileFn input = input_base, output = output_base;
+  const char* isa = "baseline";
 };
 
-const Kernels& kernels() {
-  static const Kernels k = [] {
-    Kernels r;
+// The widest transforms this CPU runs, capped by KILN_XNNPACK_WINOGRAD_ISA
+// (avx512, avx2 or baseline; tests run every variant on one machine).
+Kernels pick_kernels() {
+  Kernels r;
 #ifdef KILN_XNN_WINO_X86
-    if (__builtin_cpu_supports("avx512f")) {
-      r.input = input_avx512;
-      r.output = output_avx512;
-    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-      r.input = input_avx2;
-      r.output = output_avx2;
-    }
+  const char* cap = std::getenv("KILN_XNNPACK_WINOGRAD_ISA");
+  const std::string c = cap ? cap : "avx512";
+  if (c == "avx512" && __builtin_cpu_supports("avx512f")) {
+    r = {input_avx512, output_avx512, "avx512"};
+  } else if ((c == "avx512" || c == "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    r = {input_avx2, output_avx2, "avx2"};
+  }
 #endif
-    return r;
-  }();
-  return k;
+  return r;
 }
 
 // A chunk and the transform its tile tasks run.
@@ -314,6 +315,10 @@ bool winograd_gains(const WinogradShape& s) {
 WinogradConv::WinogradConv(const WinogradShape& s, const float* filter, const float* bias) : s_(s) {
   if (s.cin == 0 || s.cout == 0 || s.oh == 0 || s.ow == 0 || s.out_stride < s.cout)
     fail(KILN_STATUS_INTERNAL, "bad Winograd convolution shape");
+  const Kernels k = pick_kernels();
+  input_ = k.input;
+  output_ = k.output;
+  isa_ = k.isa;
   ht_ = (s.oh + 3) / 4;
   wt_ = (s.ow + 3) / 4;
   tiles_ = tiles_of(s);
@@ -343,11 +348,10 @@ WinogradConv::~WinogradConv() {
 
 void WinogradConv::run(const float* x, const float* residual, float* y, pthreadpool_t pool, bool yield) {
   const Api& a = api();
-  const Kernels& k = kernels();
   const size_t threads = pool ? a.pthreadpool_get_threads_count(pool) : 1;
   for (size_t t0 = 0; t0 < tiles_; t0 += chunk_) {
     const size_t nt = std::min(chunk_, tiles_ - t0);
-    Task in{{&s_, ht_, wt_, t0, chunk_, x, residual, bias_.data(), zeros_.data(), v_, m_, y}, k.input};
+    Task in{{&s_, ht_, wt_, t0, chunk_, x, residual, bias_.data(), zeros_.data(), v_, m_, y}, input_};
     tsan_release(&in);
     a.pthreadpool_parallelize_1d(pool, &Task::run, &in, nt, 0);
     tsan_acquire(&in);
@@ -366,7 +370,7 @@ void WinogradConv::run(const float* x, const float* residual, float* y, pthreadp
       }
     }
     const bool last = t0 + nt == tiles_;
-    Task out{in.chunk, k.output};
+    Task out{in.chunk, output_};
     tsan_release(&out);
     a.pthreadpool_parallelize_1d(pool, &Task::run, &out, nt, last && yield ? PTHREADPOOL_FLAG_YIELD_WORKERS : 0);
     tsan_acquire(&out);

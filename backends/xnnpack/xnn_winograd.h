@@ -95,10 +95,16 @@ class WinogradConv {
   size_t scratch_bytes() const { return scratch_.size() * sizeof(float); }
   /// Tiles per chunk (V and M of a chunk stay in L2).
   size_t chunk_tiles() const { return chunk_; }
+  /// The transforms' instruction set: "avx512", "avx2" or "baseline" (the
+  /// widest the CPU has, capped by $KILN_XNNPACK_WINOGRAD_ISA when set).
+  const char* isa() const { return isa_; }
 
  private:
   WinogradShape s_;
   size_t ht_ = 0, wt_ = 0, tiles_ = 0, chunk_ = 0;
+  void (*input_)(void*, size_t) = nullptr;   // input transform of one tile (by ISA)
+  void (*output_)(void*, size_t) = nullptr;  // output transform of one tile
+  const char* isa_ = "baseline";
   std::vector<xnn_operator_t> fc_;  // 36: M[xi] = V[xi] x U[xi]^T
   std::vector<float> bias_;         // Cout (zeros when the op has none)
   std::vector<float> zeros_;        // Cin zeros: the padding the input transform reads
@@ -119,6 +125,17 @@ struct WinogradOps {
     size_t n = 0;
     for (const auto& c : conv) n += c != nullptr;
     return n;
+  }
+  size_t fused_adds() const {
+    size_t n = 0;
+    for (uint8_t f : fused) n += f;
+    return n;
+  }
+  /// The transforms' instruction set ("none" without Winograd convolutions).
+  const char* isa() const {
+    for (const auto& c : conv)
+      if (c) return c->isa();
+    return "none";
   }
 };
 

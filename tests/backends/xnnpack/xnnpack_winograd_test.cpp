@@ -4,8 +4,9 @@
 // of the 16-lane transform step, maps that are not multiples of the 4x4
 // tile, pads 0/1/2 (lopsided too), batches, with and without bias, with no
 // clamp / Relu / Clip, with a residual Add fused into the output transform
-// (then Relu), and 1, 2, 3 and 13 threads (past 12 the GEMMs are split
-// differently). Each case runs with
+// (then Relu), 1, 2, 3 and 13 threads (past 12 the GEMMs are split
+// differently), and each transform variant (AVX-512, AVX2, baseline: capped
+// with KILN_XNNPACK_WINOGRAD_ISA, so one machine runs them all). Each case runs with
 // xnnpack.winograd=always and must say in its compile diagnostics that the
 // convolution ran with Winograd (and the Add was fused).
 //
@@ -50,7 +51,19 @@ struct WCase {
   Clamp clamp;
   bool residual;  // Conv -> Add(residual) -> Relu
   int threads;
+  const char* isa;  // KILN_XNNPACK_WINOGRAD_ISA: the widest transforms allowed
 };
+
+// The transforms the plugin runs when capped at `isa` on this CPU.
+std::string expected_isa(const std::string& isa) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (isa == "avx512" && __builtin_cpu_supports("avx512f")) return "avx512";
+  if (isa != "baseline" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2";
+#else
+  (void)isa;
+#endif
+  return "baseline";
+}
 
 std::string w_name(const WCase& c) {
   std::string s = "n" + std::to_string(c.n) + "_" + std::to_string(c.cin) + "to" + std::to_string(c.cout) + "_" +
@@ -59,7 +72,7 @@ std::string w_name(const WCase& c) {
   s += c.bias ? "_bias" : "";
   s += c.clamp == Clamp::kRelu ? "_relu" : c.clamp == Clamp::kClip ? "_clip" : "";
   s += c.residual ? "_residual" : "";
-  return s + "_t" + std::to_string(c.threads);
+  return s + "_t" + std::to_string(c.threads) + "_" + c.isa;
 }
 
 std::vector<WCase> w_cases() {
@@ -71,17 +84,21 @@ std::vector<WCase> w_cases() {
   for (const auto& ch : chans)
     for (const auto& m : maps)
       for (const auto& p : pads) {
-        // Bias, clamp, residual, threads and batch vary with k, so every
-        // value of each meets every channel pair and map.
+        // Bias, clamp, residual, threads, batch and ISA vary with k, so
+        // every value of each meets every channel pair and map.
         const Clamp clamp = k % 3 == 0 ? Clamp::kNone : k % 3 == 1 ? Clamp::kRelu : Clamp::kClip;
         const bool residual = k % 4 == 1 && clamp == Clamp::kNone;
-        v.push_back({k % 5 == 2 ? 2 : 1, ch[0], ch[1], m[0], m[1], p, k % 2 == 0, clamp, residual, static_cast<int>(1 + k % 3)});
+        const char* isa = k % 7 < 3 ? "avx512" : k % 7 < 5 ? "avx2" : "baseline";
+        v.push_back({k % 5 == 2 ? 2 : 1, ch[0], ch[1], m[0], m[1], p, k % 2 == 0, clamp, residual, static_cast<int>(1 + k % 3),
+                     isa});
         ++k;
       }
   // Residual at every thread count, on a map with partial tiles and lopsided pads.
-  for (int t = 1; t <= 3; ++t) v.push_back({2, 17, 24, 10, 7, {1, 0, 2, 1}, true, Clamp::kNone, true, t});
+  for (int t = 1; t <= 3; ++t)
+    for (const char* isa : {"avx512", "avx2", "baseline"})
+      v.push_back({2, 17, 24, 10, 7, {1, 0, 2, 1}, true, Clamp::kNone, true, t, isa});
   // More than 12 threads: each GEMM split by XNNPACK instead of one task per GEMM.
-  v.push_back({1, 20, 18, 9, 6, {1, 1, 1, 1}, true, Clamp::kRelu, false, 13});
+  v.push_back({1, 20, 18, 9, 6, {1, 1, 1, 1}, true, Clamp::kRelu, false, 13, "avx512"});
   return v;
 }
 
@@ -160,6 +177,7 @@ TEST_P(XnnpackWinograd, MatchesFloat64DirectConvolutionWithinTheBound) {
     y = g.node("Clip", {y, g.constant("lo", lo), g.constant("hi", hi)}, "clip", yd);
   }
   g.output(y);
+  ScopedEnv isa("KILN_XNNPACK_WINOGRAD_ISA", c.isa);
   auto prog = build(g.graph(), reg().get(), {"xnnpack"},
                     {{"xnnpack", "winograd", "always"}, {"xnnpack", "threads", std::to_string(c.threads)}},
                     FallbackPolicy::kRequire);
@@ -168,7 +186,7 @@ TEST_P(XnnpackWinograd, MatchesFloat64DirectConvolutionWithinTheBound) {
   ASSERT_EQ(rep.partitions.size(), 1u);
   ASSERT_EQ(rep.partitions[0].diagnostics.size(), 1u);
   const std::string want = std::string("; 1 3x3 convolutions by Winograd F(4x4,3x3), ") + (c.residual ? "1" : "0") +
-                           " with their residual Add";
+                           " with their residual Add (" + expected_isa(c.isa) + " transforms)";
   EXPECT_NE(rep.partitions[0].diagnostics[0].find(want), std::string::npos) << rep.partitions[0].diagnostics[0];
   std::vector<double> ref, bound;
   reference(c, x, w, c.bias ? &b : nullptr, c.residual ? &r : nullptr, oh, ow, &ref, &bound);

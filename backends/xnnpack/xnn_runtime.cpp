@@ -115,6 +115,7 @@ Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> p
   for (size_t v = 0; v < p.values.size(); ++v)
     owned_[v] = materialized[v] && !host_bound[v] && p.values[v].constant < 0;
   place_owned();
+  scratch_bytes_ += wino_.scratch.size() * sizeof(float);
   for (Segment& seg : segments_)
     if (!seg.native) build_segment(seg, materialized);
   for (size_t i = 0; i < p.ops.size(); ++i)
@@ -530,7 +531,7 @@ void Runtime::run_winograd(size_t index) {
   }
   if (!y || !ptr_[op.in[0]]) fail(KILN_STATUS_INTERNAL, "a Winograd convolution lacks a buffer");
   const size_t last = static_cast<size_t>(add >= 0 ? add : static_cast<int64_t>(index));
-  wino_.conv[index]->run(ptr_[op.in[0]], residual, y, pool_->get(), last + 1 == p.ops.size());
+  wino_.conv[index]->run(ptr_[op.in[0]], residual, y, wino_.scratch_data(), pool_->get(), last + 1 == p.ops.size());
 }
 
 void Runtime::run(kiln::sdk::ExecContext& ctx, const kiln::sdk::Inputs& inputs) {

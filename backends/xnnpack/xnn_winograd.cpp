@@ -326,11 +326,7 @@ WinogradConv::WinogradConv(const WinogradShape& s, const float* filter, const fl
   bias_.assign(s.cout, 0.f);
   if (bias) std::copy(bias, bias + s.cout, bias_.begin());
   zeros_.assign(s.cin, 0.f);
-  const size_t vf = (36 * chunk_ * s.cin + 15) / 16 * 16, mf = 36 * chunk_ * s.cout;
-  scratch_.assign(vf + mf + 16, 0.f);
-  v_ = scratch_.data();
-  while (reinterpret_cast<uintptr_t>(v_) % 64 != 0) ++v_;
-  m_ = v_ + vf;
+  v_floats_ = (36 * chunk_ * s.cin + 15) / 16 * 16;
   const std::vector<float> u = transform_weights(filter, s.cout, s.cin);
   fc_.assign(36, nullptr);
   const float inf = std::numeric_limits<float>::infinity();
@@ -346,25 +342,27 @@ WinogradConv::~WinogradConv() {
     if (op) api().xnn_delete_operator(op);
 }
 
-void WinogradConv::run(const float* x, const float* residual, float* y, pthreadpool_t pool, bool yield) {
+void WinogradConv::run(const float* x, const float* residual, float* y, float* scratch, pthreadpool_t pool, bool yield) {
+  float* v = scratch;
+  float* m = scratch + v_floats_;
   const Api& a = api();
   const size_t threads = pool ? a.pthreadpool_get_threads_count(pool) : 1;
   for (size_t t0 = 0; t0 < tiles_; t0 += chunk_) {
     const size_t nt = std::min(chunk_, tiles_ - t0);
-    Task in{{&s_, ht_, wt_, t0, chunk_, x, residual, bias_.data(), zeros_.data(), v_, m_, y}, input_};
+    Task in{{&s_, ht_, wt_, t0, chunk_, x, residual, bias_.data(), zeros_.data(), v, m, y}, input_};
     tsan_release(&in);
     a.pthreadpool_parallelize_1d(pool, &Task::run, &in, nt, 0);
     tsan_acquire(&in);
     if (threads <= kMaxThreadsPerGemmTask) {
       int status[36];
-      GemmTask gemm{fc_.data(), v_, m_, nt, chunk_ * s_.cin, chunk_ * s_.cout, status};
+      GemmTask gemm{fc_.data(), v, m, nt, chunk_ * s_.cin, chunk_ * s_.cout, status};
       tsan_release(&gemm);
       a.pthreadpool_parallelize_1d(pool, &GemmTask::run, &gemm, 36, 0);
       tsan_acquire(&gemm);
       for (int st : status) check(st, "fully connected GEMM (Winograd)");
     } else {  // many threads: each GEMM split over all of them
       for (size_t xi = 0; xi < 36; ++xi) {
-        check(a.xnn_setup_fully_connected_nc_f32(fc_[xi], nt, v_ + xi * chunk_ * s_.cin, m_ + xi * chunk_ * s_.cout, pool),
+        check(a.xnn_setup_fully_connected_nc_f32(fc_[xi], nt, v + xi * chunk_ * s_.cin, m + xi * chunk_ * s_.cout, pool),
               "setup_fully_connected_nc_f32 (Winograd)");
         check(a.xnn_run_operator(fc_[xi], pool), "run_operator (Winograd)");
       }
@@ -432,6 +430,10 @@ WinogradOps plan_winograd(const Program& p, WinogradMode mode, const std::vector
                             ? p.constants[static_cast<size_t>(p.values[op.in[2]].constant)].data() : nullptr;
     w.conv[i] = std::make_unique<WinogradConv>(s, filter, bias);
   }
+  size_t floats = 0;
+  for (const auto& c : w.conv)
+    if (c) floats = std::max(floats, c->scratch_floats());
+  if (floats) w.scratch.assign(floats + 16, 0.f);  // + 16: room to align to 64 bytes
   return w;
 }
 

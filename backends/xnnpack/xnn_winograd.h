@@ -88,11 +88,14 @@ class WinogradConv {
 
   /// y = clamp(conv(x) + bias + residual, lo, hi). `x` [n, h, w, cin];
   /// `residual` [n, oh, ow, cout] (dense) or null; `y` pixels out_stride
-  /// apart. With `yield`, the pool's workers sleep after the last step.
-  void run(const float* x, const float* residual, float* y, pthreadpool_t pool, bool yield);
+  /// apart; `scratch` scratch_floats() floats, 64-byte aligned (the
+  /// convolutions of a runtime run one at a time and share it). With
+  /// `yield`, the pool's workers sleep after the last step.
+  void run(const float* x, const float* residual, float* y, float* scratch, pthreadpool_t pool, bool yield);
 
   const WinogradShape& shape() const { return s_; }
-  size_t scratch_bytes() const { return scratch_.size() * sizeof(float); }
+  /// V and M of one chunk.
+  size_t scratch_floats() const { return v_floats_ + 36 * chunk_ * s_.cout; }
   /// Tiles per chunk (V and M of a chunk stay in L2).
   size_t chunk_tiles() const { return chunk_; }
   /// The transforms' instruction set: "avx512", "avx2" or "baseline" (the
@@ -108,9 +111,7 @@ class WinogradConv {
   std::vector<xnn_operator_t> fc_;  // 36: M[xi] = V[xi] x U[xi]^T
   std::vector<float> bias_;         // Cout (zeros when the op has none)
   std::vector<float> zeros_;        // Cin zeros: the padding the input transform reads
-  std::vector<float> scratch_;      // V and M of one chunk, 64-byte aligned
-  float* v_ = nullptr;
-  float* m_ = nullptr;
+  size_t v_floats_ = 0;             // V of one chunk, rounded up to 64 bytes (M follows it)
 };
 
 /// The convolutions of a Program that run with Winograd, per op.
@@ -121,6 +122,12 @@ struct WinogradOps {
   // output clamp replaces the convolution's. -1: none.
   std::vector<int64_t> add;
   std::vector<uint8_t> fused;  // per op: an Add run by the Winograd convolution before it
+  std::vector<float> scratch;  // shared by the convolutions (one runs at a time)
+  float* scratch_data() {  // 64-byte aligned
+    float* p = scratch.data();
+    while (reinterpret_cast<uintptr_t>(p) % 64 != 0) ++p;
+    return p;
+  }
   size_t count() const {
     size_t n = 0;
     for (const auto& c : conv) n += c != nullptr;

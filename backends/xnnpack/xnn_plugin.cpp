@@ -181,9 +181,7 @@ class XnnInstance final : public Instance {
                                           " depthwise run by the plugin's kernel), " + std::to_string(t) +
                                           " boundary transpose" + (t == 1 ? "" : "s") + " (NCHW<->NHWC), " +
                                           std::to_string(r.scratch_bytes()) + " bytes of plugin buffers; " +
-                                          std::to_string(r.winograd().count()) + " 3x3 convolutions by Winograd F(4x4,3x3), " +
-                                          std::to_string(r.winograd().fused_adds()) + " with their residual Add (" +
-                                          r.winograd().isa() + " transforms)");
+                                          r.winograd().summary());
     }
     return c;
   }

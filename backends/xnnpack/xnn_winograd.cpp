@@ -393,6 +393,15 @@ int64_t fusible_add(const Program& p, size_t i, const std::vector<size_t>& reade
 
 }  // namespace
 
+std::string WinogradOps::summary() const {
+  const WinogradConv* any = nullptr;
+  for (const auto& c : conv)
+    if (c) any = c.get();
+  if (!any) return "0 3x3 convolutions by Winograd";
+  return std::to_string(count()) + " 3x3 convolutions by Winograd F(4x4,3x3), " + std::to_string(fused_adds()) +
+         " with their residual Add (" + any->isa() + " transforms)";
+}
+
 WinogradOps plan_winograd(const Program& p, WinogradMode mode, const std::vector<int64_t>& into_concat) {
   WinogradOps w;
   w.conv.resize(p.ops.size());

@@ -138,12 +138,9 @@ struct WinogradOps {
     for (uint8_t f : fused) n += f;
     return n;
   }
-  /// The transforms' instruction set ("none" without Winograd convolutions).
-  const char* isa() const {
-    for (const auto& c : conv)
-      if (c) return c->isa();
-    return "none";
-  }
+  /// For the compile log: "N 3x3 convolutions by Winograd F(4x4,3x3), K with
+  /// their residual Add (ISA transforms)", or "0 3x3 convolutions by Winograd".
+  std::string summary() const;
 };
 
 /// Builds the Winograd convolutions of `p` under `mode`. `into_concat` is

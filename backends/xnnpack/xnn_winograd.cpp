@@ -38,10 +38,11 @@ constexpr size_t kChunkBytes = size_t{2} << 20;
 //   64ch 56x56 2.5x, 128ch 28x28 3.0x, 256ch 14x14 1.7x, 256ch 10x10 1.6x,
 //   128ch 7x7 1.5x, 64ch 7x7 1.3x, 64ch 8x8 1.7x, 16ch 28x28 1.3x,
 //   16->64 55x55 1.7x, 32->128 27x27 2.1x, 48->192 13x13 1.6x, 64->256 13x13 1.6x,
-//   512ch 14x14 (590K floats a tile) 1.15-1.4x, 512ch 7x7 batch 4 (590K) 0.8-1.2x;
+//   512ch 14x14 (590K floats a tile) 1.15-1.4x, 512ch 7x7 batch 4 (590K) 0.8-1.2x,
+//   256ch 7x7 (590K) 1.6x, 256->512 7x7 (1.2M) 1.6x, 384ch 7x7 (1.3M) 1.22x;
 //   but 512ch 7x7 (2.4M floats a tile: 38 MB of weights for 4 GEMM rows) 0.8x
 //   and 8ch 56x56 (the transforms outweigh K = 8) 0.64x.
-constexpr size_t kMaxWeightFloatsPerTile = size_t{1} << 20;
+constexpr size_t kMaxWeightFloatsPerTile = size_t{3} << 19;  // 1.5M
 constexpr size_t kMinChannels = 16;
 // Up to this many threads, the 36 GEMMs of a chunk are 36 tasks of one
 // parallel call (at most 10% of the slots idle: 36 tasks fill 2, 3, 4, 6, 9

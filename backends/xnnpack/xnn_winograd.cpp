@@ -5,7 +5,7 @@
 //   M[xi][j][co]  the GEMM results.
 // Global tile t is (image, tile row, tile column) in that order. The
 // transforms work on kL = 16 channels at a time (one AVX-512 vector, two
-// AVX2 ones), held in small arrays the compiler keeps in vector registers.
+// AVX2 ones, four SSE ones), as generic vector values (VF).
 #include "xnn_winograd.h"
 
 #include <algorithm>
@@ -34,7 +34,7 @@ constexpr size_t kL = 16;  // channels per transform step
 constexpr size_t kChunkBytes = size_t{2} << 20;
 // kAuto: transformed weight floats (36 Cin Cout) per tile of a chunk at most
 // this, and at least kMinChannels in and out. Measured on Zen 4 (1 thread,
-// one Conv+Relu, XNNPACK's igemm / Winograd, median of 200 runs):
+// one Conv+Relu partition, XNNPACK's igemm time / Winograd's, min of 200-400 runs):
 //   64ch 56x56 2.5x, 128ch 28x28 3.0x, 256ch 14x14 1.7x, 256ch 10x10 1.6x,
 //   128ch 7x7 1.5x, 64ch 7x7 1.3x, 64ch 8x8 1.7x, 16ch 28x28 1.3x,
 //   16->64 55x55 1.7x, 32->128 27x27 2.1x, 48->192 13x13 1.6x, 64->256 13x13 1.6x,
@@ -45,9 +45,9 @@ constexpr size_t kChunkBytes = size_t{2} << 20;
 constexpr size_t kMaxWeightFloatsPerTile = size_t{3} << 19;  // 1.5M
 constexpr size_t kMinChannels = 16;
 // Up to this many threads, the 36 GEMMs of a chunk are 36 tasks of one
-// parallel call (at most 10% of the slots idle: 36 tasks fill 2, 3, 4, 6, 9
-// and 12 threads exactly); with more, each GEMM is split over all threads
-// by XNNPACK (36 dispatches, balanced).
+// parallel call (36 tasks fill 2, 3, 4, 6, 9 and 12 threads exactly, leave
+// at most 18% of the slots idle otherwise: 11 threads); with more, each GEMM
+// is split over all threads by XNNPACK (36 dispatches, balanced).
 constexpr size_t kMaxThreadsPerGemmTask = 12;
 
 size_t tiles_of(const WinogradShape& s) { return s.n * ((s.oh + 3) / 4) * ((s.ow + 3) / 4); }

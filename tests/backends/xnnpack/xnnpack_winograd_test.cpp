@@ -5,7 +5,7 @@
 // tile, pads 0/1/2 (lopsided too), batches, with and without bias, with no
 // clamp / Relu / Clip, with a residual Add fused into the output transform
 // (then Relu), 1, 2, 3 and 13 threads (past 12 the GEMMs are split
-// differently), and each transform variant (AVX-512, AVX2, baseline: capped
+// differently), one chunk of tiles and several, and each transform variant (AVX-512, AVX2, baseline: capped
 // with KILN_XNNPACK_WINOGRAD_ISA, so one machine runs them all). Each case runs with
 // xnnpack.winograd=always and must say in its compile diagnostics that the
 // convolution ran with Winograd (and the Add was fused).
@@ -75,6 +75,8 @@ std::string w_name(const WCase& c) {
   return s + "_t" + std::to_string(c.threads) + "_" + c.isa;
 }
 
+void PrintTo(const WCase& c, std::ostream* os) { *os << w_name(c); }
+
 std::vector<WCase> w_cases() {
   std::vector<WCase> v;
   const std::vector<std::vector<int64_t>> pads = {{1, 1, 1, 1}, {0, 0, 0, 0}, {1, 0, 2, 1}, {2, 2, 0, 1}};
@@ -97,6 +99,10 @@ std::vector<WCase> w_cases() {
   for (int t = 1; t <= 3; ++t)
     for (const char* isa : {"avx512", "avx2", "baseline"})
       v.push_back({2, 17, 24, 10, 7, {1, 0, 2, 1}, true, Clamp::kNone, true, t, isa});
+  // Several chunks of tiles (2 MB of V and M a chunk: 66 tiles at 100 + 120
+  // channels; 2 x 8 x 7 = 112 tiles here, the last chunk partial).
+  for (int t = 1; t <= 2; ++t)
+    v.push_back({2, 100, 120, 30, 26, {1, 1, 1, 1}, t == 1, Clamp::kNone, true, t, "avx512"});
   // More than 12 threads: each GEMM split by XNNPACK instead of one task per GEMM.
   v.push_back({1, 20, 18, 9, 6, {1, 1, 1, 1}, true, Clamp::kRelu, false, 13, "avx512"});
   return v;
@@ -115,23 +121,30 @@ void reference(const WCase& c, const Tensor& x, const Tensor& w, const Tensor* b
   auto at = [&](int64_t n, int64_t ci, int64_t iy, int64_t ix) {
     return iy < 0 || iy >= c.h || ix < 0 || ix >= c.w ? 0.0 : static_cast<double>(xd[((n * c.cin + ci) * c.h + iy) * c.w + ix]);
   };
+  // sum |x| over each tile's 6x6 patch, per image and input channel, and
+  // max |w| per output and input channel.
+  const int64_t ht = (oh + 3) / 4, wt = (ow + 3) / 4;
+  std::vector<double> patch(static_cast<size_t>(c.n * c.cin * ht * wt), 0.0), wmax(static_cast<size_t>(c.cout * c.cin), 0.0);
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t ci = 0; ci < c.cin; ++ci)
+      for (int64_t ty = 0; ty < ht; ++ty)
+        for (int64_t tx = 0; tx < wt; ++tx)
+          for (int64_t py = 0; py < 6; ++py)
+            for (int64_t px = 0; px < 6; ++px)
+              patch[static_cast<size_t>(((n * c.cin + ci) * ht + ty) * wt + tx)] +=
+                  std::fabs(at(n, ci, 4 * ty + py - c.pads[0], 4 * tx + px - c.pads[1]));
+  for (int64_t e = 0; e < c.cout * c.cin * 9; ++e)
+    wmax[static_cast<size_t>(e / 9)] = std::max(wmax[static_cast<size_t>(e / 9)], std::fabs(static_cast<double>(wd[e])));
   for (int64_t n = 0; n < c.n; ++n)
     for (int64_t co = 0; co < c.cout; ++co)
       for (int64_t y = 0; y < oh; ++y)
         for (int64_t xo = 0; xo < ow; ++xo) {
           double acc = 0, p = 0;
           for (int64_t ci = 0; ci < c.cin; ++ci) {
-            double wmax = 0;
             for (int64_t ky = 0; ky < 3; ++ky)
-              for (int64_t kx = 0; kx < 3; ++kx) {
-                const double wv = wd[((co * c.cin + ci) * 3 + ky) * 3 + kx];
-                wmax = std::max(wmax, std::fabs(wv));
-                acc += wv * at(n, ci, y + ky - c.pads[0], xo + kx - c.pads[1]);
-              }
-            double patch = 0;  // the 6x6 patch under the output's 4x4 tile
-            for (int64_t py = 0; py < 6; ++py)
-              for (int64_t px = 0; px < 6; ++px) patch += std::fabs(at(n, ci, y / 4 * 4 + py - c.pads[0], xo / 4 * 4 + px - c.pads[1]));
-            p += wmax * patch;
+              for (int64_t kx = 0; kx < 3; ++kx)
+                acc += wd[((co * c.cin + ci) * 3 + ky) * 3 + kx] * at(n, ci, y + ky - c.pads[0], xo + kx - c.pads[1]);
+            p += wmax[static_cast<size_t>(co * c.cin + ci)] * patch[static_cast<size_t>(((n * c.cin + ci) * ht + y / 4) * wt + xo / 4)];
           }
           const size_t i = static_cast<size_t>(((n * c.cout + co) * oh + y) * ow + xo);
           if (b) {

@@ -31,13 +31,18 @@
 //       tile's 6x6 patch of channel ci, plus |bias[co]| and |residual|,
 // the error against a float64 direct convolution is bounded by 1e-6 * P:
 // measured at most 6.2e-7 * P over the test's cases (inputs and weights in
-// [-2, 2], Cin 1..32, maps 1x1..13x13, pads 0..2; AVX-512, Zen 4), 4.4e-7 * P
+// [-2, 2], Cin 1..100, maps 1x1..30x28, pads 0..2; each transform variant on
+// Zen 4, the largest in 1-channel cases where P is smallest), 4.4e-7 * P
 // for the portable kernel with the same transforms, while a direct
 // convolution stays near 5e-8 * P. xnnpack_winograd_test.cpp asserts
 // |err| <= 1e-6 * P.
 //
-// Work is done in chunks of tiles (V and M of a chunk kept within ~2 MiB,
-// so they stay in L2 between the transforms and the GEMMs).
+// Work is done in chunks of tiles (V and M of a chunk kept within ~2 MiB, or
+// the transformed weights' size if larger, so they stay close to the core
+// between the transforms and the GEMMs): per chunk one parallel call for the
+// input transform (a task per tile), one for the 36 GEMMs (a task per GEMM,
+// each on one thread; past 12 threads XNNPACK splits each GEMM instead) and
+// one for the output transform.
 #pragma once
 
 #include <cstddef>

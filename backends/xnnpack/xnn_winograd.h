@@ -31,7 +31,7 @@
 //       tile's 6x6 patch of channel ci, plus |bias[co]| and |residual|,
 // the error against a float64 direct convolution is bounded by 1e-6 * P:
 // measured at most 6.2e-7 * P over the test's cases (inputs and weights in
-// [-2, 2], Cin 1..100, maps 1x1..30x28, pads 0..2; each transform variant on
+// [-2, 2], Cin 1..100, maps 1x1..30x26, pads 0..2; each transform variant on
 // Zen 4, the largest in 1-channel cases where P is smallest), 4.4e-7 * P
 // for the portable kernel with the same transforms, while a direct
 // convolution stays near 5e-8 * P. xnnpack_winograd_test.cpp asserts

@@ -26,6 +26,7 @@ namespace kiln_xnnpack {
   X(xnn_define_static_constant_pad) X(xnn_define_static_resize_bilinear_2d) X(xnn_define_depth_to_space)             \
   X(xnn_create_runtime_v2) X(xnn_setup_runtime) X(xnn_invoke_runtime) X(xnn_delete_runtime)                          \
   X(xnn_create_convolution2d_nhwc_f32) X(xnn_setup_convolution2d_nhwc_f32) X(xnn_run_operator) X(xnn_delete_operator)                          \
+  X(xnn_create_fully_connected_nc_f32) X(xnn_setup_fully_connected_nc_f32)                                             \
   X(pthreadpool_create) X(pthreadpool_destroy) X(pthreadpool_get_threads_count)
 
 struct Api {

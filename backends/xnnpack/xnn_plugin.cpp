@@ -52,19 +52,19 @@ class Pools {
 class XnnCompiled final : public Compiled {
  public:
   XnnCompiled(std::shared_ptr<const Program> program, std::shared_ptr<Pools> pools, int64_t threads, bool native_dw,
-              BlockFusion fusion)
+              WinogradMode winograd, BlockFusion fusion)
       : program_(std::move(program)), pools_(std::move(pools)), fixed_threads_(threads > 0), native_dw_(native_dw),
-        fusion_(fusion) {
+        winograd_(winograd), fusion_(fusion) {
     // Weights are packed here, for the thread count we expect (Kiln's
     // default session has 1 thread); a session with another count rebuilds
     // once, on its first run.
     const size_t n = threads > 0 ? static_cast<size_t>(threads) : 1;
-    runtime_ = std::make_unique<Runtime>(program_, pools_->get(n), native_dw_, fusion_);
+    runtime_ = std::make_unique<Runtime>(program_, pools_->get(n), native_dw_, winograd_, fusion_);
   }
   void execute(ExecContext& ctx, const Inputs& inputs) override {
     const size_t want = static_cast<size_t>(std::max(1, ctx.num_threads()));
     if (!fixed_threads_ && runtime_->threads() != want)
-      runtime_ = std::make_unique<Runtime>(program_, pools_->get(want), native_dw_, fusion_);
+      runtime_ = std::make_unique<Runtime>(program_, pools_->get(want), native_dw_, winograd_, fusion_);
     runtime_->run(ctx, inputs);
   }
   size_t num_inputs() const override { return program_->inputs.size(); }
@@ -79,6 +79,7 @@ class XnnCompiled final : public Compiled {
   std::shared_ptr<Pools> pools_;
   bool fixed_threads_;
   bool native_dw_;
+  WinogradMode winograd_;
   BlockFusion fusion_;
   std::unique_ptr<Runtime> runtime_;
 };
@@ -167,7 +168,8 @@ class XnnInstance final : public Instance {
   std::unique_ptr<Compiled> compile(const Graph& graph, const Partition& part) override {
     auto program = std::make_shared<const Program>(lower_partition(graph, part));
     auto c = std::make_unique<XnnCompiled>(program, pools_, options_.get_int("threads"),
-                                           options_.get_bool("native_depthwise"), fusion());
+                                           options_.get_bool("native_depthwise"),
+                                           parse_winograd_mode(options_.get("winograd")), fusion());
     // One line per partition; kiln inspect prints it under the partition.
     if (options_.get_bool("verbose") || graph.host().log_enabled(KILN_LOG_INFO)) {
       const Runtime& r = c->runtime();
@@ -182,7 +184,8 @@ class XnnInstance final : public Instance {
                                           std::to_string(r.num_fused_blocks()) + " inverted-residual blocks fused), " +
                                           std::to_string(t) +
                                           " boundary transpose" + (t == 1 ? "" : "s") + " (NCHW<->NHWC), " +
-                                          std::to_string(r.scratch_bytes()) + " bytes of plugin buffers");
+                                          std::to_string(r.scratch_bytes()) + " bytes of plugin buffers; " +
+                                          r.winograd().summary());
     }
     return c;
   }
@@ -190,7 +193,8 @@ class XnnInstance final : public Instance {
   std::unique_ptr<Compiled> import_compiled(const uint8_t* bytes, size_t size) override {
     auto program = std::make_shared<const Program>(Program::parse(bytes, size));
     return std::make_unique<XnnCompiled>(program, pools_, options_.get_int("threads"),
-                                         options_.get_bool("native_depthwise"), fusion());
+                                         options_.get_bool("native_depthwise"),
+                                         parse_winograd_mode(options_.get("winograd")), fusion());
   }
 
  private:
@@ -200,6 +204,7 @@ class XnnInstance final : public Instance {
     const int64_t rows = options_.get_int("block_rows");
     if (rows < 0 || rows > 4096)
       fail(KILN_STATUS_INVALID_ARGUMENT, "option 'block_rows' must be in [0, 4096], got " + options_.get("block_rows"));
+    (void)parse_winograd_mode(options_.get("winograd"));
   }
   BlockFusion fusion() const {
     return {options_.get_bool("fuse_blocks"), static_cast<size_t>(options_.get_int("block_rows"))};
@@ -233,6 +238,8 @@ class XnnPlugin final : public Plugin {
         {"fuse_blocks", KILN_OPTION_BOOL, "true",
          "run inverted-residual blocks (1x1 expand -> 3x3 depthwise -> 1x1 project [+ Add]) fused in row bands (AVX-512)"},
         {"block_rows", KILN_OPTION_INT, "0", "output rows a fused block computes at a time (0: sized to the L2 cache)"},
+        {"winograd", KILN_OPTION_STRING, "auto",
+         "3x3 stride-1 convolutions by Winograd F(4x4,3x3): auto (shapes that gain), off, always"},
         {"verbose", KILN_OPTION_BOOL, "false", "log each compiled partition at info level"},
     };
   }

@@ -8,6 +8,7 @@
 
 #include "xnn_dwconv.h"
 #include "xnn_tsan.h"
+#include "xnn_winograd.h"
 
 namespace kiln_xnnpack {
 
@@ -62,7 +63,7 @@ struct TransposeTask {
 }  // namespace
 
 Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> pool, bool native_depthwise,
-                 BlockFusion fusion)
+                 WinogradMode winograd, BlockFusion fusion)
     : program_(std::move(program)), pool_(std::move(pool)) {
   const Program& p = *program_;
   p.validate();
@@ -80,20 +81,24 @@ Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> p
   }
   blocks_ = std::make_unique<FusedBlocks>(p, fusion, pool_->threads());
   plan_direct_concat();
+  wino_ = plan_winograd(p, winograd, into_concat_);
   plan_segments();
   // Values the plugin must hold in memory of its own or the host's: the
   // boundary, and whatever crosses from one segment to another.
   std::vector<uint8_t> materialized(p.values.size(), 0);
   std::vector<int32_t> producer_seg(p.values.size(), -1);
+  // A Winograd Conv's output never exists when the Conv writes its Add's.
+  auto elided = [&](uint32_t v) { return producer_[v] >= 0 && wino_.add[static_cast<size_t>(producer_[v])] >= 0; };
   for (const Boundary& b : p.inputs) materialized[b.value] = 1;
   for (const Boundary& b : p.outputs) materialized[b.value] = 1;
   for (size_t s = 0; s < segments_.size(); ++s) {
     for (size_t i = segments_[s].begin; i < segments_[s].end; ++i) {
       const Op& op = p.ops[i];
       producer_seg[op.out] = static_cast<int32_t>(s);
-      if (segments_[s].native && into_concat_[i] < 0 && !blocks_->hidden(op.out)) materialized[op.out] = 1;
+      if (segments_[s].native && into_concat_[i] < 0 && !blocks_->hidden(op.out) && !elided(op.out))
+        materialized[op.out] = 1;
       for (uint32_t v : op.in) {
-        if (v == kNoValue || p.values[v].constant >= 0 || blocks_->hidden(v)) continue;
+        if (v == kNoValue || p.values[v].constant >= 0 || blocks_->hidden(v) || elided(v)) continue;
         if (segments_[s].native || (producer_seg[v] >= 0 && producer_seg[v] != static_cast<int32_t>(s))) materialized[v] = 1;
       }
     }
@@ -113,10 +118,11 @@ Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> p
     owned_[v] = materialized[v] && !host_bound[v] && p.values[v].constant < 0;
   place_owned();
   scratch_bytes_ += blocks_->scratch_bytes();
+  scratch_bytes_ += wino_.scratch.size() * sizeof(float);
   for (Segment& seg : segments_)
     if (!seg.native) build_segment(seg, materialized);
   for (size_t i = 0; i < p.ops.size(); ++i)
-    if (into_concat_[i] >= 0) build_direct_conv(i);
+    if (into_concat_[i] >= 0 && !wino_.conv[i]) build_direct_conv(i);
 }
 
 // Plugin-owned values share one arena: two values whose segment ranges
@@ -241,7 +247,8 @@ void Runtime::plan_segments() {
   for (size_t i = 0; i < ops.size();) {
     Segment seg;
     auto native = [&](size_t k) {
-      return ops[k].kind == OpKind::kConcat || into_concat_[k] >= 0 || native_dw_[k] || blocks_->covers(k);
+      return ops[k].kind == OpKind::kConcat || into_concat_[k] >= 0 || native_dw_[k] || blocks_->covers(k) ||
+             wino_.conv[k] || wino_.fused[k];
     };
     seg.native = native(i);
     seg.begin = i;
@@ -511,6 +518,26 @@ void Runtime::run_depthwise(size_t index, bool last) {
   tsan_acquire(&t);
 }
 
+void Runtime::run_winograd(size_t index) {
+  const Program& p = *program_;
+  const Op& op = p.ops[index];
+  const int64_t add = wino_.add[index];
+  const float* residual = nullptr;
+  float* y = ptr_[op.out];
+  if (into_concat_[index] >= 0) {
+    y = ptr_[p.ops[static_cast<size_t>(into_concat_[index])].out];
+    if (y) y += channel_offset_[index];
+  } else if (add >= 0) {
+    const Op& a = p.ops[static_cast<size_t>(add)];
+    y = ptr_[a.out];
+    residual = ptr_[a.in[0] == op.out ? a.in[1] : a.in[0]];
+    if (!residual) fail(KILN_STATUS_INTERNAL, "a Winograd convolution's residual lacks a buffer");
+  }
+  if (!y || !ptr_[op.in[0]]) fail(KILN_STATUS_INTERNAL, "a Winograd convolution lacks a buffer");
+  const size_t last = static_cast<size_t>(add >= 0 ? add : static_cast<int64_t>(index));
+  wino_.conv[index]->run(ptr_[op.in[0]], residual, y, wino_.scratch_data(), pool_->get(), last + 1 == p.ops.size());
+}
+
 void Runtime::run(kiln::sdk::ExecContext& ctx, const kiln::sdk::Inputs& inputs) {
   const Program& p = *program_;
   bind_inputs(inputs);
@@ -525,7 +552,9 @@ void Runtime::run(kiln::sdk::ExecContext& ctx, const kiln::sdk::Inputs& inputs) 
         const size_t end = blocks_->end(i);
         blocks_->run(i, ptr_, pool_->get(), end == p.ops.size() ? PTHREADPOOL_FLAG_YIELD_WORKERS : 0);
         i = end - 1;
-      } else if (native_dw_[i]) run_depthwise(i, i + 1 == p.ops.size());
+      } else if (wino_.conv[i]) run_winograd(i);
+      else if (wino_.fused[i]) continue;  // run by the Winograd Conv before it
+      else if (native_dw_[i]) run_depthwise(i, i + 1 == p.ops.size());
       else run_concat(i);
     }
   }

@@ -16,6 +16,7 @@
 #include "xnn_api.h"
 #include "xnn_block.h"
 #include "xnn_program.h"
+#include "xnn_winograd.h"
 
 namespace kiln_xnnpack {
 
@@ -39,10 +40,11 @@ class Runtime {
  public:
   /// Builds XNNPACK runtimes (packing weights) on `pool`. With
   /// `native_depthwise`, 3x3 depthwise convolutions the plugin's own kernel
-  /// takes (xnn_dwconv.h) run on it instead of XNNPACK's.
+  /// takes (xnn_dwconv.h) run on it instead of XNNPACK's; `winograd` picks
+  /// the 3x3 convolutions run with Winograd F(4x4, 3x3) (xnn_winograd.h);
   /// `fusion`: inverted-residual blocks run fused in row bands (xnn_block.h).
   Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> pool, bool native_depthwise = true,
-          BlockFusion fusion = {});
+          WinogradMode winograd = WinogradMode::kAuto, BlockFusion fusion = {});
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -66,6 +68,8 @@ class Runtime {
   }
   /// Inverted-residual blocks run fused.
   size_t num_fused_blocks() const { return blocks_ ? blocks_->count() : 0; }
+  /// Convolutions run with Winograd, and the residual Adds fused into them.
+  const WinogradOps& winograd() const { return wino_; }
 
  private:
   struct Segment {
@@ -87,6 +91,7 @@ class Runtime {
   void run_segment(Segment& seg);
   void run_concat(size_t op_index);
   void run_depthwise(size_t op_index, bool last);
+  void run_winograd(size_t op_index);
   void transpose(const float* src, float* dst, const std::vector<int64_t>& nhwc, bool to_nhwc) const;
 
   std::shared_ptr<const Program> program_;
@@ -99,6 +104,7 @@ class Runtime {
   std::vector<xnn_operator_t> operators_;  // per op (nullptr: none)
   std::vector<uint8_t> native_dw_;         // per op: a depthwise convolution run by xnn_dwconv
   std::unique_ptr<FusedBlocks> blocks_;    // inverted-residual blocks run fused (xnn_block.h)
+  WinogradOps wino_;                       // per op: a convolution run by xnn_winograd (+ its fused Add)
   std::vector<int64_t> producer_;          // per value: the op writing it (-1: none)
   int64_t producer_of(uint32_t v) const { return producer_[v]; }
   std::vector<float*> ptr_;                   // per value: where its data is this run (nullptr: XNNPACK's own)

@@ -210,7 +210,8 @@ struct StepLoop {
       return false;
     }
     const int64_t t0 = event ? now_ns() : 0;
-    ss.call.fn(ss.call, kernels::StaticArgs{st.statics.in.data() + ss.in_begin, st.statics.out.data() + ss.out_begin, pool});
+    const kernels::StaticArgs args{st.statics.in.data() + ss.in_begin, st.statics.out.data() + ss.out_begin, pool};
+    ss.call.fn(ss.call, args);
     if (event) *event = node_event(*program.steps()[s].node, t0 - run_start, now_ns() - run_start);
     for (const BoundValue& v : ss.views) put_view(st.slots[static_cast<size_t>(v.id)], v, st.arena + v.offset);
     return true;

@@ -24,7 +24,9 @@ namespace {
 
 using namespace ew;
 
-enum class StepKind : uint8_t { kArith, kRelu, kLeakyRelu, kSigmoid, kTanh, kHardSigmoid, kHardSwish, kExp, kSqrt, kErf };
+enum class StepKind : uint8_t {
+  kArith, kRelu, kLeakyRelu, kSigmoid, kTanh, kHardSigmoid, kHardSwish, kExp, kSqrt, kErf
+};
 
 struct ChainStep {
   StepKind kind = StepKind::kArith;
@@ -125,7 +127,8 @@ class ElementwiseChainKernel final : public Kernel, public StaticCallable {
       const ElementwiseChainKernel& k = *p.kernel;
       k.run(static_cast<const float*>(args.inputs[0]), static_cast<float*>(args.outputs[0]), p.n, args.pool,
             [&](int32_t i) {
-              return Operand{static_cast<const float*>(args.inputs[i]), k.const_numel_[static_cast<size_t>(i)] == p.n ? 1 : 0};
+              const int64_t step = k.const_numel_[static_cast<size_t>(i)] == p.n ? 1 : 0;
+              return Operand{static_cast<const float*>(args.inputs[i]), step};
             });
     };
     return true;

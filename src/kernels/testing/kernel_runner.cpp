@@ -66,7 +66,8 @@ Result<std::vector<Value>> run_static(const kernels::Kernel& kernel, const std::
     out_ptrs[i] = outputs[i].tensor().raw_data();
   }
   kernels::StaticCall bound;
-  if (!callable->bind_static(kernels::StaticSignature{ins, outs}, &bound)) return not_found("no static call for these shapes");
+  if (!callable->bind_static(kernels::StaticSignature{ins, outs}, &bound))
+    return not_found("no static call for these shapes");
   bound.fn(bound, kernels::StaticArgs{in_ptrs.data(), out_ptrs.data(), pool});
   return outputs;
 }

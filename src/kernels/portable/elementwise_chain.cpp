@@ -16,6 +16,7 @@
 
 #include "kernels/portable/cpu/x86/elementwise_simd.h"
 #include "kernels/portable/util/elementwise.h"
+#include "kernels/portable/util/scratch.h"
 #include "kernels/registry.h"
 #include "kernels/static_call.h"
 
@@ -98,15 +99,19 @@ class ElementwiseChainKernel final : public Kernel, public StaticCallable {
     KILN_ASSIGN_OR_RETURN(const Tensor* x, tensor_input(ctx, 0));
     if (x->dtype() != DType::kFloat32) return unsupported_dtype(0, x->dtype());
     const int64_t n = x->numel();
+    // The operands' addresses and steps, once (a chain may have hundreds),
+    // in this thread's table: workers only read it while this call waits.
+    thread_local Scratch table;
+    static_assert(sizeof(Operand) % sizeof(float) == 0 && alignof(Operand) <= kTensorAlignment);
+    auto* operands = reinterpret_cast<Operand*>(
+        table.get(static_cast<int64_t>(ctx.num_inputs() * sizeof(Operand) / sizeof(float))));
     for (size_t i = 1; i < ctx.num_inputs(); ++i) {
       KILN_ASSIGN_OR_RETURN(const Tensor* c, tensor_input(ctx, i));
       KILN_RETURN_IF_ERROR(check_operand(x->shape(), c->dtype(), c->shape(), i));
+      operands[i] = Operand{c->data<float>(), c->numel() == n ? 1 : 0};
     }
     KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, DType::kFloat32, x->shape()));
-    run(x->data<float>(), y->data<float>(), n, ctx.pool(), [&](int32_t i) {
-      const Tensor& c = ctx.input(static_cast<size_t>(i));
-      return Operand{c.data<float>(), c.numel() == n ? 1 : 0};
-    });
+    run(x->data<float>(), y->data<float>(), n, ctx.pool(), [operands](int32_t i) { return operands[i]; });
     return Status::ok();
   }
 

@@ -80,12 +80,25 @@ class Flat final : public kernels::Kernel {
   }
 };
 
+// Runs its 'body' subgraph on input 0 and returns the body's output.
+class Call final : public kernels::Kernel {
+ public:
+  Status compute(kernels::KernelContext& ctx) const override {
+    const ir::Graph* body = *ctx.node().attr_graph("body");
+    Value in = *ctx.input_value(0);
+    KILN_ASSIGN_OR_RETURN(std::vector<Value> out, ctx.subgraphs()->run(*body, std::span<const Value>(&in, 1)));
+    ctx.set_output_value(0, std::move(out[0]));
+    return Status::ok();
+  }
+};
+
 const kernels::KernelRegistry& registry() {
   static kernels::KernelRegistry r = [] {
     kernels::KernelRegistry reg;
     reg.add({"", "Axpy", 1, 1000, kAllDTypes, 0, kernels::make_kernel<Axpy>, 0});
     reg.add({"", "Transpose2D", 1, 1000, kAllDTypes, 0, kernels::make_kernel<Transpose2D>, 0});
     reg.add({"", "Flat", 1, 1000, kAllDTypes, 0, kernels::make_kernel<Flat>, kernels::kAliasesInput0});
+    reg.add({"", "Call", 1, 1000, kAllDTypes, -1, kernels::make_kernel<Call>, 0});
     return reg;
   }();
   return r;
@@ -302,6 +315,47 @@ TEST(StaticStepsTest, ConcurrentRunsUseTheirOwnTables) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(bad.load(), 0);
+}
+
+// A subgraph reads a static step's output from the enclosing scope (not a
+// node input, so it must be in its slot); the body's own steps are static
+// too, reading the outer value as a slot operand.
+TEST(StaticStepsTest, SubgraphsReadStaticOutputsOfTheEnclosingGraph) {
+  auto body = std::make_shared<ir::Graph>();
+  body->name = "body";
+  ir::ValueId b_in = body->add_value("b_in", f32({1, 8}));
+  ir::ValueId outer_v = body->add_value("v", f32({1, 8}));
+  ir::ValueId b_mid = body->add_value("b_mid", f32({1, 8}));
+  ir::ValueId b_out = body->add_value("b_out", f32({1, 8}));
+  body->inputs = {b_in};
+  body->outer_refs = {outer_v};
+  body->nodes.push_back(node("Axpy", {b_in, outer_v}, {b_mid}, 10.f));
+  body->nodes.push_back(node("Axpy", {b_mid, b_in}, {b_out}, 1.f));
+  body->outputs = {b_out};
+
+  ir::Graph g;
+  ir::ValueId x = g.add_value("x", f32({1, 8}));
+  ir::ValueId k = g.add_value("k", f32({1, 8}));
+  g.initializers.emplace(k, values(Shape{1, 8}, 0.5f));
+  ir::ValueId v = g.add_value("v", f32({1, 8})), w = g.add_value("w", f32({1, 8})), y = g.add_value("y", f32({1, 8}));
+  g.inputs = {x};
+  g.nodes.push_back(node("Axpy", {x, k}, {v}, 2.f));  // static; only the body reads v
+  ir::Node call = node("Call", {x}, {w});
+  ir::Attribute a;
+  a.name = "body";
+  a.type = ir::AttrType::kGraph;
+  a.g = body;
+  call.attributes.push_back(a);
+  g.nodes.push_back(std::move(call));
+  g.nodes.push_back(node("Axpy", {w, k}, {y}, 1.f));
+  g.outputs = {y};
+  Built bt = build_both(g);
+  ASSERT_NE(bt.with->static_steps(), nullptr);
+  ASSERT_NE(bt.with->static_steps()->step(0), nullptr);
+  EXPECT_EQ(bt.with->static_steps()->step(0)->views.size(), 1u);  // no node reads v, the body does
+  const Tensor in = values(Shape{1, 8}, 1.f);
+  const std::vector<float> expected = run(*bt.without, in);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(run(*bt.with, in), expected);
 }
 
 // Steps of a concurrent group stay compute() steps; the rest are static, on

@@ -251,7 +251,7 @@ struct StepLoop {
   }
 
   void release(size_t s) {
-    for (ir::ValueId id : program.steps()[s].release) {
+    for (ir::ValueId id : fast ? statics->release(s) : program.steps()[s].release) {
       Value& v = st.slots[static_cast<size_t>(id)];
       if (!v.is_none()) v.reset();  // values only static steps read were never put in their slots
     }

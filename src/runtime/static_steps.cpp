@@ -125,6 +125,14 @@ std::unique_ptr<const StaticSteps> StaticSteps::build(const Program& program, st
       ss->produced_.push_back({bound, static_cast<int32_t>(s), subgraphs ? static_cast<int32_t>(n) : last_read[v]});
     }
   }
+  std::vector<char> slot_free(g.values.size(), 0);  // static outputs never put in a slot
+  for (const Produced& p : ss->produced_) slot_free[static_cast<size_t>(p.value.id)] = 1;
+  for (const StaticStep& st : ss->steps_)
+    for (const BoundValue& v : st.views) slot_free[static_cast<size_t>(v.id)] = 0;
+  ss->release_.resize(n);
+  for (size_t s = 0; s < n; ++s)
+    for (ir::ValueId id : steps[s].release)
+      if (!slot_free[static_cast<size_t>(id)]) ss->release_[s].push_back(id);
   return ss;
 }
 

@@ -85,6 +85,12 @@ class StaticSteps {
     int32_t last_read = -1;
   };
   const std::vector<Produced>& produced() const { return produced_; }
+  /// Per program step, the values it releases that can be in a slot while
+  /// the run uses static calls (Step::release without the static outputs no
+  /// step or subgraph reads from a slot): the slots of the others were never
+  /// touched, so a run skips them (leaving static calls switches back to
+  /// Step::release).
+  const std::vector<ir::ValueId>& release(size_t s) const { return release_[s]; }
 
  private:
   std::shared_ptr<const MemoryPlan> plan_;
@@ -92,6 +98,7 @@ class StaticSteps {
   std::vector<StaticStep> steps_;
   std::vector<StaticOperand> inputs_, outputs_;
   std::vector<Produced> produced_;
+  std::vector<std::vector<ir::ValueId>> release_;
 };
 
 /// A run state's addresses of the static steps' operands, resolved for its

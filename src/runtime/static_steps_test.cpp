@@ -182,6 +182,12 @@ TEST(StaticStepsTest, ChainRunsAsStaticCallsWithSameOutputs) {
   // Every step but the last, whose output is a graph output (not in the arena).
   EXPECT_EQ(b.with->static_steps()->num_static(), 11u);
   EXPECT_EQ(b.with->static_steps()->step(11), nullptr);
+  // Values only static steps read never enter a slot: nothing to release;
+  // the last step's input is read from its slot (a view).
+  EXPECT_TRUE(b.with->static_steps()->release(5).empty());
+  EXPECT_EQ(b.with->steps()[5].release.size(), 1u);
+  EXPECT_EQ(b.with->static_steps()->release(11), b.with->steps()[11].release);
+  EXPECT_FALSE(b.with->static_steps()->release(11).empty());
   const Tensor x = values(Shape{1, 64}, 0.5f);
   const std::vector<float> expected = run(*b.without, x);
   for (int r = 0; r < 3; ++r) {  // warm runs reuse the run state and its tables

@@ -14,7 +14,8 @@
 // not in phase A: a backend that claims MatMul and Add may not claim Gemm),
 // the Erf form of Gelu as Gelu, and the
 // ReduceMean/Sub/Pow/Sqrt/Div form of LayerNormalization as
-// LayerNormalization. It does not edit the graph: the program runs the fused
+// LayerNormalization, and then runs of element-wise nodes as one
+// ElementwiseChain (elementwise_chains.h). It does not edit the graph: the program runs the fused
 // node in place of the pattern, and keeps the pattern where no kernel fits.
 //
 // Neither phase rewrites through a value that is a graph output, is read by a

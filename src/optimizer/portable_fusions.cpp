@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "optimizer/elementwise_chains.h"
 #include "optimizer/graph_uses.h"
 #include "optimizer/optimizer.h"
 
@@ -383,6 +384,8 @@ std::vector<Fusion> find_portable_fusions(const ir::Graph& g, const ConstantMap&
     for (size_t k = before; k < out.size(); ++k)
       for (size_t r : out[k].replaces) m.used[r] = 1;
   }
+  // Last, so the patterns above (Gelu's Div/Erf/Add, Conv + activation) keep their nodes.
+  find_elementwise_chains(g, constants, eligible, m.uses, &m.used, &out);
   return out;
 }
 

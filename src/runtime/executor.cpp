@@ -174,6 +174,48 @@ struct StepLoop {
   RunProfile* profile;
   WorkerChunkLog* chunk_log;
   int64_t run_start;
+  // Static steps of this run (runtime/static_steps.h): null when the run's
+  // plan is not the one they were bound under. `fast` turns false for the
+  // rest of the run when a slot operand disagrees with its bound shape.
+  const StaticSteps* statics = nullptr;
+  bool fast = false;
+
+  // Fills the addresses of a static step's slot operands; false when one
+  // does not hold a tensor of the bound dtype and shape.
+  bool take_slot_inputs(const StaticStep& ss) {
+    for (size_t k = 0; k < ss.slot_inputs.size(); ++k) {
+      const BoundValue& b = ss.slot_inputs[k];
+      const Value& v = st.slots[static_cast<size_t>(b.id)];
+      if (!slot_matches(v, b)) return false;
+      st.statics.in[ss.slot_input_pos[k]] = v.tensor().raw_data();
+    }
+    return true;
+  }
+
+  // Leaves static calls before step s: every static output made before s
+  // and read from s on goes into its slot, for compute() to read.
+  [[gnu::noinline]] void leave_static(size_t s) {
+    fast = false;
+    const auto step = static_cast<int32_t>(s);
+    for (const StaticSteps::Produced& p : statics->produced())
+      if (p.producer < step && p.last_read >= step)
+        put_view(st.slots[static_cast<size_t>(p.value.id)], p.value, st.arena + p.value.offset);
+  }
+
+  // Runs static step `ss` (program step s); false when it must run through
+  // compute() instead (the run has left static calls).
+  [[gnu::always_inline]] bool run_static(size_t s, const StaticStep& ss, NodeEvent* event) {
+    if (!ss.slot_inputs.empty() && !take_slot_inputs(ss)) [[unlikely]] {
+      leave_static(s);
+      return false;
+    }
+    const int64_t t0 = event ? now_ns() : 0;
+    const kernels::StaticArgs args{st.statics.in.data() + ss.in_begin, st.statics.out.data() + ss.out_begin, pool};
+    ss.call.fn(ss.call, args);
+    if (event) *event = node_event(*program.steps()[s].node, t0 - run_start, now_ns() - run_start);
+    for (const BoundValue& v : ss.views) put_view(st.slots[static_cast<size_t>(v.id)], v, st.arena + v.offset);
+    return true;
+  }
 
   // Runs step s; with `event`, stores its profile event there. False with
   // `*error` set when it fails (one Status on the OK path: the hot loop).
@@ -182,6 +224,10 @@ struct StepLoop {
     if (options && options->stop_requested()) {  // between nodes: cancel flag, deadline
       *error = options->check().with_context("before node " + step.node->label());
       if (!error->is_ok()) return false;
+    }
+    if (fast) {
+      const StaticStep* ss = statics->step(s);
+      if (ss && run_static(s, *ss, event)) return true;
     }
     if (st.device) [[unlikely]] {  // device plugins: wait for host copies this step reads (device_edges.h)
       *error = st.device->before_step(s);
@@ -205,7 +251,10 @@ struct StepLoop {
   }
 
   void release(size_t s) {
-    for (ir::ValueId id : program.steps()[s].release) st.slots[static_cast<size_t>(id)].reset();
+    for (ir::ValueId id : fast ? statics->release(s) : program.steps()[s].release) {
+      Value& v = st.slots[static_cast<size_t>(id)];
+      if (!v.is_none()) v.reset();  // values only static steps read were never put in their slots
+    }
   }
 
   // Steps [b, e) of one group, each a task of its own; the first error in
@@ -332,7 +381,11 @@ Result<std::vector<Value>> Program::run(std::span<const Value> inputs, std::span
   SubgraphRunnerImpl subgraphs(*this, *st, pool, options);
   const int64_t run_start = profile ? now_ns() : 0;
   if (st->device && profile) st->device->start_trace(run_start);
-  StepLoop loop{*this, *st, alloc, subgraphs, pool, options, nullptr, nullptr, run_start};
+  // Static calls only under the plan they were bound for (static_steps.h).
+  const StaticSteps* statics =
+      static_steps_ && st->plan.get() == static_steps_->plan() && !st->device ? static_steps_.get() : nullptr;
+  if (statics) st->statics.resolve(*statics, st->arena);
+  StepLoop loop{*this, *st, alloc, subgraphs, pool, options, nullptr, nullptr, run_start, statics, statics != nullptr};
   Status status = profile ? run_profiled(loop, *profile) : loop.run();
   if (st->device) {  // device plugins: wait for work in flight; its errors are the run's
     status = st->device->finish(std::move(status));
@@ -345,9 +398,10 @@ Result<std::vector<Value>> Program::run(std::span<const Value> inputs, std::span
     for (ir::ValueId id : g.outputs) outputs.push_back(detach(std::move(st->slots[static_cast<size_t>(id)])));
   }
   // Leave the state clean for the next run: drop everything but constants.
-  for (size_t s = 0; s < steps_.size(); ++s)
-    for (ir::ValueId id : steps_[s].node->outputs)
-      if (id != ir::kNoValue && !constants_.count(id)) st->slots[static_cast<size_t>(id)].reset();
+  for (ir::ValueId id : step_outputs_) {
+    Value& v = st->slots[static_cast<size_t>(id)];
+    if (!v.is_none()) v.reset();
+  }
   for (ir::ValueId id : g.inputs) st->slots[static_cast<size_t>(id)].reset();
   for (ir::ValueId id : g.outer_refs) st->slots[static_cast<size_t>(id)].reset();
 

@@ -11,6 +11,7 @@
 #include "runtime/node_inputs.h"
 #include "runtime/run_state.h"
 #include "runtime/schedule.h"
+#include "runtime/static_steps.h"
 
 namespace kiln::runtime {
 
@@ -50,6 +51,9 @@ Result<std::unique_ptr<Program>> Program::build(std::shared_ptr<ir::Graph> graph
   KILN_RETURN_IF_ERROR(p->build_steps(options));
   p->groups_ = concurrent_groups(p->steps_, *p->graph_);
   p->compute_lifetimes();
+  for (const Step& step : p->steps_)
+    for (ir::ValueId id : step.node->outputs)
+      if (id != ir::kNoValue && !p->constants_.count(id)) p->step_outputs_.push_back(id);
   p->device_plan_ = DeviceEdgePlan::build(*p);  // device plugins' edges (device_edges.h); null: none
 
   // Subgraph programs, with their outer refs bound to this graph's values.
@@ -110,6 +114,8 @@ Result<std::unique_ptr<Program>> Program::build(std::shared_ptr<ir::Graph> graph
     e.sizes = std::move(sizes);
     p->static_signature_ = p->signature(probe);
     p->has_static_plan_ = true;
+    if (options.static_calls && static_calls_enabled() && !p->device_plan_)
+      p->static_steps_ = StaticSteps::build(*p, e.plan);
     p->plans_.emplace(p->static_signature_, std::move(e));
   }
   return p;

@@ -54,6 +54,10 @@ struct ProgramOptions {
   /// that compiles partitions again from the Program's constants (kiln
   /// verify, check-backend's guard checks).
   bool keep_owned_constants = false;
+  /// Run steps whose kernels bind to the static plan's shapes as static
+  /// calls (runtime/static_steps.h). Off: every step through compute()
+  /// (tests compare the two; KILN_STATIC_CALLS=0 turns it off process-wide).
+  bool static_calls = true;
 };
 
 struct Step {
@@ -64,6 +68,7 @@ struct Step {
 };
 
 class RunState;
+class StaticSteps;
 
 /// Runs kernel.compute, turning a std exception from library code into a Status.
 Status compute_guarded(const kernels::Kernel& kernel, kernels::KernelContext& ctx);
@@ -121,6 +126,9 @@ class Program {
   /// Device edges of device plugins' partitions (runtime/device_edges.h);
   /// null when no partition declares device memory, async or workspace.
   const std::shared_ptr<const DeviceEdgePlan>& device_plan() const { return device_plan_; }
+  /// Steps bound as static calls under the static plan (runtime/static_steps.h);
+  /// null when there is no static plan or no step binds.
+  const StaticSteps* static_steps() const { return static_steps_.get(); }
 
  private:
   friend class RunState;
@@ -150,6 +158,8 @@ class Program {
   bool has_static_plan_ = false;
   bool used_stored_plan_ = false;
   std::shared_ptr<const DeviceEdgePlan> device_plan_;
+  std::unique_ptr<const StaticSteps> static_steps_;
+  std::vector<ir::ValueId> step_outputs_;  // non-constant outputs of steps: cleared after each run
   size_t dropped_constants_ = 0;
 
   // Plans per input-shape signature; the static one is made at build.

@@ -9,6 +9,7 @@
 
 #include "runtime/device_edges.h"
 #include "runtime/program.h"
+#include "runtime/static_steps.h"
 
 namespace kiln::runtime {
 
@@ -35,6 +36,8 @@ class RunState {
   // Device buffers, fences and in-flight calls of device plugins' partitions
   // (runtime/device_edges.h); null when the program has none.
   std::unique_ptr<DeviceRun> device;
+  // Operand addresses of the program's static steps for this arena.
+  StaticRun statics;
 };
 
 }  // namespace kiln::runtime

@@ -30,13 +30,13 @@ def kiln():
 
 
 def chain_model():
-    """x float32[1, 8] -> Add -> Relu -> Mul -> Sigmoid -> Neg: five named nodes, nothing foldable."""
+    """x float32[1, 8] -> Add -> Relu -> Mul -> Sigmoid -> Neg: five named nodes, nothing foldable and,
+    as Mul reads Add's output too, no element-wise chain for the optimizer to fuse into one node."""
     rng = np.random.default_rng(0)
-    inits = [numpy_helper.from_array(rng.standard_normal((1, 8)).astype(np.float32), "a"),
-             numpy_helper.from_array(rng.standard_normal((1, 8)).astype(np.float32), "m")]
+    inits = [numpy_helper.from_array(rng.standard_normal((1, 8)).astype(np.float32), "a")]
     nodes = [helper.make_node("Add", ["x", "a"], ["t0"], name="add0"),
              helper.make_node("Relu", ["t0"], ["t1"], name="relu1"),
-             helper.make_node("Mul", ["t1", "m"], ["t2"], name="mul2"),
+             helper.make_node("Mul", ["t1", "t0"], ["t2"], name="mul2"),
              helper.make_node("Sigmoid", ["t2"], ["t3"], name="sigmoid3"),
              helper.make_node("Neg", ["t3"], ["y"], name="neg4")]
     graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],

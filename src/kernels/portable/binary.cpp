@@ -10,6 +10,7 @@
 #include "kernels/portable/util/elementwise.h"
 #include "kernels/portable/cpu/x86/elementwise_simd.h"
 #include "kernels/registry.h"
+#include "kernels/static_call.h"
 
 namespace kiln::kernels {
 namespace {
@@ -125,9 +126,57 @@ Result<const Tensor*> legacy_b(const LegacyBroadcast& legacy, const Tensor& a,
   return static_cast<const Tensor*>(storage);
 }
 
+// Static calls of float32 Add/Sub/Mul/Div where each input has every
+// output element or one (binary_into_run's flat case): the loop, without
+// the KernelContext (kernels/static_call.h).
+struct ArithStaticParams {
+  simd::Arith op;
+  int64_t n, step_a, step_b;
+};
+
+void arith_static_serial(const StaticCall& call, const StaticArgs& args) {
+  const auto& p = call.params_as<ArithStaticParams>();
+  simd::arith_f32(p.op, static_cast<const float*>(args.inputs[0]), p.step_a, static_cast<const float*>(args.inputs[1]),
+                  p.step_b, static_cast<float*>(args.outputs[0]), p.n);
+}
+
+void arith_static_parallel(const StaticCall& call, const StaticArgs& args) {
+  const auto& p = call.params_as<ArithStaticParams>();
+  const auto* a = static_cast<const float*>(args.inputs[0]);
+  const auto* b = static_cast<const float*>(args.inputs[1]);
+  auto* o = static_cast<float*>(args.outputs[0]);
+  parallel_for(args.pool, p.n, kGrainCheap, [&](int64_t i0, int64_t i1) {
+    simd::arith_f32(p.op, a + i0 * p.step_a, p.step_a, b + i0 * p.step_b, p.step_b, o + i0, i1 - i0);
+  });
+}
+
+/// Binds a float32 arithmetic op to `sig` when compute() would take the flat
+/// loop and produce exactly sig's output.
+bool bind_arith_static(simd::Arith op, const StaticSignature& sig, StaticCall* out) {
+  if (sig.inputs.size() != 2 || sig.outputs.size() != 1) return false;
+  const TensorSig &a = sig.inputs[0], &b = sig.inputs[1], &o = sig.outputs[0];
+  if (a.dtype != DType::kFloat32 || b.dtype != DType::kFloat32 || o.dtype != DType::kFloat32) return false;
+  if (a.shape != b.shape) {
+    Result<Shape> s = broadcast_shapes(a.shape, b.shape);
+    if (!s.ok() || *s != o.shape) return false;
+  } else if (a.shape != o.shape) {
+    return false;
+  }
+  const int64_t n = o.shape.numel(), na = a.shape.numel(), nb = b.shape.numel();
+  if (n <= 0 || (na != n && na != 1) || (nb != n && nb != 1)) return false;
+  out->set_params(ArithStaticParams{op, n, na == n ? 1 : 0, nb == n ? 1 : 0});
+  // Work that parallel_for would run inline never touches the pool.
+  out->fn = n <= kGrainCheap ? arith_static_serial : arith_static_parallel;
+  return true;
+}
+
 template <class Op>
-class ArithKernel final : public Kernel {
+class ArithKernel final : public Kernel, public StaticCallable {
  public:
+  bool bind_static(const StaticSignature& sig, StaticCall* out) const override {
+    return !legacy_.active && bind_arith_static(Op::kSimd, sig, out);
+  }
+
   Status init(const KernelInit& init) {
     legacy_.init(init);
     return Status::ok();

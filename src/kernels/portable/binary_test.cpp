@@ -1,6 +1,8 @@
 #include <cmath>
+#include <cstring>
 #include <limits>
 
+#include "kernels/testing/static_runner.h"
 #include "kernels/testing/tensor_builders.h"
 
 namespace kiln {
@@ -242,6 +244,73 @@ TEST(BinaryTest, PReluLegacyPerChannelSlope) {
 
 TEST(BinaryTest, PReluSlopeMustBroadcastToX) {
   run_error("PRelu", {f32({-1, 2}), f32({1, 2, 3}, {3, 1})});
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+using namespace kiln::testing;
+
+// Runs `call` through compute() and through the static call; both must
+// succeed and agree bit for bit.
+void expect_static_matches(testing::OpCall call, const std::string& what) {
+  auto ref = run_op(call);
+  ASSERT_TRUE(ref.is_ok()) << what << ": " << ref.status().to_string();
+  auto got = run_op_static(call);
+  ASSERT_TRUE(got.is_ok()) << what << ": " << got.status().to_string();
+  const Tensor &r = (*ref)[0].tensor(), &g = (*got)[0].tensor();
+  ASSERT_EQ(r.shape(), g.shape()) << what;
+  EXPECT_EQ(std::memcmp(r.raw_data(), g.raw_data(), r.nbytes()), 0) << what;
+}
+
+// Static calls of float32 Add/Sub/Mul/Div (the flat case: each input has
+// every output element or one) equal compute(), for sizes around the SIMD
+// widths and above the parallel grain, on pools of 1, 2 and 3 threads.
+TEST(BinaryTest, StaticCallsMatchCompute) {
+  std::mt19937 rng(7);
+  for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
+    for (int64_t n : {1, 7, 16, 64, 67, 70001}) {
+      const Tensor a = random_tensor(Shape{1, n}, rng, 0.5f, 2.f), b = random_tensor(Shape{1, n}, rng, 0.5f, 2.f);
+      const Tensor s = random_tensor(Shape{1}, rng, 0.5f, 2.f), s0 = random_tensor(Shape{}, rng, 0.5f, 2.f);
+      const std::vector<std::pair<Tensor, Tensor>> pairs = {{a, b}, {a, s}, {s, b}, {s0, a}, {b, s0}};
+      for (const auto& [x, y] : pairs) {
+        for (int threads : {1, 2, 3}) {
+          testing::OpCall call;
+          call.op_type = op;
+          call.inputs = {Value(x), Value(y)};
+          call.threads = threads;
+          expect_static_matches(call, std::string(op) + " " + x.shape().to_string() + " " + y.shape().to_string() +
+                                          " threads " + std::to_string(threads));
+        }
+      }
+    }
+  }
+}
+
+// Shapes that need a broadcast plan, other dtypes and legacy broadcasting
+// have no static call (those nodes run through compute()).
+TEST(BinaryTest, StaticCallsOnlyForTheFlatFloatCase) {
+  auto static_status = [](const testing::OpCall& call) { return run_op_static(call).status().code(); };
+  testing::OpCall row;
+  row.op_type = "Add";
+  row.inputs = {Value(f32({1, 2}, {2, 1})), Value(f32({10, 20, 30}, {1, 3}))};
+  EXPECT_EQ(static_status(row), StatusCode::kNotFound);
+  testing::OpCall ints;
+  ints.op_type = "Mul";
+  ints.inputs = {Value(testing::ints({1, 2, 3})), Value(testing::ints({4, 5, 6}))};
+  EXPECT_EQ(static_status(ints), StatusCode::kNotFound);
+  testing::OpCall legacy;
+  legacy.op_type = "Add";
+  legacy.opset = 6;
+  legacy.inputs = {Value(f32({1, 2, 3})), Value(f32({4, 5, 6}))};
+  EXPECT_EQ(static_status(legacy), StatusCode::kNotFound);
+  testing::OpCall pow;
+  pow.op_type = "Pow";
+  pow.inputs = {Value(f32({1, 2, 3})), Value(f32({4, 5, 6}))};
+  EXPECT_EQ(static_status(pow), StatusCode::kNotFound);
 }
 
 }  // namespace

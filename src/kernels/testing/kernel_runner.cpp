@@ -1,5 +1,7 @@
 #include "kernels/testing/kernel_runner.h"
+#include "kernels/testing/static_runner.h"
 #include "kernels/heap_allocator.h"
+#include "kernels/static_call.h"
 
 #include <memory>
 
@@ -42,9 +44,36 @@ ir::ValueType type_of(const Value& v) {
   return t;
 }
 
-}  // namespace
+// Binds `kernel` to the inputs and to compute()'s outputs `reference`, and
+// runs the static call on new outputs of the same dtypes and shapes.
+Result<std::vector<Value>> run_static(const kernels::Kernel& kernel, const std::vector<Value>& inputs,
+                                      const std::vector<Value>& reference, ThreadPool* pool) {
+  const auto* callable = dynamic_cast<const kernels::StaticCallable*>(&kernel);
+  if (!callable) return not_found("the kernel has no static calls");
+  std::vector<kernels::TensorSig> ins(inputs.size()), outs(reference.size());
+  std::vector<const void*> in_ptrs(inputs.size(), nullptr);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].is_tensor()) continue;
+    ins[i] = {inputs[i].tensor().dtype(), inputs[i].tensor().shape()};
+    in_ptrs[i] = inputs[i].tensor().raw_data();
+  }
+  std::vector<Value> outputs(reference.size());
+  std::vector<void*> out_ptrs(reference.size(), nullptr);
+  for (size_t i = 0; i < reference.size(); ++i) {
+    if (!reference[i].is_tensor()) return not_found("output ", i, " is not a tensor");
+    outs[i] = {reference[i].tensor().dtype(), reference[i].tensor().shape()};
+    outputs[i] = Value(Tensor::allocate(outs[i].dtype, outs[i].shape));
+    out_ptrs[i] = outputs[i].tensor().raw_data();
+  }
+  kernels::StaticCall bound;
+  if (!callable->bind_static(kernels::StaticSignature{ins, outs}, &bound))
+    return not_found("no static call for these shapes");
+  bound.fn(bound, kernels::StaticArgs{in_ptrs.data(), out_ptrs.data(), pool});
+  return outputs;
+}
 
-Result<std::vector<Value>> run_op(const OpCall& call) {
+// run_op, or with `static_call` run_op_static.
+Result<std::vector<Value>> run_op_impl(const OpCall& call, bool static_call) {
   ir::Graph g;
   g.opsets[call.domain] = call.opset;
   ir::Node node;
@@ -97,8 +126,14 @@ Result<std::vector<Value>> run_op(const OpCall& call) {
   // Outputs that alias inputs must not outlive the call's inputs: copy them.
   for (Value& v : outputs)
     if (v.is_tensor() && !v.tensor().owns_memory()) v = Value(v.tensor().clone());
+  if (static_call) return run_static(*kernel, call.inputs, outputs, pool.get());
   return outputs;
 }
+
+}  // namespace
+
+Result<std::vector<Value>> run_op(const OpCall& call) { return run_op_impl(call, false); }
+Result<std::vector<Value>> run_op_static(const OpCall& call) { return run_op_impl(call, true); }
 
 Result<Tensor> run_op1(const std::string& op_type, std::vector<Value> inputs, std::vector<ir::Attribute> attrs,
                        int opset) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/kernel.h"
+#include "kernels/static_call.h"
 #include "kernels/portable/cpu/x86/elementwise_simd.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -261,8 +262,28 @@ inline void call_f32(const Op& o, const float* x, float* y, int64_t n) {
 }
 
 template <class Op>
-class UnaryKernel final : public Kernel {
+class UnaryKernel final : public Kernel, public StaticCallable {
  public:
+  /// Static calls of the float32 loop (kernels/static_call.h): same shape in
+  /// and out.
+  bool bind_static(const StaticSignature& sig, StaticCall* out) const override {
+    if constexpr (HasF32Loop<Op> && (Op::kTypes & bit_of<float>()) != 0) {
+      if (sig.inputs.size() != 1 || sig.outputs.size() != 1) return false;
+      const TensorSig &x = sig.inputs[0], &y = sig.outputs[0];
+      if (x.dtype != DType::kFloat32 || y.dtype != DType::kFloat32 || x.shape != y.shape) return false;
+      const int64_t n = x.shape.numel();
+      if (n <= 0) return false;
+      out->set_params(StaticParams{this, n});
+      // Work that parallel_for would run inline never touches the pool.
+      out->fn = n <= Op::kGrain ? &static_serial<float> : &static_parallel<float>;
+      return true;
+    } else {
+      (void)sig;
+      (void)out;
+      return false;
+    }
+  }
+
   Status init(const KernelInit& init) {
     if constexpr (requires(Op& o) { o.init(init); }) {
       return op_.init(init);
@@ -306,6 +327,24 @@ class UnaryKernel final : public Kernel {
   }
 
  private:
+  struct StaticParams {
+    const UnaryKernel* kernel;
+    int64_t n;
+  };
+  template <class Dep>
+  static void static_serial(const StaticCall& call, const StaticArgs& args) {
+    const auto& p = call.params_as<StaticParams>();
+    call_f32<Dep>(p.kernel->op_, static_cast<const float*>(args.inputs[0]), static_cast<float*>(args.outputs[0]), p.n);
+  }
+  template <class Dep>
+  static void static_parallel(const StaticCall& call, const StaticArgs& args) {
+    const auto& p = call.params_as<StaticParams>();
+    const auto* x = static_cast<const float*>(args.inputs[0]);
+    auto* y = static_cast<float*>(args.outputs[0]);
+    parallel_for(args.pool, p.n, Op::kGrain,
+                 [&](int64_t i0, int64_t i1) { call_f32<Dep>(p.kernel->op_, x + i0, y + i0, i1 - i0); });
+  }
+
   Op op_;
 };
 

@@ -242,10 +242,22 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
     return;
   }
   if (p.depthwise()) {
-    depthwise_conv_f32(depthwise_geometry(p), x, w, bias, y, pool);
-    if (fusion.z)
+    if (fusion.z) {  // Z is added before the activation: two passes
+      depthwise_conv_f32(depthwise_geometry(p), x, w, bias, y, pool);
       for (int64_t i = 0; i < total; ++i) y[i] += fusion.z[i];
-    apply_activation(y, total, fusion, pool);
+      apply_activation(y, total, fusion, pool);
+      return;
+    }
+    // The activation on each output plane while it is in cache.
+    DepthwiseEpilogue ep;
+    if (fusion.act == ConvFusion::Act::kClamp) {
+      ep.lo = fusion.p0;
+      ep.hi = fusion.p1;
+    } else if (fusion.act != ConvFusion::Act::kNone) {
+      ep.apply = [](const void* f, float* v, int64_t n) { apply_activation_block(v, n, *static_cast<const ConvFusion*>(f)); };
+      ep.ctx = &fusion;
+    }
+    depthwise_conv_f32(depthwise_geometry(p), x, w, bias, y, pool, ep);
     return;
   }
   const int64_t mg = p.mg(), kg = p.kg(), cg = p.cg();

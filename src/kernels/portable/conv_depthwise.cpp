@@ -35,10 +35,20 @@ typedef int Idx16 __attribute__((vector_size(64)));
 constexpr int64_t kLanes = 16;
 constexpr int64_t kBlock = 4 * kLanes;  // outputs per step: four independent accumulators
 
+// y = min(max(y, lo), hi), NaN staying NaN; in this form it vectorizes (to
+// max/min with the operands ordered for NaN), not to branches.
+KILN_CV_MULTIVERSION
+void clamp_plane(float* y, int64_t n, float lo, float hi) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = y[i];
+    v = v < lo ? lo : v;
+    y[i] = v > hi ? hi : v;
+  }
+}
+
 // The epilogue over one finished plane (the paths that copy the plane out).
 void plane_epilogue(const DepthwiseEpilogue& ep, float* y, int64_t n) {
-  if (ep.clamps())
-    for (int64_t i = 0; i < n; ++i) y[i] = y[i] < ep.lo ? ep.lo : (y[i] > ep.hi ? ep.hi : y[i]);
+  if (ep.clamps()) clamp_plane(y, n, ep.lo, ep.hi);
   if (ep.apply) ep.apply(ep.ctx, y, n);
 }
 

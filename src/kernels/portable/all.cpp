@@ -55,7 +55,8 @@
   X(linear_attention)             \
   X(regex)                        \
   X(image_decoder)                \
-  X(deform_conv)
+  X(deform_conv)                  \
+  X(conv_channel_scaled)
 
 namespace kiln::kernels {
 

@@ -473,8 +473,10 @@ void depthwise_out_width(const DepthwiseConv& p, const OutLayout& l, const float
 
 void depthwise_conv_f32(const DepthwiseConv& p, const float* x, const float* w, const float* bias, float* y,
                         ThreadPool* pool, const DepthwiseEpilogue& ep) {
-  // 3x3 column-stride-2 keeps its in-place kernel (as fast here, no fill).
-  const bool out_width = fits_output_width(p) && !is_3x3_s2(p);
+  // 3x3 column-stride-2 keeps its in-place kernel where one vector covers an
+  // output row (measured on 28 -> 14 maps: 15% faster; 56 -> 28 maps: the
+  // output-wide planes 14% faster).
+  const bool out_width = fits_output_width(p) && !(is_3x3_s2(p) && p.out_w <= kLanes);
   const Layout l = out_width ? Layout{} : make_layout(p);
   const OutLayout ol = out_width ? make_out_layout(p) : OutLayout{};
   const int64_t taps = p.k_h * p.k_w, out_plane = p.out_h * p.out_w;

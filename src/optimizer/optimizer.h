@@ -14,7 +14,9 @@
 // not in phase A: a backend that claims MatMul and Add may not claim Gemm),
 // the Erf form of Gelu as Gelu, and the
 // ReduceMean/Sub/Pow/Sqrt/Div form of LayerNormalization as
-// LayerNormalization, and then runs of element-wise nodes as one
+// LayerNormalization, a squeeze-and-excitation block's per-channel Mul
+// with the 1x1 Conv reading it as kiln ChannelScaledConv
+// (channel_scale_fusion.h), and then runs of element-wise nodes as one
 // ElementwiseChain (elementwise_chains.h). It does not edit the graph: the program runs the fused
 // node in place of the pattern, and keeps the pattern where no kernel fits.
 //
@@ -68,7 +70,7 @@ Status rewrite_graph(GraphRewrite& rw);
 /// One phase-B proposal: `node` computes what the nodes `replaces` (indices
 /// into g.nodes, in graph order) compute, with the same outputs.
 struct Fusion {
-  std::string name;  ///< the rewrite, as counted: "conv+relu", "matmul+add", "gelu", "layernorm"
+  std::string name;  ///< the rewrite, as counted: "conv+relu", "matmul+add", "gelu", "layernorm", "channel scale+conv"
   ir::Node node;
   std::vector<size_t> replaces;
 };

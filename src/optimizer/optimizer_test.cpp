@@ -221,6 +221,118 @@ TEST(OptimizerTest, ConvActivationsFuseButNotThroughAGraphOutput) {
   EXPECT_EQ(find_portable_fusions(t.g, t.constants, eligible).size(), 1u);
 }
 
+// A squeeze-and-excitation block: x [1, C, H, W], its channel gate s
+// [1, C, 1, 1] (GlobalAveragePool -> Conv -> Relu -> Conv -> HardSigmoid),
+// Mul(x, s) in either order, then a 1x1 projection Conv. Returns the Mul's
+// output; `proj` receives the projection's.
+struct SeBlock {
+  ir::ValueId x, gate, mul, proj;
+};
+SeBlock se_block(TestGraph& t, bool gate_first, const Shape& xs = Shape{1, 8, 5, 5}) {
+  SeBlock b;
+  const int64_t c = xs[1];
+  b.x = t.input("x", xs);
+  const ir::ValueId pooled = t.node("GlobalAveragePool", {b.x}, {}, Shape{1, c, 1, 1});
+  const ir::ValueId w1 = t.constant("w1", f32(std::vector<float>(static_cast<size_t>(2 * c), 0.5f), Shape{2, c, 1, 1}));
+  const ir::ValueId w2 = t.constant("w2", f32(std::vector<float>(static_cast<size_t>(2 * c), 0.25f), Shape{c, 2, 1, 1}));
+  const ir::ValueId h = t.node("Relu", {t.node("Conv", {pooled, w1}, {}, Shape{1, 2, 1, 1})}, {}, Shape{1, 2, 1, 1});
+  b.gate = t.node("HardSigmoid", {t.node("Conv", {h, w2}, {}, Shape{1, c, 1, 1})}, {}, Shape{1, c, 1, 1});
+  b.mul = gate_first ? t.node("Mul", {b.gate, b.x}, {}, xs) : t.node("Mul", {b.x, b.gate}, {}, xs);
+  return b;
+}
+
+ir::ValueId pointwise(TestGraph& t, ir::ValueId in, const Shape& xs, std::vector<ir::Attribute> attrs = {},
+                      int64_t k = 1) {
+  const int64_t c = xs[1];
+  const ir::ValueId w = t.constant("wp" + std::to_string(t.g.nodes.size()),
+                                   f32(std::vector<float>(static_cast<size_t>(3 * c * k * k), 0.1f), Shape{3, c, k, k}));
+  return t.node("Conv", {in, w, t.constant("bp" + std::to_string(t.g.nodes.size()), f32({1, 2, 3}, Shape{3}))},
+                std::move(attrs), Shape{1, 3, xs[2], xs[3]});
+}
+
+// The proposals named "channel scale+conv".
+std::vector<Fusion> channel_scale_fusions(const TestGraph& t) {
+  std::vector<Fusion> out;
+  for (Fusion& f : find_portable_fusions(t.g, t.constants, t.all_eligible()))
+    if (f.name == "channel scale+conv") out.push_back(std::move(f));
+  return out;
+}
+
+TEST(OptimizerTest, SqueezeExciteScaleFusesIntoTheProjectionConv) {
+  for (bool gate_first : {false, true}) {
+    TestGraph t;
+    const SeBlock b = se_block(t, gate_first);
+    const size_t mul_index = t.g.nodes.size() - 1;
+    const ir::ValueId y = pointwise(t, b.mul, Shape{1, 8, 5, 5});
+    t.output(y);
+    const std::vector<Fusion> fs = channel_scale_fusions(t);
+    ASSERT_EQ(fs.size(), 1u) << "gate first " << gate_first;
+    const ir::Node& n = fs[0].node;
+    EXPECT_EQ(n.domain, "kiln");
+    EXPECT_EQ(n.op_type, "ChannelScaledConv");
+    ASSERT_EQ(n.inputs.size(), 4u);
+    EXPECT_EQ(n.inputs[0], b.x);  // X, whichever side of the Mul it was on
+    EXPECT_EQ(n.inputs[3], b.gate);
+    EXPECT_EQ(n.outputs, std::vector<ir::ValueId>{y});
+    EXPECT_EQ(fs[0].replaces, (std::vector<size_t>{mul_index, mul_index + 1}));
+  }
+}
+
+TEST(OptimizerTest, SqueezeExciteNearMissesAreLeftAlone) {
+  const Shape xs{1, 8, 5, 5};
+  // A scale that is not per channel: per position, per element, a scalar.
+  for (const Shape& ss : {Shape{1, 1, 5, 5}, Shape{1, 8, 5, 5}, Shape{1, 1, 1, 1}, Shape{8, 1, 1, 1}}) {
+    TestGraph t;
+    const ir::ValueId x = t.input("x", xs);
+    const ir::ValueId s = t.input("s", ss);
+    t.output(pointwise(t, t.node("Mul", {x, s}, {}, xs), xs));
+    EXPECT_TRUE(channel_scale_fusions(t).empty()) << ss.to_string();
+  }
+  // The Mul's output has a second reader, or is a graph output.
+  for (int variant : {0, 1}) {
+    TestGraph t;
+    const SeBlock b = se_block(t, false);
+    t.output(pointwise(t, b.mul, xs));
+    if (variant == 0) t.output(t.node("Relu", {b.mul}, {}, xs));
+    else t.output(b.mul);
+    EXPECT_TRUE(channel_scale_fusions(t).empty()) << "variant " << variant;
+  }
+  // The reader is not a plain 1x1 GEMM: 3x3, strided, grouped.
+  const std::vector<std::pair<std::vector<ir::Attribute>, int64_t>> convs = {
+      {{attr_ints("pads", {1, 1, 1, 1})}, 3},
+      {{attr_ints("strides", {2, 2})}, 1},
+      {{attr_int("group", 8)}, 1},
+  };
+  for (size_t i = 0; i < convs.size(); ++i) {
+    TestGraph t;
+    const SeBlock b = se_block(t, false);
+    if (i == 2) {  // depthwise: W [8, 1, 1, 1]
+      const ir::ValueId w = t.constant("wd", f32(std::vector<float>(8, 0.1f), Shape{8, 1, 1, 1}));
+      t.output(t.node("Conv", {b.mul, w}, convs[i].first, xs));
+    } else {
+      t.output(pointwise(t, b.mul, xs, convs[i].first, convs[i].second));
+    }
+    EXPECT_TRUE(channel_scale_fusions(t).empty()) << "conv " << i;
+  }
+  // W is not a constant.
+  {
+    TestGraph t;
+    const SeBlock b = se_block(t, false);
+    const ir::ValueId w = t.input("w", Shape{3, 8, 1, 1});
+    t.output(t.node("Conv", {b.mul, w}, {}, Shape{1, 3, 5, 5}));
+    EXPECT_TRUE(channel_scale_fusions(t).empty());
+  }
+  // Not eligible (a backend claimed the Conv).
+  {
+    TestGraph t;
+    const SeBlock b = se_block(t, false);
+    t.output(pointwise(t, b.mul, xs));
+    std::vector<uint8_t> eligible = t.all_eligible();
+    eligible.back() = 0;
+    for (const Fusion& f : find_portable_fusions(t.g, t.constants, eligible)) EXPECT_NE(f.name, "channel scale+conv");
+  }
+}
+
 TEST(OptimizerTest, GeluAndLayerNormPatterns) {
   TestGraph t;
   const ir::ValueId x = t.input("x", Shape{2, 4});

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "optimizer/elementwise_chains.h"
+#include "optimizer/channel_scale_fusion.h"
 #include "optimizer/graph_uses.h"
 #include "optimizer/optimizer.h"
 
@@ -377,6 +378,10 @@ std::vector<Fusion> find_portable_fusions(const ir::Graph& g, const ConstantMap&
     if (!eligible[ni] || m.used[ni]) continue;
     const size_t before = out.size();
     match_conv_activation(m, ni, &out);
+    if (out.size() == before) {
+      Fusion f;
+      if (match_channel_scaled_conv(g, constants, m.uses, eligible, m.used, ni, &f)) out.push_back(std::move(f));
+    }
     if (out.size() == before) match_matmul_add(m, ni, &out);
     if (out.size() == before) match_gelu(m, ni, &out);
     if (out.size() == before) match_layernorm(m, ni, &out);

@@ -152,5 +152,28 @@ TEST(RewriteTest, GeluAndLayerNorm) {
   EXPECT_EQ(stats.count("layernorm"), 1) << stats.to_string();
 }
 
+// A squeeze-and-excitation block (GlobalAveragePool, 1x1 Conv, Relu, 1x1
+// Conv, HardSigmoid, Mul) before a 1x1 projection: the Mul and the
+// projection run as one ChannelScaledConv, on a map that runs transposed
+// (7x7, 32 outputs) and on one that does not.
+TEST(RewriteTest, SqueezeExciteChannelScale) {
+  for (const Shape& xs : {Shape{2, 20, 7, 7}, Shape{1, 12, 10, 9}}) {
+    TestGraph t;
+    const int64_t c = xs[1], m = 32;
+    const ir::ValueId x = t.input("x", xs);
+    const ir::ValueId pooled = t.node("GlobalAveragePool", {x}, {}, Shape{xs[0], c, 1, 1});
+    const ir::ValueId h = t.node("Relu", {t.node("Conv", {pooled, t.constant("w1", random_f32(Shape{4, c, 1, 1}, 1))},
+                                                 {}, Shape{xs[0], 4, 1, 1})});
+    const ir::ValueId gate = t.node("HardSigmoid", {t.node("Conv", {h, t.constant("w2", random_f32(Shape{c, 4, 1, 1}, 2))},
+                                                           {}, Shape{xs[0], c, 1, 1})},
+                                    {attr_float("alpha", 0.2f)}, Shape{xs[0], c, 1, 1});
+    const ir::ValueId scaled = t.node("Mul", {x, gate}, {}, xs);
+    t.output(t.node("Conv", {scaled, t.constant("wp", random_f32(Shape{m, c, 1, 1}, 3)), t.constant("bp", random_f32(Shape{m}, 4))},
+                    {}, Shape{xs[0], m, xs[2], xs[3]}));
+    const optimizer::RewriteStats stats = expect_same_results(t, {random_f32(xs, 5)});
+    EXPECT_EQ(stats.count("channel scale+conv"), 1) << stats.to_string();
+  }
+}
+
 }  // namespace
 }  // namespace kiln::runtime

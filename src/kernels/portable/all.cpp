@@ -56,7 +56,8 @@
   X(regex)                        \
   X(image_decoder)                \
   X(deform_conv)                  \
-  X(elementwise_chain)
+  X(elementwise_chain)            \
+  X(conv_channel_scaled)
 
 namespace kiln::kernels {
 

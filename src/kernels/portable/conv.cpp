@@ -32,6 +32,7 @@
 #include "kernels/portable/util/cv_common.h"
 #include "kernels/portable/util/gemm.h"
 #include "kernels/portable/util/gemm_prepack.h"
+#include "kernels/portable/util/pointwise.h"
 #include "kernels/registry.h"
 
 namespace kiln::kernels {
@@ -188,32 +189,6 @@ void apply_activation(float* y, int64_t n, const ConvFusion& f, ThreadPool* pool
   parallel_for(pool, n, 16384, [&](int64_t b, int64_t e) { apply_activation_block(y + b, e - b, f); });
 }
 
-// Whether a pointwise conv with m output channels over n positions runs
-// faster as Y^T = X^T W^T: when n wastes a fair share of the vector lanes
-// (the microkernel's columns are 16-lane vectors) and m wastes fewer.
-bool prefer_transposed_pointwise(int64_t m, int64_t n) {
-  if (n < 2 || n > 256 || m < 16) return false;
-  auto lane_use = [](int64_t len) { return static_cast<double>(len) / static_cast<double>((len + 15) / 16 * 16); };
-  return lane_use(n) < 0.85 && lane_use(m) > lane_use(n) + 0.1;
-}
-
-// dst[j * rows + i] = src[i * cols + j]: a rows x cols matrix transposed,
-// in 16 x 16 blocks.
-void transpose_f32(const float* src, int64_t rows, int64_t cols, float* dst, ThreadPool* pool) {
-  constexpr int64_t kB = 16;
-  parallel_for(pool, (cols + kB - 1) / kB, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, rows)),
-               [&](int64_t b0, int64_t b1) {
-                 for (int64_t j0 = b0 * kB; j0 < std::min(cols, b1 * kB); j0 += kB) {
-                   const int64_t j1 = std::min(cols, j0 + kB);
-                   for (int64_t i0 = 0; i0 < rows; i0 += kB) {
-                     const int64_t i1 = std::min(rows, i0 + kB);
-                     for (int64_t j = j0; j < j1; ++j)
-                       for (int64_t i = i0; i < i1; ++i) dst[j * rows + i] = src[i * cols + j];
-                   }
-                 }
-               });
-}
-
 // A pointwise conv of one image as Y^T = X^T W^T (prefer_transposed_pointwise):
 // `wt` is W^T packed as the GEMM's B; the bias is a per-column epilogue.
 void pointwise_transposed(const ConvProblem& p, const float* xg, const PackedMatrix& wt, const float* bias,
@@ -242,10 +217,22 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
     return;
   }
   if (p.depthwise()) {
-    depthwise_conv_f32(depthwise_geometry(p), x, w, bias, y, pool);
-    if (fusion.z)
+    if (fusion.z) {  // Z is added before the activation: two passes
+      depthwise_conv_f32(depthwise_geometry(p), x, w, bias, y, pool);
       for (int64_t i = 0; i < total; ++i) y[i] += fusion.z[i];
-    apply_activation(y, total, fusion, pool);
+      apply_activation(y, total, fusion, pool);
+      return;
+    }
+    // The activation on each output plane while it is in cache.
+    DepthwiseEpilogue ep;
+    if (fusion.act == ConvFusion::Act::kClamp) {
+      ep.lo = fusion.p0;
+      ep.hi = fusion.p1;
+    } else if (fusion.act != ConvFusion::Act::kNone) {
+      ep.apply = [](const void* f, float* v, int64_t n) { apply_activation_block(v, n, *static_cast<const ConvFusion*>(f)); };
+      ep.ctx = &fusion;
+    }
+    depthwise_conv_f32(depthwise_geometry(p), x, w, bias, y, pool, ep);
     return;
   }
   const int64_t mg = p.mg(), kg = p.kg(), cg = p.cg();

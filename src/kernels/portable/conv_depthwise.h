@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "core/thread_pool.h"
 
@@ -17,11 +18,22 @@ struct DepthwiseConv {
   int64_t k_h = 1, k_w = 1, s_h = 1, s_w = 1, d_h = 1, d_w = 1, p_h = 0, p_w = 0;
 };
 
-/// y[img][oc] = bias[oc] + sum_{kh,kw} w[oc][kh][kw] * x[img][oc / mult][..]
+/// What runs on each output plane after conv + bias, while it is in cache:
+/// a clamp to [lo, hi] in registers (Relu, Relu6, Clip; NaN stays NaN), then
+/// `apply(ctx, plane, n)` when set (any other activation, in place).
+struct DepthwiseEpilogue {
+  float lo = -std::numeric_limits<float>::infinity();
+  float hi = std::numeric_limits<float>::infinity();
+  void (*apply)(const void* ctx, float* y, int64_t n) = nullptr;
+  const void* ctx = nullptr;
+  bool clamps() const { return lo > -std::numeric_limits<float>::infinity() || hi < std::numeric_limits<float>::infinity(); }
+};
+
+/// y[img][oc] = act(bias[oc] + sum_{kh,kw} w[oc][kh][kw] * x[img][oc / mult][..])
 /// with zero padding. x is [n][c][in_h][in_w], w is [c * mult][k_h][k_w],
-/// bias is [c * mult] or null, y is [n][c * mult][out_h][out_w]. Parallel
-/// over (image, input channel) in balanced chunks.
+/// bias is [c * mult] or null, y is [n][c * mult][out_h][out_w]; act is `ep`.
+/// Parallel over (image, input channel) in balanced chunks.
 void depthwise_conv_f32(const DepthwiseConv& p, const float* x, const float* w, const float* bias, float* y,
-                        ThreadPool* pool);
+                        ThreadPool* pool, const DepthwiseEpilogue& ep = {});
 
 }  // namespace kiln::kernels

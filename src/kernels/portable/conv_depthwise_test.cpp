@@ -1,10 +1,16 @@
 // The depthwise kernel against a naive loop over random geometries: kernel
 // sizes 1..7, strides 1..3, dilations 1..3, uneven pads, depth multipliers,
-// 1-D, maps from 1x1 to wider than one vector step, one and two threads.
+// 1-D, maps from 1x1 to wider than one vector step, one to three threads;
+// both of its layouts (output-wide phase planes where every input column
+// fits one, padded phase planes otherwise) and the 3x3 column-stride-2
+// kernel, each with the epilogue (clamp in registers, a callback).
 #include "kernels/portable/conv_depthwise.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -34,6 +40,18 @@ std::vector<float> naive(const DepthwiseConv& p, const std::vector<float>& x, co
   return y;
 }
 
+// The epilogue's callback in the tests: y = y * 0.5 - 0.25 (any in-place map).
+void halve(const void* ctx, float* y, int64_t n) {
+  ++*static_cast<std::atomic<int>*>(const_cast<void*>(ctx));
+  for (int64_t i = 0; i < n; ++i) y[i] = y[i] * 0.5f - 0.25f;
+}
+
+float reference_epilogue(float v, int mode) {
+  if (mode == 1) return std::min(6.f, std::max(0.f, v));  // Relu6
+  if (mode == 2) return std::max(-0.5f, v) * 0.5f - 0.25f;   // clamp below, then the callback
+  return v;
+}
+
 void check(const DepthwiseConv& p, std::mt19937& rng, const std::string& what) {
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   auto fill = [&](int64_t n) {
@@ -43,14 +61,29 @@ void check(const DepthwiseConv& p, std::mt19937& rng, const std::string& what) {
   };
   const int64_t m = p.c * p.mult;
   const std::vector<float> x = fill(p.n * p.c * p.in_h * p.in_w), w = fill(m * p.k_h * p.k_w), b = fill(m);
-  for (bool with_bias : {false, true}) {
-    const std::vector<float> want = naive(p, x, w, with_bias ? &b : nullptr);
-    for (int threads : {1, 2}) {
+  for (int mode : {0, 1, 2}) {
+    const bool with_bias = mode != 0;
+    std::vector<float> want = naive(p, x, w, with_bias ? &b : nullptr);
+    for (float& v : want) v = reference_epilogue(v, mode);
+    for (int threads : {1, 2, 3}) {
       ThreadPool pool(threads);
       std::vector<float> y(want.size(), -7.f);
-      depthwise_conv_f32(p, x.data(), w.data(), with_bias ? b.data() : nullptr, y.data(), &pool);
+      std::atomic<int> calls{0};
+      DepthwiseEpilogue ep;
+      if (mode == 1) {
+        ep.lo = 0.f;
+        ep.hi = 6.f;
+      } else if (mode == 2) {
+        ep.lo = -0.5f;
+        ep.apply = halve;
+        ep.ctx = &calls;
+      }
+      depthwise_conv_f32(p, x.data(), w.data(), with_bias ? b.data() : nullptr, y.data(), &pool, ep);
       for (size_t i = 0; i < y.size(); ++i)
-        ASSERT_NEAR(y[i], want[i], 1e-5) << what << " bias " << with_bias << " threads " << threads << " at " << i;
+        ASSERT_NEAR(y[i], want[i], 1e-5) << what << " mode " << mode << " threads " << threads << " at " << i;
+      if (mode == 2) {
+        EXPECT_EQ(calls.load(), m * p.n) << what << ": the callback runs once per output plane";
+      }
     }
   }
 }
@@ -109,6 +142,76 @@ TEST(DepthwiseConvTest, EfficientNetAndMobileNetShapes) {
     p.out_h = p.out_w = out_size(s[1], s[2], s[3], 1, s[4], s[4]);
     check(p, rng, "c " + std::to_string(s[0]) + " in " + std::to_string(s[1]) + " k " + std::to_string(s[2]) +
                       " s " + std::to_string(s[3]));
+  }
+}
+
+}  // namespace
+}  // namespace kiln::kernels
+
+namespace kiln::kernels {
+namespace {
+
+DepthwiseConv same_geometry(int64_t c, int64_t in_h, int64_t in_w, int64_t k, int64_t s, int64_t d) {
+  DepthwiseConv p;
+  p.c = c;
+  p.in_h = in_h;
+  p.in_w = in_w;
+  p.k_h = p.k_w = k;
+  p.s_h = p.s_w = s;
+  p.d_h = p.d_w = d;
+  p.p_h = p.p_w = (k - 1) * d / 2;
+  p.out_h = out_size(in_h, k, s, d, p.p_h, p.p_h);
+  p.out_w = out_size(in_w, k, s, d, p.p_w, p.p_w);
+  return p;
+}
+
+// "Same" padding, as the mobile and segmentation families use it: kernels
+// 3/5/7, strides 1/2, dilations 1/2/4, maps from 1x1 to wider than a vector
+// step, odd and even, channel counts off the vector width.
+TEST(DepthwiseConvTest, SamePaddingKernelsStridesDilations) {
+  std::mt19937 rng(23);
+  const int64_t maps[][2] = {{1, 1}, {2, 3}, {7, 7}, {9, 5}, {14, 14}, {13, 17}, {28, 28}, {5, 33}, {40, 19}};
+  int n = 0;
+  for (int64_t k : {3, 5, 7})
+    for (int64_t s : {1, 2})
+      for (int64_t d : {1, 2, 4}) {
+        if (s == 2 && d > 1) continue;
+        for (const auto& hw : maps) {
+          DepthwiseConv p = same_geometry(3 + (n++ % 3) * 2, hw[0], hw[1], k, s, d);
+          if (p.out_h <= 0 || p.out_w <= 0) continue;
+          check(p, rng, "k " + std::to_string(k) + " s " + std::to_string(s) + " d " + std::to_string(d) + " map " +
+                            std::to_string(hw[0]) + "x" + std::to_string(hw[1]));
+        }
+      }
+}
+
+// A tap that falls outside a row reads a neighbour (the row before or after,
+// or the next phase plane) and is masked off: Inf and NaN there must not
+// reach outputs whose windows do not cover them.
+TEST(DepthwiseConvTest, MaskedNeighboursDoNotLeak) {
+  for (int64_t s : {1, 2}) {
+    DepthwiseConv p = same_geometry(2, 6, 6, 3, s, 1);
+    std::vector<float> x(static_cast<size_t>(p.c * 36), 1.f), w(static_cast<size_t>(p.c * 9), 1.f);
+    x[5] = std::numeric_limits<float>::infinity();  // channel 0, row 0, last column
+    x[6] = std::numeric_limits<float>::quiet_NaN();  // channel 0, row 1, first column
+    std::vector<float> y(static_cast<size_t>(p.c * p.out_h * p.out_w));
+    depthwise_conv_f32(p, x.data(), w.data(), nullptr, y.data(), nullptr);
+    for (int64_t oh = 0; oh < p.out_h; ++oh)
+      for (int64_t ow = 0; ow < p.out_w; ++ow) {
+        const int64_t r0 = oh * s - 1, c0 = ow * s - 1;
+        const bool sees_inf = r0 <= 0 && 0 <= r0 + 2 && c0 <= 5 && 5 <= c0 + 2;
+        const bool sees_nan = r0 <= 1 && 1 <= r0 + 2 && c0 <= 0 && 0 <= c0 + 2;
+        const float v = y[static_cast<size_t>(oh * p.out_w + ow)];
+        if (sees_nan) {
+          EXPECT_TRUE(std::isnan(v)) << "s " << s << " at " << oh << "," << ow;
+        } else if (sees_inf) {
+          EXPECT_TRUE(std::isinf(v)) << "s " << s << " at " << oh << "," << ow;
+        } else {
+          EXPECT_TRUE(std::isfinite(v)) << "s " << s << " at " << oh << "," << ow << ": " << v;
+        }
+      }
+    for (int64_t i = p.out_h * p.out_w; i < static_cast<int64_t>(y.size()); ++i)
+      EXPECT_TRUE(std::isfinite(y[static_cast<size_t>(i)])) << "channel 1, s " << s;
   }
 }
 

@@ -7,7 +7,9 @@
 // task. For each output the valid part of the window is computed once per
 // dim, so the inner loops touch only in-bounds elements and need no checks.
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "kernels/portable/util/cv_common.h"
@@ -144,85 +146,135 @@ void pool_plane(const Window3& w, const PoolParams& pp, const T* x, T* y, int64_
   }
 }
 
-// Element-wise NaN-propagating max (a NaN in either wins); vectorizes to blends.
-KILN_CV_MULTIVERSION
-void rows_max(float* acc, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] = (x[i] > acc[i] || x[i] != x[i]) ? x[i] : acc[i];
+// Per-thread buffers of pool_plane_fast.
+struct PoolRows {
+  std::vector<float> padded;      // the plane with its padding, when it has any
+  std::vector<float> v, h;        // kernel rows combined; then kernel columns
+  std::vector<int32_t> at;        // per output: its position in h
+  std::array<int64_t, 4> at_key{};  // (stride, out_h, out_w, sw) that `at` is for
+  std::vector<float> count;       // average: taps counted per output
+};
+
+// a = max(a, b) with NaN winning, or a + b.
+template <bool kMax>
+inline __attribute__((always_inline)) float pool_op(float a, float b) {
+  if constexpr (kMax) {
+    return (b > a || b != b) ? b : a;
+  } else {
+    return a + b;
+  }
+}
+
+// acc[i] = max over k < taps of x[i + k * step] (NaN wins), or the sum:
+// two and three taps in one pass, more in passes of up to three.
+template <bool kMax>
+inline __attribute__((always_inline)) void combine_taps(float* __restrict acc, const float* __restrict x, int64_t n,
+                                                        int64_t taps, int64_t step) {
+  if (taps == 1) {
+    std::memcpy(acc, x, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  const float *x1 = x + step, *x2 = x + 2 * step;
+  if (taps == 2) {
+    for (int64_t i = 0; i < n; ++i) acc[i] = pool_op<kMax>(x[i], x1[i]);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) acc[i] = pool_op<kMax>(pool_op<kMax>(x[i], x1[i]), x2[i]);
+  for (int64_t k = 3; k < taps; ++k) {
+    const float* xk = x + k * step;
+    for (int64_t i = 0; i < n; ++i) acc[i] = pool_op<kMax>(acc[i], xk[i]);
+  }
+}
+
+// Window of one plane, separably over the flat plane (row stride `stride`):
+// v row oh = over kernel rows the source row oh * sh + kh * dh, h[i] = over
+// kernel columns v[i + kw * dw], y[j] = h[at[j]]. Every pass is one
+// contiguous loop (per output row with a row stride), whatever the width of
+// its rows, so small maps fill vectors too; h at row ends mixes two rows,
+// and is never gathered.
+template <bool kMax>
+inline __attribute__((always_inline)) void pool_flat_impl(const float* src, int64_t stride, int64_t out_h, int64_t sh,
+                                                          int64_t kh, int64_t dh, int64_t kw, int64_t dw, float* v,
+                                                          float* h, const int32_t* at, int64_t out_n, float* y) {
+  if (sh == 1) {
+    combine_taps<kMax>(v, src, out_h * stride, kh, dh * stride);
+  } else {
+    for (int64_t oh = 0; oh < out_h; ++oh) combine_taps<kMax>(v + oh * stride, src + oh * sh * stride, stride, kh, dh * stride);
+  }
+  combine_taps<kMax>(h, v, out_h * stride - (kw - 1) * dw, kw, dw);
+  for (int64_t j = 0; j < out_n; ++j) y[j] = h[at[j]];
 }
 
 KILN_CV_MULTIVERSION
-void rows_add(float* acc, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
+void pool_flat(bool is_max, const float* src, int64_t stride, int64_t out_h, int64_t sh, int64_t kh, int64_t dh,
+               int64_t kw, int64_t dw, float* v, float* h, const int32_t* at, int64_t out_n, float* y) {
+  if (is_max) {
+    pool_flat_impl<true>(src, stride, out_h, sh, kh, dh, kw, dw, v, h, at, out_n, y);
+  } else {
+    pool_flat_impl<false>(src, stride, out_h, sh, kh, dh, kw, dw, v, h, at, out_n, y);
+  }
 }
 
-// The float32 path for 1-D/2-D max (without Indices) and average pools: for
-// each output row, the valid kernel rows are combined element-wise into one
-// padded row (vectorized), then each output reduces `kw` taps of that row,
-// with no bounds checks (the padding holds -inf or 0).
-void pool_plane_fast(const Window3& w, const PoolParams& pp, const float* x, float* y, std::vector<float>& row) {
+KILN_CV_MULTIVERSION
+void divide_by_count(float* y, const float* count, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = count[i] > 0 ? y[i] / count[i] : 0.f;
+}
+
+// The float32 path for 1-D/2-D max (without Indices) and average pools. A
+// plane whose windows all lie inside it is read in place; otherwise it is
+// copied once into a buffer with its padding (-inf or 0) around it. The
+// per-output tables (position, count) are the same for every plane.
+void pool_plane_fast(const Window3& w, const PoolParams& pp, const float* x, float* y, PoolRows& buf) {
   const bool is_max = pp.kind == PoolKind::kMax;
   const int64_t in_h = w.in[1], in_w = w.in[2], out_h = w.out[1], out_w = w.out[2];
-  const int64_t kw = w.k[2], sw = w.s[2], dw = w.d[2], pl = w.pb[2];
-  const int64_t padded = (out_w - 1) * sw + (kw - 1) * dw + 1;  // row positions the windows read
-  const int64_t copy_lo = std::max<int64_t>(0, -pl);             // input columns that land in the row
-  const int64_t copy_hi = std::min(in_w, padded - pl);
-  const float fill = is_max ? -std::numeric_limits<float>::infinity() : 0.f;
-  row.resize(static_cast<size_t>(padded));
-  for (int64_t oh = 0; oh < out_h; ++oh) {
-    int64_t s0, a0, b0;
-    tap_range(w, 1, oh, &s0, &a0, &b0);
-    std::fill(row.begin(), row.end(), fill);
-    float* r = row.data() + pl;  // r[iw] is input column iw
-    for (int64_t kh = a0; kh < b0; ++kh) {
-      const float* xr = x + (s0 + kh * w.d[1]) * in_w;
-      if (copy_hi <= copy_lo) break;
-      if (kh == a0) {
-        std::copy(xr + copy_lo, xr + copy_hi, r + copy_lo);
-      } else if (is_max) {
-        rows_max(r + copy_lo, xr + copy_lo, copy_hi - copy_lo);
-      } else {
-        rows_add(r + copy_lo, xr + copy_lo, copy_hi - copy_lo);
-      }
+  const int64_t kh = w.k[1], kw = w.k[2], sh = w.s[1], sw = w.s[2], dh = w.d[1], dw = w.d[2];
+  const int64_t pt = w.pb[1], pl = w.pb[2];
+  const int64_t rows = (out_h - 1) * sh + (kh - 1) * dh + 1, cols = (out_w - 1) * sw + (kw - 1) * dw + 1;
+  const bool in_place = pt == 0 && pl == 0 && rows <= in_h && cols <= in_w;
+  const int64_t stride = in_place ? in_w : cols;
+  const float* src = x;
+  if (!in_place) {
+    buf.padded.assign(static_cast<size_t>(rows * cols), is_max ? -std::numeric_limits<float>::infinity() : 0.f);
+    const int64_t c0 = std::max<int64_t>(0, -pl), c1 = std::min(in_w, cols - pl);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t ih = r - pt;
+      if (ih >= 0 && ih < in_h && c1 > c0)
+        std::memcpy(buf.padded.data() + r * cols + pl + c0, x + ih * in_w + c0, static_cast<size_t>(c1 - c0) * 4);
     }
-    float* yr = y + oh * out_w;
-    if (is_max) {
-      // Branch-free (maxss) with NaN tracked on the side: random data would
-      // mispredict a compare-and-branch on every tap.
-      for (int64_t ow = 0; ow < out_w; ++ow) {
-        const float* t = row.data() + ow * sw;
-        float m = t[0];
-        bool nan = t[0] != t[0];
-        for (int64_t k = 1; k < kw; ++k) {
-          const float v = t[k * dw];
-          m = m > v ? m : v;
-          nan |= v != v;
-        }
-        yr[ow] = nan ? std::numeric_limits<float>::quiet_NaN() : m;
-      }
-      continue;
-    }
-    int64_t rows_count = b0 - a0;
-    if (pp.count_include_pad) {
-      const int64_t lo = std::max<int64_t>(s0, -w.pb[1]);
-      const int64_t hi = std::min<int64_t>(s0 + (w.k[1] - 1) * w.d[1] + 1, in_h + w.pe[1]);
-      rows_count = hi > lo ? (hi - lo + w.d[1] - 1) / w.d[1] : 0;
-    }
-    for (int64_t ow = 0; ow < out_w; ++ow) {
-      const float* t = row.data() + ow * sw;
-      float sum = 0.f;
-      for (int64_t k = 0; k < kw; ++k) sum += t[k * dw];
-      int64_t s2, a2, b2;
-      tap_range(w, 2, ow, &s2, &a2, &b2);
-      int64_t cols = b2 - a2;
-      if (pp.count_include_pad) {
-        const int64_t lo = std::max<int64_t>(s2, -w.pb[2]);
-        const int64_t hi = std::min<int64_t>(s2 + (kw - 1) * dw + 1, in_w + w.pe[2]);
-        cols = hi > lo ? (hi - lo + dw - 1) / dw : 0;
-      }
-      const int64_t count = rows_count * cols;
-      yr[ow] = count > 0 ? sum / static_cast<float>(count) : 0.f;
-    }
+    src = buf.padded.data();
   }
+  const int64_t v_n = out_h * stride, out_n = out_h * out_w;
+  if (buf.v.size() < static_cast<size_t>(v_n)) {
+    buf.v.resize(static_cast<size_t>(v_n));
+    buf.h.resize(static_cast<size_t>(v_n));
+  }
+  const std::array<int64_t, 4> key{stride, out_h, out_w, sw};
+  if (buf.at_key != key) {  // the same for every plane of a call
+    buf.at.resize(static_cast<size_t>(out_n));
+    for (int64_t oh = 0; oh < out_h; ++oh)
+      for (int64_t ow = 0; ow < out_w; ++ow)
+        buf.at[static_cast<size_t>(oh * out_w + ow)] = static_cast<int32_t>(oh * stride + ow * sw);
+    buf.at_key = key;
+  }
+  pool_flat(is_max, src, stride, out_h, sh, kh, dh, kw, dw, buf.v.data(), buf.h.data(), buf.at.data(), out_n, y);
+  if (is_max) return;
+  // Taps inside the input (or inside the pads, count_include_pad; ceil_mode
+  // overhang is never counted), per output, as rows x columns.
+  auto counted = [&](int dim, int64_t o) {
+    int64_t s, a, b;
+    tap_range(w, dim, o, &s, &a, &b);
+    if (!pp.count_include_pad) return b - a;
+    const int64_t lo = std::max<int64_t>(s, -w.pb[dim]);
+    const int64_t hi = std::min<int64_t>(s + (w.k[dim] - 1) * w.d[dim] + 1, w.in[dim] + w.pe[dim]);
+    return hi > lo ? (hi - lo + w.d[dim] - 1) / w.d[dim] : int64_t{0};
+  };
+  buf.count.resize(static_cast<size_t>(out_n));
+  for (int64_t oh = 0; oh < out_h; ++oh) {
+    const int64_t r = counted(1, oh);
+    for (int64_t ow = 0; ow < out_w; ++ow)
+      buf.count[static_cast<size_t>(oh * out_w + ow)] = static_cast<float>(r * counted(2, ow));
+  }
+  divide_by_count(y, buf.count.data(), out_n);
 }
 
 class PoolKernel final : public Kernel {
@@ -282,11 +334,11 @@ class PoolKernel final : public Kernel {
         const bool fast = std::is_same_v<T, float> && !id && w.in[0] == 1 && w.out[0] == 1 &&
                           kind_ != PoolKind::kLp;
         parallel_for(ctx.pool(), planes, grain, [&](int64_t b, int64_t e) {
-          std::vector<float> row;
+          thread_local PoolRows rows;
           for (int64_t plane = b; plane < e; ++plane) {
             if constexpr (std::is_same_v<T, float>) {
               if (fast) {
-                pool_plane_fast(w, params_, xd + plane * in_size, yd + plane * out_size, row);
+                pool_plane_fast(w, params_, xd + plane * in_size, yd + plane * out_size, rows);
                 continue;
               }
             }

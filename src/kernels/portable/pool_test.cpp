@@ -112,6 +112,107 @@ TEST(PoolTest, MaxAndAverageMatchNaiveOnRandom2D) {
   EXPECT_GT(checked, 40);
 }
 
+// Runs MaxPool (max) or AveragePool on x [n, c, h, w] and compares every
+// plane with naive_pool.
+void check_pool2d(const Pool2D& p, const Tensor& x, bool max, int threads, const std::string& what) {
+  const int64_t planes = x.dim(0) * x.dim(1), h = x.dim(2), w = x.dim(3);
+  std::vector<float> want;
+  std::vector<int64_t> want_idx;
+  for (int64_t plane = 0; plane < planes; ++plane) naive_pool(p, x.data<float>() + plane * h * w, h, w, max, &want, &want_idx);
+  testing::OpCall call;
+  call.op_type = max ? "MaxPool" : "AveragePool";
+  call.inputs = {x};
+  call.attrs = {attr("kernel_shape", std::vector<int64_t>{p.kh, p.kw}), attr("strides", std::vector<int64_t>{p.sh, p.sw}),
+                attr("pads", std::vector<int64_t>{p.pt, p.pl, p.pbm, p.pr}), attr("ceil_mode", int64_t{p.ceil})};
+  if (max) {
+    call.attrs.push_back(attr("dilations", std::vector<int64_t>{p.dh, p.dw}));
+  } else {
+    call.attrs.push_back(attr("count_include_pad", int64_t{p.include_pad}));
+  }
+  call.threads = threads;
+  auto r = run_op(call);
+  ASSERT_TRUE(r.ok()) << what << ": " << r.status().to_string();
+  const Tensor& y = (*r)[0].tensor();
+  ASSERT_EQ(y.numel(), static_cast<int64_t>(want.size())) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(want[i])) {
+      ASSERT_TRUE(std::isnan(y.data<float>()[i])) << what << " at " << i;
+    } else {
+      ASSERT_NEAR(y.data<float>()[i], want[i], 1e-5) << what << " at " << i;
+    }
+  }
+}
+
+// The float path pools each plane separably over the flat plane (rows, then
+// columns, then a gather), in place when every window lies inside the
+// plane, else from a padded copy: squeezenet's 3x3 stride-2 ceil_mode pools
+// on odd maps, 2x2 stride 2, pads, strides 3, dilations, maps narrower and
+// wider than a vector, one to three threads, max and average.
+TEST(PoolTest, SeparablePathOverShapes) {
+  std::mt19937 rng(32);
+  const Pool2D cases[] = {
+      {3, 3, 2, 2, 1, 1, 0, 0, 0, 0, true, false},   // squeezenet
+      {3, 3, 2, 2, 1, 1, 0, 0, 0, 0, false, false},
+      {2, 2, 2, 2, 1, 1, 0, 0, 0, 0, false, false},  // 2x2 stride 2
+      {2, 2, 2, 2, 1, 1, 0, 0, 0, 0, true, false},
+      {3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, true},   // resnet stem, padded
+      {3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false},  // stride 1, same
+      {5, 3, 3, 2, 1, 1, 2, 1, 1, 2, true, true},    // uneven pads, stride 3
+      {3, 3, 2, 1, 2, 2, 2, 0, 1, 2, false, false},  // dilated (max only)
+      {1, 4, 1, 3, 1, 1, 0, 1, 0, 2, true, false},
+  };
+  const int64_t maps[][2] = {{13, 13}, {27, 27}, {55, 55}, {8, 40}, {33, 6}, {111, 17}};
+  int n = 0;
+  for (const Pool2D& p : cases)
+    for (const auto& hw : maps)
+      for (bool max : {true, false}) {
+        if (!max && (p.dh > 1 || p.dw > 1)) continue;
+        if ((p.kh - 1) * p.dh + 1 > hw[0] + p.pt + p.pbm || (p.kw - 1) * p.dw + 1 > hw[1] + p.pl + p.pr) continue;
+        Tensor x = random_tensor({1, 3 + n % 3, hw[0], hw[1]}, rng);
+        check_pool2d(p, x, max, 1 + n % 3, "case " + std::to_string(n) + " map " + std::to_string(hw[0]) + "x" +
+                                                std::to_string(hw[1]) + (max ? " max" : " average"));
+        ++n;
+      }
+  EXPECT_GT(n, 90);
+}
+
+// A NaN wins its windows and only its windows.
+TEST(PoolTest, SeparablePathPropagatesNaN) {
+  std::mt19937 rng(33);
+  Tensor x = random_tensor({1, 2, 9, 9}, rng);
+  x.data<float>()[4 * 9 + 4] = NAN;
+  x.data<float>()[81 + 8] = NAN;  // channel 1, row 0, last column
+  for (const Pool2D& p : {Pool2D{3, 3, 2, 2, 1, 1, 0, 0, 0, 0, true, false}, Pool2D{3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false}}) {
+    // naive_pool skips NaN (v > best is false): its windows want NaN.
+    const int64_t planes = 2, h = 9, w = 9;
+    std::vector<float> want;
+    std::vector<int64_t> idx;
+    for (int64_t plane = 0; plane < planes; ++plane) naive_pool(p, x.data<float>() + plane * h * w, h, w, true, &want, &idx);
+    testing::OpCall call;
+    call.op_type = "MaxPool";
+    call.inputs = {x};
+    call.attrs = {attr("kernel_shape", std::vector<int64_t>{3, 3}), attr("strides", std::vector<int64_t>{p.sh, p.sw}),
+                  attr("pads", std::vector<int64_t>{p.pt, p.pl, p.pbm, p.pr}), attr("ceil_mode", int64_t{p.ceil})};
+    auto r = run_op(call);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    const Tensor& y = (*r)[0].tensor();
+    const int64_t oh = out_dim(h, 3, p.sh, 1, p.pt, p.pbm, p.ceil), ow = out_dim(w, 3, p.sw, 1, p.pl, p.pr, p.ceil);
+    for (int64_t c = 0; c < planes; ++c)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          const int64_t r0 = i * p.sh - p.pt, c0 = j * p.sw - p.pl;
+          const int64_t nr = c == 0 ? 4 : 0, nc = c == 0 ? 4 : 8;
+          const bool covers = r0 <= nr && nr <= r0 + 2 && c0 <= nc && nc <= c0 + 2;
+          const size_t at = static_cast<size_t>((c * oh + i) * ow + j);
+          if (covers) {
+            EXPECT_TRUE(std::isnan(y.data<float>()[at])) << c << " " << i << "," << j;
+          } else {
+            EXPECT_EQ(y.data<float>()[at], want[at]) << c << " " << i << "," << j;
+          }
+        }
+  }
+}
+
 TEST(PoolTest, ColumnMajorIndices) {
   // 2x3 plane, global 2x3 max at (1, 0): row-major 3, column-major 0 * 2 + 1 = 1.
   Tensor x = Tensor::from_vector<float>({0, 1, 2, 9, 4, 5}, {1, 1, 2, 3});

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <limits>
 
-#include "optimizer/elementwise_chains.h"
 #include "optimizer/channel_scale_fusion.h"
+#include "optimizer/elementwise_chains.h"
 #include "optimizer/graph_uses.h"
 #include "optimizer/optimizer.h"
 

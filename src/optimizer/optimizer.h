@@ -12,9 +12,11 @@
 // activation as com.microsoft FusedConv (the portable conv kernel applies the
 // activation in its epilogue), 2-D MatMul + constant bias Add as Gemm (here,
 // not in phase A: a backend that claims MatMul and Add may not claim Gemm),
-// the Erf form of Gelu as Gelu, and the
+// the Erf and Tanh forms of Gelu as Gelu, the
 // ReduceMean/Sub/Pow/Sqrt/Div form of LayerNormalization as
-// LayerNormalization. It does not edit the graph: the program runs the fused
+// LayerNormalization, and MatMul + constant [N] bias on a 3-D input (and a
+// Gelu after any MatMul + bias) as kiln MatMulBias (sequence_fusions.h).
+// It does not edit the graph: the program runs the fused
 // node in place of the pattern, and keeps the pattern where no kernel fits.
 //
 // Neither phase rewrites through a value that is a graph output, is read by a
@@ -67,7 +69,7 @@ Status rewrite_graph(GraphRewrite& rw);
 /// One phase-B proposal: `node` computes what the nodes `replaces` (indices
 /// into g.nodes, in graph order) compute, with the same outputs.
 struct Fusion {
-  std::string name;  ///< the rewrite, as counted: "conv+relu", "matmul+add", "gelu", "layernorm"
+  std::string name;  ///< the rewrite, as counted: "conv+relu", "matmul+add", "gelu", "layernorm", ...
   ir::Node node;
   std::vector<size_t> replaces;
 };

@@ -1,5 +1,6 @@
 // MatMul (numpy semantics: 1-D operands, broadcast batch dims) and Gemm
-// (transA/transB, alpha, beta, C broadcast to [M, N]), every opset. float32
+// (transA/transB, alpha, beta, C broadcast to [M, N]), every opset, and the
+// optimizer's kiln MatMulBias (MatMul + [N] bias + optional Gelu). float32
 // runs on the SGEMM engine (gemm.h), float16/bfloat16 are staged through
 // float32, double and the integer types use gemm_generic. A constant B
 // (weights) is packed once when the kernel is made.
@@ -7,6 +8,7 @@
 
 #include <algorithm>
 
+#include "kernels/portable/cpu/x86/elementwise_simd.h"
 #include "kernels/portable/util/cv_common.h"
 #include "kernels/portable/util/gemm_prepack.h"
 #include "kernels/registry.h"
@@ -302,6 +304,68 @@ class GemmKernel final : public Kernel {
   PackedMatrix packed_b_;
 };
 
+// ---------------------------------------------------------------- MatMulBias
+
+// kiln MatMulBias (optimizer/sequence_fusions.h): MatMul(A, B) + bias, then
+// an optional Gelu, in the GEMM's epilogue: the bias goes in with the last
+// K block and the activation runs on each block of the product while it is
+// in cache, where the unfused graph makes two or three more passes over it.
+class MatMulBiasKernel final : public Kernel {
+ public:
+  Status init(const KernelInit& init) {
+    const std::string act = init.attr_string("activation", "");
+    if (act == "Gelu") apply_ = &gelu_rows<false>;
+    else if (act == "GeluTanh") apply_ = &gelu_rows<true>;
+    else if (!act.empty()) return invalid_argument("activation is '", act, "'; expected '', 'Gelu' or 'GeluTanh'");
+    const Tensor* b = init.constant_input(1);
+    if (b && b->dtype() == DType::kFloat32 && b->rank() == 2 && b->numel() > 0)
+      packed_b_ = pack_b_for(init, "B", false, b->dim(0), b->dim(1), b->data<float>(), b->dim(1));
+    return Status::ok();
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 3, 3));
+    for (size_t i = 0; i < 3; ++i)
+      if (ctx.input(i).dtype() != DType::kFloat32) return unsupported_dtype(i, ctx.input(i).dtype());
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    const Tensor& bias = ctx.input(2);
+    KILN_ASSIGN_OR_RETURN(MatMulPlan plan, plan_matmul(a.shape(), b.shape()));
+    if (bias.rank() != 1 || bias.dim(0) != plan.n)
+      return invalid_argument("input 2 (bias) has shape ", bias.shape().to_string(), ", expected [", plan.n, "]");
+    KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, DType::kFloat32, plan.out_shape));
+    if (y->numel() == 0) return Status::ok();
+    float* yd = y->data<float>();
+    if (plan.k == 0) {  // the product is zero: bias (and the activation) only
+      for (int64_t r = 0; r < y->numel() / plan.n; ++r) {
+        std::copy_n(bias.data<float>(), plan.n, yd + r * plan.n);
+        if (apply_) apply_(nullptr, yd + r * plan.n, plan.n, 1, plan.n);
+      }
+      return Status::ok();
+    }
+    GemmEpilogue ep;
+    ep.col_bias = bias.data<float>();
+    ep.apply = apply_;
+    const bool use_packed = !packed_b_.empty() && b.rank() == 2 && packed_b_.rows() == b.dim(0) &&
+                            packed_b_.cols() == b.dim(1);
+    matmul_f32(plan, a.data<float>(), b.data<float>(), use_packed ? &packed_b_ : nullptr, yd, ctx.pool(), ep);
+    return Status::ok();
+  }
+
+ private:
+  template <bool kTanh>
+  static void gelu_rows(const void*, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+    for (int64_t r = 0; r < rows; ++r) {
+      float* row = c + r * ldc;
+      if constexpr (kTanh) simd::gelu_tanh_f32(row, row, cols);
+      else simd::gelu_f32(row, row, cols);
+    }
+  }
+
+  void (*apply_)(const void*, float*, int64_t, int64_t, int64_t) = nullptr;
+  PackedMatrix packed_b_;
+};
+
 }  // namespace
 
 void register_matmul_ops(KernelRegistry& r) {
@@ -309,6 +373,8 @@ void register_matmul_ops(KernelRegistry& r) {
          .type_input = 0, .factory = make_kernel<MatMulKernel>, .flags = 0});
   r.add({.domain = "", .op_type = "Gemm", .since_version = 1, .until_version = 1000, .dtypes = kMatMulTypes,
          .type_input = 0, .factory = make_kernel<GemmKernel>, .flags = 0});
+  r.add({.domain = "kiln", .op_type = "MatMulBias", .since_version = 1, .until_version = 1000,
+         .dtypes = dtype_set(DType::kFloat32), .type_input = 0, .factory = make_kernel<MatMulBiasKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

@@ -135,7 +135,7 @@ void match_matmul_bias(Matcher& m, size_t ni, std::vector<Fusion>* out) {
   if (at.has_shape && at.dims.size() == 2) return;  // Gemm's (match_matmul_add)
   const int32_t ai = m.uses.readers(mm.outputs[0])[0];
   const ir::Node* add = free_node(m, ai, "Add");
-  if (!add || add->inputs.size() != 2 || !add->has_output(0) || !m.is_float32(add->outputs[0])) return;
+  if (!add || add->inputs.size() != 2 || !add->has_output(0)) return;
   const ir::ValueId bias = add->inputs[0] == mm.outputs[0] ? add->inputs[1] : add->inputs[0];
   if (!bias_vector(m, bias, b->dim(1))) return;
   Fusion f;

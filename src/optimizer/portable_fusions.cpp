@@ -349,6 +349,7 @@ std::vector<Fusion> find_portable_fusions(const ir::Graph& g, const ConstantMap&
     if (out.size() == before) match_hardswish(m, ni, &out);
     if (out.size() == before) match_gelu_tanh(m, ni, &out);
     if (out.size() == before) match_matmul_bias(m, ni, &out);
+    if (out.size() == before) match_transposed_matmul(m, ni, &out);
     for (size_t k = before; k < out.size(); ++k)
       for (size_t r : out[k].replaces) m.used[r] = 1;
   }

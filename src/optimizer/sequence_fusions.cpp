@@ -141,12 +141,74 @@ void match_matmul_bias(Matcher& m, size_t ni, std::vector<Fusion>* out) {
   Fusion f;
   f.name = "matmul+bias";
   f.node.name = mm.name;
-  f.node.domain = kMatMulBiasDomain;
+  f.node.domain = kKilnDomain;
   f.node.op_type = kMatMulBiasOp;
   f.node.opset = 1;
   f.node.inputs = {mm.inputs[0], mm.inputs[1], bias};
   f.node.outputs = {add->outputs[0]};
   f.replaces = {ni, static_cast<size_t>(ai)};
+  std::sort(f.replaces.begin(), f.replaces.end());
+  out->push_back(std::move(f));
+}
+
+namespace {
+
+// The perm of a Transpose node (explicit only), when its matrix axes keep a
+// unit stride: the last axis stays last, or (for an input) becomes the
+// second to last, which the GEMM reads transposed.
+std::vector<int64_t> matrix_perm(const ir::Node& t, bool input) {
+  auto perm = t.attr_ints("perm");
+  if (!perm.is_ok() || perm->size() < 2) return {};
+  const int64_t r = static_cast<int64_t>(perm->size());
+  const bool ok = (*perm)[static_cast<size_t>(r - 1)] == r - 1 || (input && (*perm)[static_cast<size_t>(r - 2)] == r - 1);
+  return ok ? *perm : std::vector<int64_t>{};
+}
+
+ir::Attribute ints_attr(const char* name, std::vector<int64_t> v) {
+  ir::Attribute a;
+  a.name = name;
+  a.type = ir::AttrType::kInts;
+  a.ints = std::move(v);
+  return a;
+}
+
+}  // namespace
+
+void match_transposed_matmul(Matcher& m, size_t ni, std::vector<Fusion>* out) {
+  const ir::Node& mm = m.g.nodes[ni];
+  if (!mm.domain.empty() || mm.op_type != "MatMul" || mm.inputs.size() != 2 || !mm.has_output(0)) return;
+  if (!mm.has_input(0) || !mm.has_input(1)) return;
+  if (!m.is_float32(mm.inputs[0]) && !m.is_float32(mm.inputs[1]) && !m.is_float32(mm.outputs[0])) return;
+  Fusion f;
+  f.node.name = mm.name;
+  f.node.domain = kKilnDomain;
+  f.node.op_type = "TransposedMatMul";
+  f.node.opset = 1;
+  f.node.inputs = mm.inputs;
+  f.node.outputs = mm.outputs;
+  f.replaces = {ni};
+  const char* names[] = {"perm_a", "perm_b"};
+  for (size_t i = 0; i < 2; ++i) {
+    int32_t ti = -1;
+    const ir::Node* t = m.producer(mm.inputs[i], "Transpose", true, &ti);
+    const std::vector<int64_t> perm = t && t->has_input(0) ? matrix_perm(*t, true) : std::vector<int64_t>{};
+    if (perm.empty()) continue;
+    f.node.inputs[i] = t->inputs[0];
+    f.node.attributes.push_back(ints_attr(names[i], perm));
+    f.replaces.push_back(static_cast<size_t>(ti));
+  }
+  const std::vector<int32_t>& readers = m.uses.readers(mm.outputs[0]);
+  if (readers.size() == 1 && !m.uses.pinned(mm.outputs[0])) {
+    const ir::Node* t = free_node(m, readers[0], "Transpose");
+    const std::vector<int64_t> perm = t && t->has_output(0) ? matrix_perm(*t, false) : std::vector<int64_t>{};
+    if (!perm.empty()) {
+      f.node.outputs = {t->outputs[0]};
+      f.node.attributes.push_back(ints_attr("perm_y", perm));
+      f.replaces.push_back(static_cast<size_t>(readers[0]));
+    }
+  }
+  if (f.replaces.size() == 1) return;
+  f.name = "transpose+matmul";
   std::sort(f.replaces.begin(), f.replaces.end());
   out->push_back(std::move(f));
 }
@@ -196,7 +258,7 @@ void merge_matmul_activation(Matcher& m, std::vector<Fusion>* out) {
     }
     if (act.empty()) continue;
     lin.name = "matmul+bias+gelu";
-    lin.node.domain = kMatMulBiasDomain;
+    lin.node.domain = kKilnDomain;
     lin.node.op_type = kMatMulBiasOp;
     lin.node.opset = 1;
     lin.node.inputs.resize(3);

@@ -11,11 +11,12 @@
 
 namespace kiln::optimizer {
 
-/// The op of the fused Linear layer: MatMul(A, B) + bias, then an optional
-/// activation ("activation": "Gelu" or "GeluTanh"), one pass over the
-/// product. Inputs A (any rank), B (a matrix), bias ([N]). A Kiln-private
-/// domain: only phase B makes it, for the portable kernel.
-inline constexpr const char* kMatMulBiasDomain = "kiln";
+/// The domain of the fused nodes below (Kiln-private: only phase B makes
+/// them, for the portable kernels), and the op of the fused Linear layer:
+/// MatMul(A, B) + bias, then an optional activation ("activation": "Gelu" or
+/// "GeluTanh"), one pass over the product. Inputs A (any rank), B (a
+/// matrix), bias ([N]).
+inline constexpr const char* kKilnDomain = "kiln";
 inline constexpr const char* kMatMulBiasOp = "MatMulBias";
 
 /// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) ending at node `ni` (the
@@ -28,6 +29,14 @@ void match_gelu_tanh(Matcher& m, size_t ni, std::vector<Fusion>* out);
 /// not known to be 2-D (2-D MatMul + Add becomes Gemm), read only by an Add
 /// of a constant float32 [N] bias: MatMulBias. Counted as "matmul+bias".
 void match_matmul_bias(Matcher& m, size_t ni, std::vector<Fusion>* out);
+
+/// MatMul at node `ni` with a Transpose before either input (read only by
+/// it) or after it (its only reader) that leaves one of each matrix's two
+/// strides at 1 (the output's last axis stays last): kiln TransposedMatMul
+/// with the perms (perm_a, perm_b, perm_y), the GEMM reading and writing
+/// strided matrices where the Transposes would copy (attention's per-head
+/// Q K^T and P V in torch's exports). Counted as "transpose+matmul".
+void match_transposed_matmul(Matcher& m, size_t ni, std::vector<Fusion>* out);
 
 /// After the matchers: a MatMulBias proposal, or a Gemm proposal of a 2-D
 /// MatMul + [N] bias, whose output only a Gelu reads (a Gelu node or a

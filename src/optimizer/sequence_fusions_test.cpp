@@ -95,7 +95,7 @@ TEST(SequenceFusionsTest, MatMulBiasOnThreeDimensionalAndUntypedInputs) {
   ASSERT_EQ(fs.size(), 2u);
   for (const Fusion& f : fs) {
     EXPECT_EQ(f.name, "matmul+bias");
-    EXPECT_EQ(f.node.domain, kMatMulBiasDomain);
+    EXPECT_EQ(f.node.domain, kKilnDomain);
     EXPECT_EQ(f.node.op_type, kMatMulBiasOp);
     EXPECT_EQ(f.node.inputs[1], w);
     EXPECT_EQ(f.node.inputs[2], bias);

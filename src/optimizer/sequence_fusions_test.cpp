@@ -193,5 +193,49 @@ TEST(SequenceFusionsTest, LayerNormOnAnUntypedInputTakesItsSizeFromGamma) {
   EXPECT_TRUE(find_portable_fusions(t.g, t.constants, t.all_eligible()).empty());
 }
 
+// MultiheadAttention as torch exports it: q [S, BH, D] -> [BH, S, D],
+// K^T = Transpose(k, [1, 2, 0]), P V with v -> [BH, S, D], the context back
+// to [S, BH, D].
+TEST(SequenceFusionsTest, TransposesAroundAttentionMatMulsGoIntoThem) {
+  TestGraph t;
+  const ir::ValueId q = t.input("q", Shape{9, 3, 8}), k = t.input("k", Shape{9, 3, 8}), v = t.input("v", Shape{9, 3, 8});
+  const ir::ValueId qt = t.node("Transpose", {q}, {attr_ints("perm", {1, 0, 2})}, Shape{3, 9, 8});
+  const ir::ValueId kt = t.node("Transpose", {k}, {attr_ints("perm", {1, 2, 0})}, Shape{3, 8, 9});
+  const ir::ValueId s = t.node("MatMul", {qt, kt}, {}, Shape{3, 9, 9});
+  const ir::ValueId p = t.node("Softmax", {s}, {}, Shape{3, 9, 9});
+  const ir::ValueId vt = t.node("Transpose", {v}, {attr_ints("perm", {1, 0, 2})}, Shape{3, 9, 8});
+  const ir::ValueId c = t.node("MatMul", {p, vt}, {}, Shape{3, 9, 8});
+  const ir::ValueId y = t.node("Transpose", {c}, {attr_ints("perm", {1, 0, 2})}, Shape{9, 3, 8});
+  t.output(y);
+  const std::vector<Fusion> fs = find_portable_fusions(t.g, t.constants, t.all_eligible());
+  ASSERT_EQ(fs.size(), 2u);
+  EXPECT_EQ(fs[0].name, "transpose+matmul");
+  EXPECT_EQ(fs[0].node.op_type, "TransposedMatMul");
+  EXPECT_EQ(fs[0].node.inputs, (std::vector<ir::ValueId>{q, k}));
+  EXPECT_EQ(*fs[0].node.attr_ints("perm_b"), (std::vector<int64_t>{1, 2, 0}));
+  EXPECT_EQ(fs[0].node.outputs[0], s);
+  EXPECT_EQ(fs[0].replaces.size(), 3u);
+  EXPECT_EQ(fs[1].node.inputs, (std::vector<ir::ValueId>{p, v}));
+  EXPECT_FALSE(fs[1].node.attr_ints("perm_a").is_ok() && !fs[1].node.attr_ints("perm_a")->empty());
+  EXPECT_EQ(*fs[1].node.attr_ints("perm_y"), (std::vector<int64_t>{1, 0, 2}));
+  EXPECT_EQ(fs[1].node.outputs[0], y);
+  EXPECT_EQ(fs[1].replaces.size(), 3u);
+}
+
+TEST(SequenceFusionsTest, TransposesThatMoveTheUnitStrideStay) {
+  TestGraph t;
+  const ir::ValueId a = t.input("a", Shape{4, 2, 3});
+  // [4, 2, 3] -> [3, 4, 2]: neither matrix stride of the result is 1.
+  const ir::ValueId at = t.node("Transpose", {a}, {attr_ints("perm", {2, 0, 1})}, Shape{3, 4, 2});
+  const ir::ValueId mm = t.node("MatMul", {at, t.input("b", Shape{3, 2, 5})}, {}, Shape{3, 4, 5});
+  // The product's last axis moved: no output fusion either.
+  t.output(t.node("Transpose", {mm}, {attr_ints("perm", {0, 2, 1})}, Shape{3, 5, 4}));
+  // A Transpose read twice stays.
+  const ir::ValueId b2 = t.node("Transpose", {t.input("c", Shape{5, 2})}, {attr_ints("perm", {1, 0})}, Shape{2, 5});
+  t.output(t.node("MatMul", {t.input("d", Shape{3, 2}), b2}, {}, Shape{3, 5}));
+  t.output(b2);
+  EXPECT_TRUE(find_portable_fusions(t.g, t.constants, t.all_eligible()).empty());
+}
+
 }  // namespace
 }  // namespace kiln::optimizer

@@ -281,5 +281,77 @@ TEST(MatMulBiasTest, EmptyKGivesActivatedBiasAndBadInputsFail) {
   EXPECT_NE(bad_act.status().message().find("activation"), std::string::npos) << bad_act.status().message();
 }
 
+// kiln TransposedMatMul against Transpose + MatMul + Transpose run as
+// separate ops: the attention layouts of torch's exports (MultiheadAttention
+// [S, B*H, D] and BERT's [B, S, H, D]), transposed and plain matrix reads,
+// broadcast batches, vectors, 1-3 threads.
+TEST(TransposedMatMulTest, MatchesTheTransposesAndMatMulItReplaces) {
+  struct Case {
+    Shape a, b;
+    std::vector<int64_t> pa, pb, py;
+  };
+  const std::vector<Case> cases = {
+      {{9, 3, 8}, {9, 3, 8}, {1, 0, 2}, {1, 2, 0}, {}},             // MHA: q [S,BH,D] -> [BH,S,D], k -> [BH,D,S]
+      {{3, 9, 9}, {9, 3, 8}, {}, {1, 0, 2}, {1, 0, 2}},             // MHA: P V, context back to [S,BH,D]
+      {{2, 7, 4, 16}, {2, 7, 4, 16}, {0, 2, 1, 3}, {0, 2, 3, 1}, {}},  // BERT: q K^T
+      {{2, 4, 7, 7}, {2, 7, 4, 16}, {}, {0, 2, 1, 3}, {0, 2, 1, 3}},   // BERT: P V, context [B,S,H,D]
+      {{5, 33, 70}, {19, 70}, {}, {1, 0}, {}},                      // B read transposed, broadcast over A's batch
+      {{70, 5, 33}, {19, 70}, {1, 2, 0}, {1, 0}, {1, 0, 2}},         // A and B read transposed, Y [33, 5, 19]
+      {{6, 5, 40}, {40, 33}, {}, {}, {1, 0, 2}},                    // only the output transpose
+      {{13}, {4, 13, 6}, {}, {}, {}},                               // vector A (plain MatMul semantics)
+  };
+  std::mt19937 rng(3);
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& c = cases[ci];
+    for (int threads : {1, 2, 3}) {
+      Tensor a = random_tensor(c.a, rng), b = random_tensor(c.b, rng);
+      // The reference: the ops the fused node replaces.
+      Tensor ta = a, tb = b;
+      if (!c.pa.empty()) ta = *run_op1("Transpose", {a}, {attr("perm", c.pa)});
+      if (!c.pb.empty()) tb = *run_op1("Transpose", {b}, {attr("perm", c.pb)});
+      auto prod = run_op1("MatMul", {ta, tb});
+      ASSERT_TRUE(prod.ok()) << "case " << ci << ": " << prod.status().to_string();
+      Tensor want = *prod;
+      if (!c.py.empty()) {
+        auto w = run_op1("Transpose", {want}, {attr("perm", c.py)});
+        ASSERT_TRUE(w.ok()) << "case " << ci << ": " << w.status().to_string();
+        want = *w;
+      }
+      testing::OpCall call;
+      call.op_type = "TransposedMatMul";
+      call.domain = "kiln";
+      call.opset = 1;
+      call.inputs = {a, b};
+      if (!c.pa.empty()) call.attrs.push_back(attr("perm_a", c.pa));
+      if (!c.pb.empty()) call.attrs.push_back(attr("perm_b", c.pb));
+      if (!c.py.empty()) call.attrs.push_back(attr("perm_y", c.py));
+      call.threads = threads;
+      auto out = run_op(call);
+      ASSERT_TRUE(out.ok()) << "case " << ci << ": " << out.status().to_string();
+      const Tensor& y = (*out)[0].tensor();
+      ASSERT_EQ(y.shape(), want.shape()) << "case " << ci;
+      for (int64_t i = 0; i < y.numel(); ++i)
+        ASSERT_NEAR(y.data<float>()[i], want.data<float>()[i], 1e-4) << "case " << ci << " threads " << threads << " at " << i;
+    }
+  }
+}
+
+TEST(TransposedMatMulTest, RejectsPermsItCannotStride) {
+  testing::OpCall call;
+  call.op_type = "TransposedMatMul";
+  call.domain = "kiln";
+  call.opset = 1;
+  call.inputs = {Tensor::zeros(DType::kFloat32, {2, 3, 4}), Tensor::zeros(DType::kFloat32, {4, 5})};
+  call.attrs = {attr("perm_a", std::vector<int64_t>{2, 0, 1})};  // [4, 2, 3]: neither stride of a matrix is 1
+  call.inputs[1] = Tensor::zeros(DType::kFloat32, {3, 5});
+  auto r = run_op(call);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("stride"), std::string::npos) << r.status().message();
+  call.attrs = {attr("perm_a", std::vector<int64_t>{0, 0, 1})};
+  auto dup = run_op(call);
+  ASSERT_FALSE(dup.ok());
+  EXPECT_NE(dup.status().message().find("repeated"), std::string::npos) << dup.status().message();
+}
+
 }  // namespace
 }  // namespace kiln

@@ -2,6 +2,7 @@
 #include "optimizer/sequence_fusions.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace kiln::optimizer {
@@ -164,6 +165,45 @@ std::vector<int64_t> matrix_perm(const ir::Node& t, bool input) {
   return ok ? *perm : std::vector<int64_t>{};
 }
 
+// A finite nonzero float32 scalar constant.
+bool scale_constant(const Matcher& m, ir::ValueId v, float* out) {
+  return constant_scalar(m.constants, v, out) && std::isfinite(*out) && *out != 0.f;
+}
+
+// x when `v` is Mul(x, c), Mul(c, x) or Div(x, c) of a scalar constant c
+// (made by a free node read only here): the factor in *scale.
+ir::ValueId scaled_value(const Matcher& m, ir::ValueId v, float* scale, int32_t* index) {
+  const ir::Node* n = m.producer(v, nullptr, true, index);
+  if (!n || n->inputs.size() != 2 || !n->has_input(0) || !n->has_input(1)) return ir::kNoValue;
+  float c = 0.f;
+  if (n->op_type == "Div" && scale_constant(m, n->inputs[1], &c)) {
+    *scale = 1.f / c;
+    return n->inputs[0];
+  }
+  if (n->op_type != "Mul") return ir::kNoValue;
+  for (int k = 0; k < 2; ++k)
+    if (scale_constant(m, n->inputs[static_cast<size_t>(1 - k)], &c)) {
+      *scale = c;
+      return n->inputs[static_cast<size_t>(k)];
+    }
+  return ir::kNoValue;
+}
+
+// Whether `n` (a Div or Mul reading y) scales y by a scalar constant.
+bool output_scale(const Matcher& m, const ir::Node& n, ir::ValueId y, float* scale) {
+  if (n.inputs.size() != 2 || !n.has_output(0)) return false;
+  float c = 0.f;
+  if (n.op_type == "Div") {
+    if (n.inputs[0] != y || !scale_constant(m, n.inputs[1], &c)) return false;
+    *scale = 1.f / c;
+    return true;
+  }
+  const ir::ValueId other = n.inputs[0] == y ? n.inputs[1] : n.inputs[0];
+  if ((n.inputs[0] != y && n.inputs[1] != y) || !scale_constant(m, other, &c)) return false;
+  *scale = c;
+  return true;
+}
+
 ir::Attribute ints_attr(const char* name, std::vector<int64_t> v) {
   ir::Attribute a;
   a.name = name;
@@ -179,6 +219,7 @@ void match_transposed_matmul(Matcher& m, size_t ni, std::vector<Fusion>* out) {
   if (!mm.domain.empty() || mm.op_type != "MatMul" || mm.inputs.size() != 2 || !mm.has_output(0)) return;
   if (!mm.has_input(0) || !mm.has_input(1)) return;
   if (!m.is_float32(mm.inputs[0]) && !m.is_float32(mm.inputs[1]) && !m.is_float32(mm.outputs[0])) return;
+  if (find_constant(m.constants, mm.inputs[1])) return;  // weights: MatMul packs them once
   Fusion f;
   f.node.name = mm.name;
   f.node.domain = kKilnDomain;
@@ -187,28 +228,53 @@ void match_transposed_matmul(Matcher& m, size_t ni, std::vector<Fusion>* out) {
   f.node.inputs = mm.inputs;
   f.node.outputs = mm.outputs;
   f.replaces = {ni};
+  // Each input: a Transpose, and a constant scale (q / sqrt(d) in
+  // MultiheadAttention) before or after it, which goes into the GEMM's alpha.
+  float alpha = 1.f;
   const char* names[] = {"perm_a", "perm_b"};
   for (size_t i = 0; i < 2; ++i) {
+    bool scaled = false;
+    auto peel_scale = [&] {
+      int32_t si = -1;
+      float c = 1.f;
+      const ir::ValueId x = scaled ? ir::kNoValue : scaled_value(m, f.node.inputs[i], &c, &si);
+      if (x == ir::kNoValue) return;
+      f.node.inputs[i] = x;
+      alpha *= c;
+      scaled = true;
+      f.replaces.push_back(static_cast<size_t>(si));
+    };
+    peel_scale();
     int32_t ti = -1;
-    const ir::Node* t = m.producer(mm.inputs[i], "Transpose", true, &ti);
+    const ir::Node* t = m.producer(f.node.inputs[i], "Transpose", true, &ti);
     const std::vector<int64_t> perm = t && t->has_input(0) ? matrix_perm(*t, true) : std::vector<int64_t>{};
     if (perm.empty()) continue;
     f.node.inputs[i] = t->inputs[0];
     f.node.attributes.push_back(ints_attr(names[i], perm));
     f.replaces.push_back(static_cast<size_t>(ti));
+    peel_scale();
   }
   const std::vector<int32_t>& readers = m.uses.readers(mm.outputs[0]);
   if (readers.size() == 1 && !m.uses.pinned(mm.outputs[0])) {
     const ir::Node* t = free_node(m, readers[0], "Transpose");
     const std::vector<int64_t> perm = t && t->has_output(0) ? matrix_perm(*t, false) : std::vector<int64_t>{};
+    const ir::Node* sc = free_node(m, readers[0], "Div");
+    if (!sc) sc = free_node(m, readers[0], "Mul");
+    float c = 1.f;
     if (!perm.empty()) {
       f.node.outputs = {t->outputs[0]};
       f.node.attributes.push_back(ints_attr("perm_y", perm));
       f.replaces.push_back(static_cast<size_t>(readers[0]));
+    } else if (sc && output_scale(m, *sc, mm.outputs[0], &c)) {
+      // ... or of the product (BERT's scores / sqrt(d)): the GEMM's alpha.
+      f.node.outputs = {sc->outputs[0]};
+      alpha *= c;
+      f.replaces.push_back(static_cast<size_t>(readers[0]));
     }
   }
   if (f.replaces.size() == 1) return;
-  f.name = "transpose+matmul";
+  f.name = f.node.attributes.empty() ? "matmul+scale" : "transpose+matmul";
+  if (alpha != 1.f) f.node.attributes.push_back(float_attr("alpha", alpha));
   std::sort(f.replaces.begin(), f.replaces.end());
   out->push_back(std::move(f));
 }

@@ -35,7 +35,11 @@ void match_matmul_bias(Matcher& m, size_t ni, std::vector<Fusion>* out);
 /// strides at 1 (the output's last axis stays last): kiln TransposedMatMul
 /// with the perms (perm_a, perm_b, perm_y), the GEMM reading and writing
 /// strided matrices where the Transposes would copy (attention's per-head
-/// Q K^T and P V in torch's exports). Counted as "transpose+matmul".
+/// Q K^T and P V in torch's exports). A Mul or Div by a scalar constant of
+/// an input (before or after its Transpose) or of the product goes into the
+/// GEMM's alpha (attention's 1 / sqrt(d)). Not when B is a constant (MatMul
+/// packs weights once). Counted as "transpose+matmul", or "matmul+scale"
+/// when only scales went in.
 void match_transposed_matmul(Matcher& m, size_t ni, std::vector<Fusion>* out);
 
 /// After the matchers: a MatMulBias proposal, or a Gemm proposal of a 2-D

@@ -237,5 +237,27 @@ TEST(SequenceFusionsTest, TransposesThatMoveTheUnitStrideStay) {
   EXPECT_TRUE(find_portable_fusions(t.g, t.constants, t.all_eligible()).empty());
 }
 
+// q / sqrt(d) after q's Transpose (MultiheadAttention), scores * c after the
+// product (BERT divides the scores): the GEMM's alpha. A product of weights
+// (a constant B) stays a MatMul.
+TEST(SequenceFusionsTest, ConstantScalesGoIntoAlpha) {
+  TestGraph t;
+  const ir::ValueId q = t.input("q", Shape{9, 3, 8}), k = t.input("k", Shape{3, 8, 9});
+  const ir::ValueId qt = t.node("Transpose", {q}, {attr_ints("perm", {1, 0, 2})}, Shape{3, 9, 8});
+  const ir::ValueId qs = t.node("Div", {qt, t.scalar("r", 4.f)}, {}, Shape{3, 9, 8});
+  const ir::ValueId s = t.node("MatMul", {qs, k}, {}, Shape{3, 9, 9});
+  const ir::ValueId y = t.node("Mul", {t.scalar("c", 0.5f), s}, {}, Shape{3, 9, 9});
+  t.output(y);
+  const ir::ValueId w = t.node("MatMul", {k, t.constant("w", zeros(Shape{9, 2}))}, {}, Shape{3, 8, 2});
+  t.output(t.node("Mul", {w, t.scalar("c2", 2.f)}));
+  const std::vector<Fusion> fs = find_portable_fusions(t.g, t.constants, t.all_eligible());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].name, "transpose+matmul");
+  EXPECT_EQ(fs[0].node.inputs, (std::vector<ir::ValueId>{q, k}));
+  EXPECT_EQ(fs[0].node.outputs[0], y);
+  EXPECT_FLOAT_EQ(*fs[0].node.attr_float("alpha", 1.f), 0.125f);
+  EXPECT_EQ(fs[0].replaces.size(), 4u);
+}
+
 }  // namespace
 }  // namespace kiln::optimizer

@@ -192,15 +192,17 @@ TEST(RewriteTest, TanhGelu) {
   EXPECT_EQ(stats.count("gelu tanh"), 1) << stats.to_string();
 }
 
-// BERT's attention core on [2, 7, 4, 16] heads: q K^T and P V with their
-// Transposes absorbed, the same results.
+// BERT's attention core on [2, 7, 4, 16] heads: q K^T / 4 and P V with their
+// Transposes and the scale absorbed, the same results.
 TEST(RewriteTest, TransposedMatMulInAttention) {
   TestGraph t;
   const ir::ValueId q = t.input("q", Shape{2, 7, 4, 16}), k = t.input("k", Shape{2, 7, 4, 16});
   const ir::ValueId v = t.input("v", Shape{2, 7, 4, 16});
   const ir::ValueId qt = t.node("Transpose", {q}, {attr_ints("perm", {0, 2, 1, 3})}, Shape{2, 4, 7, 16});
   const ir::ValueId kt = t.node("Transpose", {k}, {attr_ints("perm", {0, 2, 3, 1})}, Shape{2, 4, 16, 7});
-  const ir::ValueId p = t.node("Softmax", {t.node("MatMul", {qt, kt}, {}, Shape{2, 4, 7, 7})}, {}, Shape{2, 4, 7, 7});
+  const ir::ValueId sc = t.node("MatMul", {qt, kt}, {}, Shape{2, 4, 7, 7});
+  const ir::ValueId p = t.node("Softmax", {t.node("Div", {sc, t.scalar("d", 4.f)}, {}, Shape{2, 4, 7, 7})}, {},
+                               Shape{2, 4, 7, 7});
   const ir::ValueId vt = t.node("Transpose", {v}, {attr_ints("perm", {0, 2, 1, 3})}, Shape{2, 4, 7, 16});
   const ir::ValueId c = t.node("MatMul", {p, vt}, {}, Shape{2, 4, 7, 16});
   t.output(t.node("Transpose", {c}, {attr_ints("perm", {0, 2, 1, 3})}, Shape{2, 7, 4, 16}));

@@ -370,8 +370,8 @@ class MatMulBiasKernel final : public Kernel {
 // ---------------------------------------------------------------- TransposedMatMul
 
 // kiln TransposedMatMul (optimizer/sequence_fusions.h):
-// Transpose(MatMul(Transpose(A, perm_a), Transpose(B, perm_b)), perm_y), each
-// perm optional, with no Transpose run: each batch's operands are strided
+// alpha * Transpose(MatMul(Transpose(A, perm_a), Transpose(B, perm_b)),
+// perm_y), each perm optional (alpha 1 by default), with no Transpose run: each batch's operands are strided
 // views of A and B (one of a matrix's two strides is 1, so the GEMM reads it
 // plain or transposed) and the product is written where the Transpose would
 // put it. Attention's per-head products read Q, K and V in the layout their
@@ -423,6 +423,7 @@ class TransposedMatMulKernel final : public Kernel {
     perm_a_ = init.attr_ints("perm_a");
     perm_b_ = init.attr_ints("perm_b");
     perm_y_ = init.attr_ints("perm_y");
+    alpha_ = init.attr_float("alpha", 1.f);
     return Status::ok();
   }
 
@@ -501,7 +502,7 @@ class TransposedMatMulKernel final : public Kernel {
       GemmOperand ao, bo;
       (void)strided_operand(ad + batch_offset(t, a, amat), m, k, a_rs, a_cs, &ao);
       (void)strided_operand(bd + batch_offset(t, b, bmat), k, n, b_rs, b_cs, &bo);
-      sgemm_ex(m, n, k, 1.f, ao, bo, 0.f, yd + y_offset(t), std::max<int64_t>(y_rs, n), p);
+      sgemm_ex(m, n, k, alpha_, ao, bo, 0.f, yd + y_offset(t), std::max<int64_t>(y_rs, n), p);
     };
     const double flops = 2.0 * static_cast<double>(m * n) * static_cast<double>(k);
     if (flops >= 4e6 || plan.batches == 1) {
@@ -516,6 +517,7 @@ class TransposedMatMulKernel final : public Kernel {
 
  private:
   std::vector<int64_t> perm_a_, perm_b_, perm_y_;
+  float alpha_ = 1.f;
 };
 
 }  // namespace

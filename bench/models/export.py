@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Exports the benchmark/test models in the ONNX backend-test layout.
 
-    /usr/bin/python3 bench/models/export.py [--out DIR] [--only NAME ...] [--opset N]
+    /usr/bin/python3 bench/models/export.py [--out DIR] [--only NAME ...] [--opset N] [--extra]
 
 For each model NAME it writes DIR/NAME/model.onnx and DIR/NAME/test_data_set_0/
 {input_0.pb, output_0.pb}, the expected output computed by torch (or numpy for
@@ -25,6 +25,9 @@ Models (random weights, fixed seeds, eval mode):
   gpt_decoder                             decoder-only transformer, 4 layers, hidden 256, 4 heads,
                                           vocab 1000, causal mask, int64 token ids [1, seq] with
                                           seq dynamic (dynamic_axes; test data has seq 64)
+
+--extra exports the models beyond the benchmark set instead (EXTRA_MODELS; the
+tests read them from bench/models/out-extra): see the sections further down.
 
 Needs torch and torchvision (Debian: python3-torch, python3-torchvision) except
 for op_chain_500, which needs only onnx and numpy.

@@ -165,9 +165,11 @@ std::vector<int64_t> matrix_perm(const ir::Node& t, bool input) {
   return ok ? *perm : std::vector<int64_t>{};
 }
 
-// A finite nonzero float32 scalar constant.
+// A finite nonzero float32 scalar constant of rank 0 or 1 (a higher rank
+// would broadcast the product to more dims).
 bool scale_constant(const Matcher& m, ir::ValueId v, float* out) {
-  return constant_scalar(m.constants, v, out) && std::isfinite(*out) && *out != 0.f;
+  const Tensor* t = find_constant(m.constants, v);
+  return t && t->rank() <= 1 && constant_scalar(m.constants, v, out) && std::isfinite(*out) && *out != 0.f;
 }
 
 // x when `v` is Mul(x, c), Mul(c, x) or Div(x, c) of a scalar constant c

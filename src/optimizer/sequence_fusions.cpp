@@ -31,11 +31,12 @@ void factors(const Matcher& m, ir::ValueId v, int depth, std::vector<ir::ValueId
   factors(m, mul->inputs[1], depth - 1, f, nodes);
 }
 
-// Removes from `f` the one constant scalar within `tol` of `want`; false when
-// there is none.
+// Removes from `f` the one constant scalar (rank 0 or 1: a higher rank
+// would broadcast the result) within `tol` of `want`; false when there is
+// none.
 bool take_constant(const Matcher& m, std::vector<ir::ValueId>* f, float want, float tol) {
   for (size_t i = 0; i < f->size(); ++i)
-    if (m.scalar_near((*f)[i], want, tol)) {
+    if (const Tensor* t = find_constant(m.constants, (*f)[i]); t && t->rank() <= 1 && m.scalar_near((*f)[i], want, tol)) {
       f->erase(f->begin() + static_cast<std::ptrdiff_t>(i));
       return true;
     }

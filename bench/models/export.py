@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Exports the benchmark/test models in the ONNX backend-test layout.
 
-    /usr/bin/python3 bench/models/export.py [--out DIR] [--only NAME ...] [--opset N]
+    /usr/bin/python3 bench/models/export.py [--out DIR] [--only NAME ...] [--opset N] [--extra]
 
 For each model NAME it writes DIR/NAME/model.onnx and DIR/NAME/test_data_set_0/
 {input_0.pb, output_0.pb}, the expected output computed by torch (or numpy for
@@ -25,6 +25,9 @@ Models (random weights, fixed seeds, eval mode):
   gpt_decoder                             decoder-only transformer, 4 layers, hidden 256, 4 heads,
                                           vocab 1000, causal mask, int64 token ids [1, seq] with
                                           seq dynamic (dynamic_axes; test data has seq 64)
+
+--extra exports the models beyond the benchmark set instead (EXTRA_MODELS; the
+tests read them from bench/models/out-extra): see the sections further down.
 
 Needs torch and torchvision (Debian: python3-torch, python3-torchvision) except
 for op_chain_500, which needs only onnx and numpy.
@@ -298,21 +301,210 @@ def export_op_chain(model_dir, opset, pairs=250, width=64):
     write_test_data(model_dir, [("input", x)], [("output", value.astype(np.float32))])
 
 
+# ---------------------------------------------------------------------------
+# Extra transformer and recurrent models (helper famseq; issue 15's "families
+# beyond the benchmark set"). Not exported by default: `--extra` exports them
+# all, `--only NAME` one of them. Shapes vary what the bench set fixes: width,
+# heads, sequence length, batch, attention as nn.MultiheadAttention exports it,
+# the tanh form of GELU, LayerNorm over channels behind permutes.
+#
+#   vit_tiny             ViT-Tiny-like: 16x16 patch conv, cls token, pos-embedding,
+#                        12 pre-norm nn.TransformerEncoderLayer (dim 192, 3 heads,
+#                        mlp 768, GELU), input [1, 3, 224, 224]
+#   convnext_tiny        torchvision convnext_tiny, input [1, 3, 224, 224]
+#   bert_small_128       4 layers, hidden 512, 8 heads, ffn 2048, seq 128 (as bert_encoder)
+#   bert_mini_384        4 layers, hidden 256, 4 heads, ffn 1024, seq 384
+#   gpt2_small           GPT-2-style: fused QKV Linear split in three, tanh GELU,
+#                        causal mask by Where, 4 layers, hidden 384, 6 heads, vocab 2000,
+#                        dynamic seq (test data seq 160)
+#   mha_encoder          nn.TransformerEncoder (post-norm, ReLU), 4 layers, d_model 256,
+#                        8 heads, ffn 1024, input [100, 2, 256] (seq, batch, dim)
+#   transformer_decoder  nn.TransformerDecoder, 3 layers, d_model 256, 4 heads, ffn 1024,
+#                        causal self-attention and cross-attention; inputs tgt [48, 1, 256],
+#                        memory [100, 1, 256]
+#   lstm_uni             2-layer unidirectional LSTM, input 128, hidden 256, batch 4,
+#                        150 steps, Linear head
+#   gru_long             2-layer GRU (batch_first), input 64, hidden 256, batch 8,
+#                        200 steps, Linear head
+
+
+def famseq_modules():
+    import torch
+    from torch import nn
+
+    base = torch_modules()
+
+    class ViT(nn.Module):
+        def __init__(self, image=224, patch=16, dim=192, depth=12, heads=3, mlp=768, classes=1000):
+            super().__init__()
+            tokens = (image // patch) ** 2
+            self.patch = nn.Conv2d(3, dim, patch, patch)
+            self.cls = nn.Parameter(torch.randn(1, 1, dim) * 0.02)
+            self.pos = nn.Parameter(torch.randn(1, tokens + 1, dim) * 0.02)
+            # batch_first=False: torch 1.13 cannot export the fused fast path.
+            layer = nn.TransformerEncoderLayer(dim, heads, mlp, dropout=0.0, activation="gelu", norm_first=True)
+            self.blocks = nn.TransformerEncoder(layer, depth)
+            self.norm = nn.LayerNorm(dim, eps=1e-6)
+            self.head = nn.Linear(dim, classes)
+
+        def forward(self, x):
+            x = self.patch(x).flatten(2).transpose(1, 2)  # [B, tokens, dim]
+            x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos
+            x = self.blocks(x.transpose(0, 1)).transpose(0, 1)
+            return self.head(self.norm(x[:, 0]))
+
+    class GPT2Attention(nn.Module):
+        def __init__(self, hidden, heads, max_seq):
+            super().__init__()
+            self.heads, self.head_dim = heads, hidden // heads
+            self.c_attn = nn.Linear(hidden, 3 * hidden)
+            self.c_proj = nn.Linear(hidden, hidden)
+            self.register_buffer("bias", torch.tril(torch.ones(max_seq, max_seq, dtype=torch.bool)))
+
+        def forward(self, x):
+            b, s, h = x.shape
+            q, k, v = self.c_attn(x).split(h, dim=2)
+            q, k, v = (t.reshape(b, s, self.heads, self.head_dim).permute(0, 2, 1, 3) for t in (q, k, v))
+            scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_dim)
+            scores = torch.where(self.bias[:s, :s], scores, torch.tensor(torch.finfo(scores.dtype).min))
+            context = torch.matmul(torch.softmax(scores, dim=-1), v).permute(0, 2, 1, 3).reshape(b, s, h)
+            return self.c_proj(context)
+
+    def gelu_tanh(x):  # GPT-2's gelu_new
+        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+    class GPT2Block(nn.Module):
+        def __init__(self, hidden, heads, max_seq):
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(hidden, eps=1e-5)
+            self.attn = GPT2Attention(hidden, heads, max_seq)
+            self.ln_2 = nn.LayerNorm(hidden, eps=1e-5)
+            self.c_fc = nn.Linear(hidden, 4 * hidden)
+            self.c_proj = nn.Linear(4 * hidden, hidden)
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.c_proj(gelu_tanh(self.c_fc(self.ln_2(x))))
+
+    class GPT2(nn.Module):
+        def __init__(self, layers=4, hidden=384, heads=6, vocab=2000, max_seq=512):
+            super().__init__()
+            self.wte = nn.Embedding(vocab, hidden)
+            self.wpe = nn.Embedding(max_seq, hidden)
+            self.h = nn.ModuleList([GPT2Block(hidden, heads, max_seq) for _ in range(layers)])
+            self.ln_f = nn.LayerNorm(hidden)
+            self.lm_head = nn.Linear(hidden, vocab, bias=False)
+
+        def forward(self, ids):
+            positions = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0)
+            x = self.wte(ids) + self.wpe(positions)
+            for block in self.h:
+                x = block(x)
+            return self.lm_head(self.ln_f(x))
+
+    class MhaEncoder(nn.Module):
+        def __init__(self, d_model=256, heads=8, ffn=1024, layers=4):
+            super().__init__()
+            layer = nn.TransformerEncoderLayer(d_model, heads, ffn, dropout=0.0)
+            self.encoder = nn.TransformerEncoder(layer, layers)
+
+        def forward(self, x):  # [seq, batch, dim]
+            return self.encoder(x)
+
+    class Decoder(nn.Module):
+        def __init__(self, d_model=256, heads=4, ffn=1024, layers=3, max_seq=48):
+            super().__init__()
+            layer = nn.TransformerDecoderLayer(d_model, heads, ffn, dropout=0.0)
+            self.decoder = nn.TransformerDecoder(layer, layers)
+            self.register_buffer("mask", torch.full((max_seq, max_seq), float("-inf")).triu(1))
+
+        def forward(self, tgt, memory):
+            return self.decoder(tgt, memory, tgt_mask=self.mask)
+
+    class Recurrent(nn.Module):
+        def __init__(self, cell, inputs, hidden, layers=2, classes=10, batch_first=False):
+            super().__init__()
+            self.rnn = cell(inputs, hidden, num_layers=layers, batch_first=batch_first)
+            self.head = nn.Linear(hidden, classes)
+
+        def forward(self, x):
+            y, _ = self.rnn(x)
+            return self.head(y)
+
+    return {"vit": ViT, "gpt2": GPT2, "mha": MhaEncoder, "decoder": Decoder, "recurrent": Recurrent,
+            "encoder": base["encoder"]}
+
+
+def famseq_model(name):
+    """(model, example inputs, input names, dynamic_axes) for an extra sequence model."""
+    import torch
+    import torchvision
+
+    torch.manual_seed(SEED)
+    m = famseq_modules()
+    if name == "vit_tiny":
+        return m["vit"](), (torch.randn(1, 3, 224, 224),), ["input"], None
+    if name == "convnext_tiny":
+        return torchvision.models.convnext_tiny(weights=None), (torch.randn(1, 3, 224, 224),), ["input"], None
+    if name == "bert_small_128":
+        return m["encoder"](4, 512, 8, 2048), (torch.randn(1, 128, 512),), ["input"], None
+    if name == "bert_mini_384":
+        return m["encoder"](4, 256, 4, 1024), (torch.randn(1, 384, 256),), ["input"], None
+    if name == "gpt2_small":
+        ids = torch.randint(0, 2000, (1, 160), dtype=torch.int64)
+        return m["gpt2"](), (ids,), ["input"], {"input": {1: "seq"}, "output": {1: "seq"}}
+    if name == "mha_encoder":
+        return m["mha"](), (torch.randn(100, 2, 256),), ["input"], None
+    if name == "transformer_decoder":
+        return m["decoder"](), (torch.randn(48, 1, 256), torch.randn(100, 1, 256)), ["tgt", "memory"], None
+    if name == "lstm_uni":
+        return m["recurrent"](torch.nn.LSTM, 128, 256), (torch.randn(150, 4, 128),), ["input"], None
+    if name == "gru_long":
+        model = m["recurrent"](torch.nn.GRU, 64, 256, batch_first=True)
+        return model, (torch.randn(8, 200, 64),), ["input"], None
+    raise ValueError(name)
+
+
+def export_famseq(name, model_dir, opset):
+    import torch
+
+    model, example, input_names, dynamic_axes = famseq_model(name)
+    model.eval()
+    with torch.no_grad():
+        expected = model(*example)
+        torch.onnx.export(model, example, os.path.join(model_dir, "model.onnx"), opset_version=opset,
+                          input_names=input_names, output_names=["output"], do_constant_folding=True,
+                          dynamic_axes=dynamic_axes)
+    write_test_data(model_dir, [(n, t.numpy()) for n, t in zip(input_names, example)],
+                    [("output", expected.numpy())])
+
+
+FAMSEQ_MODELS = ["vit_tiny", "convnext_tiny", "bert_small_128", "bert_mini_384", "gpt2_small", "mha_encoder",
+                 "transformer_decoder", "lstm_uni", "gru_long"]
+
+# end of famseq's section
+# ---------------------------------------------------------------------------
+
+
 MODELS = ["resnet18", "mobilenet_v2", "squeezenet1_1", "bert_encoder", "op_chain_500", "efficientnet_b0",
           "mobilenet_v3_small", "lstm_bidir", "gru_bidir", "seg_unet", "gpt_decoder"]
+# Models beyond the benchmark set: exported with --extra or --only NAME, not by default.
+EXTRA_MODELS = FAMSEQ_MODELS
 
 
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=DEFAULT_OUT, help="output folder (default bench/models/out)")
-    parser.add_argument("--only", action="append", choices=MODELS, metavar="NAME",
-                        help="export only NAME (repeatable): " + ", ".join(MODELS))
+    parser.add_argument("--only", action="append", choices=MODELS + EXTRA_MODELS, metavar="NAME",
+                        help="export only NAME (repeatable): " + ", ".join(MODELS + EXTRA_MODELS))
+    parser.add_argument("--extra", action="store_true",
+                        help="export the models beyond the benchmark set instead: " + ", ".join(EXTRA_MODELS))
     parser.add_argument("--opset", type=int, default=13, help="ONNX opset, 13..17 (default 13)")
     args = parser.parse_args(argv)
     if not 13 <= args.opset <= 17:
         parser.error(f"--opset must be in 13..17, got {args.opset}")
 
-    for name in args.only or MODELS:
+    for name in args.only or (EXTRA_MODELS if args.extra else MODELS):
         model_dir = os.path.join(args.out, name)
         os.makedirs(model_dir, exist_ok=True)
         start = time.time()
@@ -320,7 +512,7 @@ def main(argv):
             export_op_chain(model_dir, args.opset)
         else:
             try:
-                export_torch(name, model_dir, args.opset)
+                (export_famseq if name in FAMSEQ_MODELS else export_torch)(name, model_dir, args.opset)
             except ImportError as e:
                 sys.exit(f"export.py: error: {name} needs torch and torchvision ({e}); "
                          "install python3-torch python3-torchvision")

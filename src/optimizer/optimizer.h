@@ -12,12 +12,14 @@
 // activation as com.microsoft FusedConv (the portable conv kernel applies the
 // activation in its epilogue), 2-D MatMul + constant bias Add as Gemm (here,
 // not in phase A: a backend that claims MatMul and Add may not claim Gemm),
-// the Erf form of Gelu as Gelu, and the
+// the Erf and Tanh forms of Gelu as Gelu, the
 // ReduceMean/Sub/Pow/Sqrt/Div form of LayerNormalization as
-// LayerNormalization, a squeeze-and-excitation block's per-channel Mul
-// with the 1x1 Conv reading it as kiln ChannelScaledConv
-// (channel_scale_fusion.h), and then runs of element-wise nodes as one
-// ElementwiseChain (elementwise_chains.h). It does not edit the graph: the program runs the fused
+// LayerNormalization, MatMul + constant [N] bias on a 3-D input (and a
+// Gelu after any MatMul + bias) as kiln MatMulBias (sequence_fusions.h), a
+// squeeze-and-excitation block's per-channel Mul with the 1x1 Conv reading
+// it as kiln ChannelScaledConv (channel_scale_fusion.h), and then runs of
+// element-wise nodes as one ElementwiseChain (elementwise_chains.h). It does
+// not edit the graph: the program runs the fused
 // node in place of the pattern, and keeps the pattern where no kernel fits.
 //
 // Neither phase rewrites through a value that is a graph output, is read by a

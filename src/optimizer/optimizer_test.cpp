@@ -109,12 +109,15 @@ TEST(OptimizerTest, MatMulAddBecomesGemmOnlyIn2D) {
   const ir::ValueId mm4 = t.node("MatMul", {a, w}, {}, Shape{2, 2});
   t.output(t.node("Add", {mm4, t.constant("c4", f32({1, 2, 3, 4, 5, 6}, Shape{3, 1, 2}))}));
   const std::vector<Fusion> fs = find_portable_fusions(t.g, t.constants, t.all_eligible());
-  ASSERT_EQ(fs.size(), 1u);
+  ASSERT_EQ(fs.size(), 2u);
   EXPECT_EQ(fs[0].name, "matmul+add");
   EXPECT_EQ(fs[0].node.op_type, "Gemm");
   EXPECT_EQ(fs[0].node.inputs.size(), 3u);
   EXPECT_EQ(fs[0].node.outputs[0], y);
   EXPECT_EQ(fs[0].replaces, (std::vector<size_t>{0, 1}));
+  // The 3-D one is kiln MatMulBias (sequence_fusions_test.cpp), not Gemm.
+  EXPECT_EQ(fs[1].name, "matmul+bias");
+  EXPECT_EQ(fs[1].replaces, (std::vector<size_t>{2, 3}));
 }
 
 TEST(OptimizerTest, TransposesCancelOrMerge) {

@@ -6,55 +6,13 @@
 #include "optimizer/channel_scale_fusion.h"
 #include "optimizer/elementwise_chains.h"
 #include "optimizer/graph_uses.h"
+#include "optimizer/matcher.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/sequence_fusions.h"
 
 namespace kiln::optimizer {
 
 namespace {
-
-struct Matcher {
-  const ir::Graph& g;
-  const ConstantMap& constants;
-  const std::vector<uint8_t>& eligible;
-  const GraphUses uses;
-  std::vector<uint8_t> used;  // nodes already in a proposal
-
-  // The free, eligible node producing `v` when it is the ONNX op `op` (any op
-  // when null) and, with `once`, nothing else reads `v`; else null.
-  const ir::Node* producer(ir::ValueId v, const char* op, bool once = true, int32_t* index = nullptr) const {
-    const int32_t pi = uses.producer(v);
-    if (pi < 0 || !eligible[static_cast<size_t>(pi)] || used[static_cast<size_t>(pi)]) return nullptr;
-    const ir::Node& p = g.nodes[static_cast<size_t>(pi)];
-    if (!p.domain.empty() || (op && p.op_type != op) || (once && !uses.only_read_once(v))) return nullptr;
-    if (index) *index = pi;
-    return &p;
-  }
-  bool scalar_near(ir::ValueId v, float want, float tol) const {
-    float f = 0.f;
-    return constant_scalar(constants, v, &f) && std::fabs(f - want) <= tol;
-  }
-  bool is_float32(ir::ValueId v) const {
-    if (v < 0 || static_cast<size_t>(v) >= g.values.size()) return false;
-    const ir::ValueType& t = g.value(v).type;
-    return t.is_tensor() && t.dtype == DType::kFloat32;
-  }
-};
-
-ir::Attribute string_attr(const char* name, std::string value) {
-  ir::Attribute a;
-  a.name = name;
-  a.type = ir::AttrType::kString;
-  a.s = std::move(value);
-  return a;
-}
-
-ir::Attribute float_attr(const char* name, float value) {
-  ir::Attribute a;
-  a.name = name;
-  a.type = ir::AttrType::kFloat;
-  a.f = value;
-  return a;
-}
 
 // The FusedConv activation and params of a single activation node, or "".
 std::string conv_activation(const Matcher& m, const ir::Node& act, std::vector<float>* params) {
@@ -272,7 +230,8 @@ void match_gelu(Matcher& m, size_t ni, std::vector<Fusion>* out) {
   }
 }
 
-// ReduceMean axes == [-1] (or the last axis), keepdims 1.
+// ReduceMean axes == [-1] (or the last axis, when the rank is known: rank
+// -1 means unknown), keepdims 1.
 bool mean_over_last_axis(const Matcher& m, const ir::Node& n, int64_t rank) {
   auto keep = n.attr_int("keepdims", 1);
   if (!keep.is_ok() || *keep != 1) return false;
@@ -286,7 +245,7 @@ bool mean_over_last_axis(const Matcher& m, const ir::Node& n, int64_t rank) {
     if (!a.is_ok()) return false;
     axes = *a;
   }
-  return axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1);
+  return axes.size() == 1 && (axes[0] == -1 || (rank > 0 && axes[0] == rank - 1));
 }
 
 // (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) * gamma + beta over the
@@ -318,12 +277,20 @@ void match_layernorm(Matcher& m, size_t ni, std::vector<Fusion>* out) {
       const ir::ValueId x = sub->inputs[0];
       const ir::Node* mean = m.producer(sub->inputs[1], "ReduceMean", true, &i_mean);
       if (!mean || !mean->has_input(0) || mean->inputs[0] != x || !m.is_float32(x)) continue;
+      // The normalized size h is gamma's. x's last dim must be h where the
+      // type says; where inference lost x's shape (torch's MultiheadAttention
+      // slices by computed bounds, and every later residual is untyped) the
+      // kernel checks it at run time: only a last dim of 1 broadcast by
+      // gamma (never produced by a LayerNorm export) would fail there where
+      // the pattern gives beta.
       const ir::ValueType& xt = m.g.value(x).type;
-      if (!xt.has_shape || xt.dims.empty() || !xt.dims.back().known()) continue;
-      const int64_t rank = static_cast<int64_t>(xt.dims.size()), h = xt.dims.back().value;
+      if (xt.has_shape && (xt.dims.empty() || !xt.dims.back().known())) continue;
+      const int64_t rank = xt.has_shape ? static_cast<int64_t>(xt.dims.size()) : -1;
       if (!mean_over_last_axis(m, *mean, rank) || !mean_over_last_axis(m, *var, rank)) continue;
       const Tensor* gt = find_constant(m.constants, gamma);
       const Tensor* bt = find_constant(m.constants, beta);
+      const int64_t h = gt && gt->rank() == 1 ? gt->dim(0) : -1;
+      if (h <= 0 || (xt.has_shape && xt.dims.back().value != h)) continue;
       auto vec_h = [&](const Tensor* t) { return t && t->dtype() == DType::kFloat32 && t->rank() == 1 && t->dim(0) == h; };
       if (!vec_h(gt) || !vec_h(bt)) continue;
       Fusion f;
@@ -386,9 +353,13 @@ std::vector<Fusion> find_portable_fusions(const ir::Graph& g, const ConstantMap&
     if (out.size() == before) match_gelu(m, ni, &out);
     if (out.size() == before) match_layernorm(m, ni, &out);
     if (out.size() == before) match_hardswish(m, ni, &out);
+    if (out.size() == before) match_gelu_tanh(m, ni, &out);
+    if (out.size() == before) match_matmul_bias(m, ni, &out);
+    if (out.size() == before) match_transposed_matmul(m, ni, &out);
     for (size_t k = before; k < out.size(); ++k)
       for (size_t r : out[k].replaces) m.used[r] = 1;
   }
+  merge_matmul_activation(m, &out);
   // Last, so the patterns above (Gelu's Div/Erf/Add, Conv + activation) keep their nodes.
   find_elementwise_chains(g, constants, eligible, m.uses, &m.used, &out);
   return out;

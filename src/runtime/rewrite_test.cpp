@@ -175,5 +175,64 @@ TEST(RewriteTest, SqueezeExciteChannelScale) {
   }
 }
 
+// A Linear layer on a 3-D input with the erf Gelu after it, one with the
+// tanh Gelu (GPT-2's form) and a plain one, on a [2, 7, 12] input: one
+// MatMulBias each, the activation in the GEMM's epilogue.
+TEST(RewriteTest, MatMulBiasWithGeluActivations) {
+  TestGraph t;
+  const ir::ValueId x = t.input("x", Shape{2, 7, 12});
+  auto linear = [&](ir::ValueId in, int64_t k, int64_t n, uint32_t seed) {
+    const ir::ValueId mm = t.node("MatMul", {in, t.constant("w" + std::to_string(seed), random_f32(Shape{k, n}, seed))});
+    return t.node("Add", {t.constant("b" + std::to_string(seed), random_f32(Shape{n}, seed + 1)), mm}, {},
+                  Shape{2, 7, n});
+  };
+  const ir::ValueId h = linear(x, 12, 33, 1);
+  const ir::ValueId half = t.node("Mul", {h, t.scalar("h", 0.5f)});
+  const ir::ValueId e = t.node("Erf", {t.node("Div", {h, t.scalar("r2", 1.4142135f)})});
+  const ir::ValueId g1 = t.node("Mul", {half, t.node("Add", {e, t.scalar("one", 1.f)})}, {}, Shape{2, 7, 33});
+  const ir::ValueId h2 = linear(g1, 33, 17, 3);
+  const ir::ValueId cube = t.node("Pow", {h2, t.scalar("three", 3.f)});
+  const ir::ValueId s = t.node("Add", {h2, t.node("Mul", {cube, t.scalar("kappa", 0.044715f)})});
+  const ir::ValueId th = t.node("Tanh", {t.node("Mul", {s, t.scalar("beta", 0.7978845608f)})});
+  const ir::ValueId g2 = t.node("Mul", {t.node("Mul", {h2, t.scalar("half2", 0.5f)}),
+                                        t.node("Add", {th, t.scalar("one2", 1.f)})}, {}, Shape{2, 7, 17});
+  t.output(linear(g2, 17, 5, 5));
+  const optimizer::RewriteStats stats = expect_same_results(t, {random_f32(Shape{2, 7, 12}, 7, -2.f, 2.f)});
+  EXPECT_EQ(stats.count("matmul+bias+gelu"), 2) << stats.to_string();
+  EXPECT_EQ(stats.count("matmul+bias"), 1) << stats.to_string();
+}
+
+// The tanh Gelu alone (not after a Linear layer), as torch's
+// GELU(approximate="tanh") exports it.
+TEST(RewriteTest, TanhGelu) {
+  TestGraph t;
+  const ir::ValueId x = t.input("x", Shape{3, 40});
+  const ir::ValueId cube = t.node("Mul", {x, t.node("Mul", {x, x})});
+  const ir::ValueId s = t.node("Add", {x, t.node("Mul", {t.scalar("kappa", 0.044715f), cube})});
+  const ir::ValueId th = t.node("Tanh", {t.node("Mul", {t.scalar("beta", 0.7978845608f), s})});
+  t.output(t.node("Mul", {t.scalar("half", 0.5f), t.node("Mul", {x, t.node("Add", {t.scalar("one", 1.f), th})})}));
+  const optimizer::RewriteStats stats = expect_same_results(t, {random_f32(Shape{3, 40}, 9, -6.f, 6.f)});
+  EXPECT_EQ(stats.count("gelu tanh"), 1) << stats.to_string();
+}
+
+// BERT's attention core on [2, 7, 4, 16] heads: q K^T / 4 and P V with their
+// Transposes and the scale absorbed, the same results.
+TEST(RewriteTest, TransposedMatMulInAttention) {
+  TestGraph t;
+  const ir::ValueId q = t.input("q", Shape{2, 7, 4, 16}), k = t.input("k", Shape{2, 7, 4, 16});
+  const ir::ValueId v = t.input("v", Shape{2, 7, 4, 16});
+  const ir::ValueId qt = t.node("Transpose", {q}, {attr_ints("perm", {0, 2, 1, 3})}, Shape{2, 4, 7, 16});
+  const ir::ValueId kt = t.node("Transpose", {k}, {attr_ints("perm", {0, 2, 3, 1})}, Shape{2, 4, 16, 7});
+  const ir::ValueId sc = t.node("MatMul", {qt, kt}, {}, Shape{2, 4, 7, 7});
+  const ir::ValueId p = t.node("Softmax", {t.node("Div", {sc, t.scalar("d", 4.f)}, {}, Shape{2, 4, 7, 7})}, {},
+                               Shape{2, 4, 7, 7});
+  const ir::ValueId vt = t.node("Transpose", {v}, {attr_ints("perm", {0, 2, 1, 3})}, Shape{2, 4, 7, 16});
+  const ir::ValueId c = t.node("MatMul", {p, vt}, {}, Shape{2, 4, 7, 16});
+  t.output(t.node("Transpose", {c}, {attr_ints("perm", {0, 2, 1, 3})}, Shape{2, 7, 4, 16}));
+  const optimizer::RewriteStats stats = expect_same_results(
+      t, {random_f32(Shape{2, 7, 4, 16}, 1), random_f32(Shape{2, 7, 4, 16}, 2), random_f32(Shape{2, 7, 4, 16}, 3)});
+  EXPECT_EQ(stats.count("transpose+matmul"), 2) << stats.to_string();
+}
+
 }  // namespace
 }  // namespace kiln::runtime

@@ -1,5 +1,7 @@
 // MatMul (numpy semantics: 1-D operands, broadcast batch dims) and Gemm
-// (transA/transB, alpha, beta, C broadcast to [M, N]), every opset. float32
+// (transA/transB, alpha, beta, C broadcast to [M, N]), every opset, and the
+// optimizer's kiln MatMulBias (MatMul + [N] bias + optional Gelu) and
+// TransposedMatMul (Transposes around a MatMul as strided operands). float32
 // runs on the SGEMM engine (gemm.h), float16/bfloat16 are staged through
 // float32, double and the integer types use gemm_generic. A constant B
 // (weights) is packed once when the kernel is made.
@@ -7,6 +9,7 @@
 
 #include <algorithm>
 
+#include "kernels/portable/cpu/x86/elementwise_simd.h"
 #include "kernels/portable/util/cv_common.h"
 #include "kernels/portable/util/gemm_prepack.h"
 #include "kernels/registry.h"
@@ -302,6 +305,221 @@ class GemmKernel final : public Kernel {
   PackedMatrix packed_b_;
 };
 
+// ---------------------------------------------------------------- MatMulBias
+
+// kiln MatMulBias (optimizer/sequence_fusions.h): MatMul(A, B) + bias, then
+// an optional Gelu, in the GEMM's epilogue: the bias goes in with the last
+// K block and the activation runs on each block of the product while it is
+// in cache, where the unfused graph makes two or three more passes over it.
+class MatMulBiasKernel final : public Kernel {
+ public:
+  Status init(const KernelInit& init) {
+    const std::string act = init.attr_string("activation", "");
+    if (act == "Gelu") apply_ = &gelu_rows<false>;
+    else if (act == "GeluTanh") apply_ = &gelu_rows<true>;
+    else if (!act.empty()) return invalid_argument("activation is '", act, "'; expected '', 'Gelu' or 'GeluTanh'");
+    const Tensor* b = init.constant_input(1);
+    if (b && b->dtype() == DType::kFloat32 && b->rank() == 2 && b->numel() > 0)
+      packed_b_ = pack_b_for(init, "B", false, b->dim(0), b->dim(1), b->data<float>(), b->dim(1));
+    return Status::ok();
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 3, 3));
+    for (size_t i = 0; i < 3; ++i)
+      if (ctx.input(i).dtype() != DType::kFloat32) return unsupported_dtype(i, ctx.input(i).dtype());
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    const Tensor& bias = ctx.input(2);
+    KILN_ASSIGN_OR_RETURN(MatMulPlan plan, plan_matmul(a.shape(), b.shape()));
+    if (bias.rank() != 1 || bias.dim(0) != plan.n)
+      return invalid_argument("input 2 (bias) has shape ", bias.shape().to_string(), ", expected [", plan.n, "]");
+    KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, DType::kFloat32, plan.out_shape));
+    if (y->numel() == 0) return Status::ok();
+    float* yd = y->data<float>();
+    if (plan.k == 0) {  // the product is zero: bias (and the activation) only
+      for (int64_t r = 0; r < y->numel() / plan.n; ++r) {
+        std::copy_n(bias.data<float>(), plan.n, yd + r * plan.n);
+        if (apply_) apply_(nullptr, yd + r * plan.n, plan.n, 1, plan.n);
+      }
+      return Status::ok();
+    }
+    GemmEpilogue ep;
+    ep.col_bias = bias.data<float>();
+    ep.apply = apply_;
+    const bool use_packed = !packed_b_.empty() && b.rank() == 2 && packed_b_.rows() == b.dim(0) &&
+                            packed_b_.cols() == b.dim(1);
+    matmul_f32(plan, a.data<float>(), b.data<float>(), use_packed ? &packed_b_ : nullptr, yd, ctx.pool(), ep);
+    return Status::ok();
+  }
+
+ private:
+  template <bool kTanh>
+  static void gelu_rows(const void*, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+    for (int64_t r = 0; r < rows; ++r) {
+      float* row = c + r * ldc;
+      if constexpr (kTanh) simd::gelu_tanh_f32(row, row, cols);
+      else simd::gelu_f32(row, row, cols);
+    }
+  }
+
+  void (*apply_)(const void*, float*, int64_t, int64_t, int64_t) = nullptr;
+  PackedMatrix packed_b_;
+};
+
+// ---------------------------------------------------------------- TransposedMatMul
+
+// kiln TransposedMatMul (optimizer/sequence_fusions.h):
+// alpha * Transpose(MatMul(Transpose(A, perm_a), Transpose(B, perm_b)),
+// perm_y), each perm optional (alpha 1 by default), with no Transpose run: each batch's operands are strided
+// views of A and B (one of a matrix's two strides is 1, so the GEMM reads it
+// plain or transposed) and the product is written where the Transpose would
+// put it. Attention's per-head products read Q, K and V in the layout their
+// projections wrote them and write the context so.
+struct StridedShape {
+  Shape shape;
+  std::vector<int64_t> strides;
+};
+
+// `s` contiguous, then permuted (perm empty: as is). `perm` is checked.
+Result<StridedShape> permuted(const Shape& s, const std::vector<int64_t>& perm, const char* what) {
+  std::vector<int64_t> st(s.rank());
+  int64_t acc = 1;
+  for (size_t i = s.rank(); i-- > 0;) {
+    st[i] = acc;
+    acc *= s[i];
+  }
+  if (perm.empty()) return StridedShape{s, st};
+  if (perm.size() != s.rank())
+    return invalid_argument(what, " has shape ", s.to_string(), "; its perm has ", perm.size(), " axes");
+  StridedShape v;
+  std::vector<uint8_t> seen(s.rank(), 0);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(s.rank()) || seen[static_cast<size_t>(p)]++)
+      return invalid_argument(what, ": perm axis ", p, " is out of range or repeated");
+    v.shape.push_back(s[static_cast<size_t>(p)]);
+    v.strides.push_back(st[static_cast<size_t>(p)]);
+  }
+  return v;
+}
+
+// A rows x cols matrix with element (r, c) at p[r * rs + c * cs] as a GEMM
+// operand, when one stride is 1 (or its dim is); false otherwise.
+bool strided_operand(const float* p, int64_t rows, int64_t cols, int64_t rs, int64_t cs, GemmOperand* out) {
+  if (cols == 1 || cs == 1) {
+    *out = GemmOperand::raw(p, rows == 1 ? std::max<int64_t>(cols, 1) : rs, false);
+    return true;
+  }
+  if (rows == 1 || rs == 1) {
+    *out = GemmOperand::raw(p, cs, true);
+    return true;
+  }
+  return false;
+}
+
+class TransposedMatMulKernel final : public Kernel {
+ public:
+  Status init(const KernelInit& init) {
+    perm_a_ = init.attr_ints("perm_a");
+    perm_b_ = init.attr_ints("perm_b");
+    perm_y_ = init.attr_ints("perm_y");
+    alpha_ = init.attr_float("alpha", 1.f);
+    return Status::ok();
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    KILN_RETURN_IF_ERROR(check_inputs(ctx, 2, 2));
+    for (size_t i = 0; i < 2; ++i)
+      if (ctx.input(i).dtype() != DType::kFloat32) return unsupported_dtype(i, ctx.input(i).dtype());
+    KILN_ASSIGN_OR_RETURN(StridedShape a, permuted(ctx.input(0).shape(), perm_a_, "input 0 (A)"));
+    KILN_ASSIGN_OR_RETURN(StridedShape b, permuted(ctx.input(1).shape(), perm_b_, "input 1 (B)"));
+    KILN_ASSIGN_OR_RETURN(MatMulPlan plan, plan_matmul(a.shape, b.shape));
+    // Strides of the product's axes [batch..., m, n] in A, B and Y (0 where
+    // an axis is broadcast or absent).
+    const size_t rank = plan.out_shape.rank(), nb = rank - (a.shape.rank() == 1 ? 0 : 1) - (b.shape.rank() == 1 ? 0 : 1);
+    Shape y_shape = plan.out_shape;
+    std::vector<int64_t> m_in_y(rank);
+    if (!perm_y_.empty()) {
+      KILN_ASSIGN_OR_RETURN(StridedShape ys, permuted(plan.out_shape, perm_y_, "the product"));
+      y_shape = ys.shape;
+      // Y's contiguous strides, moved back to the product's axes.
+      std::vector<int64_t> yst(rank);
+      int64_t acc = 1;
+      for (size_t q = rank; q-- > 0;) {
+        yst[q] = acc;
+        acc *= y_shape[q];
+      }
+      for (size_t q = 0; q < rank; ++q) m_in_y[static_cast<size_t>(perm_y_[q])] = yst[q];
+    } else {
+      int64_t acc = 1;
+      for (size_t q = rank; q-- > 0;) {
+        m_in_y[q] = acc;
+        acc *= plan.out_shape[q];
+      }
+    }
+    KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, DType::kFloat32, y_shape));
+    if (y->numel() == 0) return Status::ok();
+    float* yd = y->data<float>();
+    if (plan.k == 0) {
+      std::fill_n(yd, y->numel(), 0.f);
+      return Status::ok();
+    }
+    const int64_t m = plan.m, n = plan.n, k = plan.k;
+    // Row/column strides of each matrix.
+    const size_t ar = a.shape.rank(), br = b.shape.rank();
+    const int64_t a_rs = ar == 1 ? 0 : a.strides[ar - 2], a_cs = a.strides[ar - 1];
+    const int64_t b_rs = br == 1 ? b.strides[0] : b.strides[br - 2], b_cs = br == 1 ? 0 : b.strides[br - 1];
+    const int64_t y_rs = a.shape.rank() == 1 ? 0 : m_in_y[nb];
+    const int64_t y_cs = b.shape.rank() == 1 ? 1 : m_in_y[rank - 1];
+    if (n > 1 && y_cs != 1) return invalid_argument("perm_y moves the product's last axis (", perm_y_.size(), " axes)");
+    GemmOperand probe;
+    if (!strided_operand(nullptr, m, k, a_rs, a_cs, &probe) || !strided_operand(nullptr, k, n, b_rs, b_cs, &probe))
+      return invalid_argument("perm_a / perm_b leave neither stride of a matrix at 1");
+    // Batch offsets: the product's batch index, broadcast into A and B.
+    auto batch_offset = [&](int64_t t, const StridedShape& s, size_t mat_dims) {
+      int64_t off = 0;
+      const size_t sb = s.shape.rank() - mat_dims;  // batch dims of this operand (right-aligned)
+      for (size_t d = nb; d-- > 0;) {
+        const int64_t i = t % plan.out_shape[d];
+        t /= plan.out_shape[d];
+        const size_t back = nb - 1 - d;
+        if (back < sb && s.shape[sb - 1 - back] != 1) off += i * s.strides[sb - 1 - back];
+      }
+      return off;
+    };
+    auto y_offset = [&](int64_t t) {
+      int64_t off = 0;
+      for (size_t d = nb; d-- > 0;) {
+        off += (t % plan.out_shape[d]) * m_in_y[d];
+        t /= plan.out_shape[d];
+      }
+      return off;
+    };
+    const float* ad = ctx.input(0).data<float>();
+    const float* bd = ctx.input(1).data<float>();
+    const size_t amat = ar == 1 ? 1 : 2, bmat = br == 1 ? 1 : 2;
+    auto one = [&](int64_t t, ThreadPool* p) {
+      GemmOperand ao, bo;
+      (void)strided_operand(ad + batch_offset(t, a, amat), m, k, a_rs, a_cs, &ao);
+      (void)strided_operand(bd + batch_offset(t, b, bmat), k, n, b_rs, b_cs, &bo);
+      sgemm_ex(m, n, k, alpha_, ao, bo, 0.f, yd + y_offset(t), std::max<int64_t>(y_rs, n), p);
+    };
+    const double flops = 2.0 * static_cast<double>(m * n) * static_cast<double>(k);
+    if (flops >= 4e6 || plan.batches == 1) {
+      for (int64_t t = 0; t < plan.batches; ++t) one(t, ctx.pool());
+    } else {
+      parallel_for(ctx.pool(), plan.batches, 1, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) one(t, nullptr);
+      });
+    }
+    return Status::ok();
+  }
+
+ private:
+  std::vector<int64_t> perm_a_, perm_b_, perm_y_;
+  float alpha_ = 1.f;
+};
+
 }  // namespace
 
 void register_matmul_ops(KernelRegistry& r) {
@@ -309,6 +527,11 @@ void register_matmul_ops(KernelRegistry& r) {
          .type_input = 0, .factory = make_kernel<MatMulKernel>, .flags = 0});
   r.add({.domain = "", .op_type = "Gemm", .since_version = 1, .until_version = 1000, .dtypes = kMatMulTypes,
          .type_input = 0, .factory = make_kernel<GemmKernel>, .flags = 0});
+  r.add({.domain = "kiln", .op_type = "MatMulBias", .since_version = 1, .until_version = 1000,
+         .dtypes = dtype_set(DType::kFloat32), .type_input = 0, .factory = make_kernel<MatMulBiasKernel>, .flags = 0});
+  r.add({.domain = "kiln", .op_type = "TransposedMatMul", .since_version = 1, .until_version = 1000,
+         .dtypes = dtype_set(DType::kFloat32), .type_input = 0, .factory = make_kernel<TransposedMatMulKernel>,
+         .flags = 0});
 }
 
 }  // namespace kiln::kernels

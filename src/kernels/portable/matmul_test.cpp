@@ -1,7 +1,9 @@
 // MatMul and Gemm kernels against a naive double-precision reference.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/testing/tensor_builders.h"
@@ -201,6 +203,157 @@ TEST(GemmOpTest, RejectsBadShapes) {
   auto y3 = run_op1("Gemm", {Tensor::allocate(DType::kFloat32, {1, 2, 3}), Tensor::allocate(DType::kFloat32, {3, 5})});
   ASSERT_FALSE(y3.ok());
   EXPECT_NE(y3.status().message().find("rank 2"), std::string::npos);
+}
+
+// kiln MatMulBias (the optimizer's MatMul + bias + Gelu) against the naive
+// product plus bias and the activation in double: ranks 1-4 of A, odd sizes
+// (edge tiles), M large enough for the parallel GEMM, packed (constant) and
+// raw B, 1-3 threads.
+TEST(MatMulBiasTest, MatchesNaiveProductBiasAndGelu) {
+  std::mt19937 rng(11);
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{3, 4}, {4, 5}},         {{7}, {7, 3}},           {{2, 5, 9}, {9, 17}},     {{1, 197, 48}, {48, 65}},
+      {{2, 3, 5, 4}, {4, 6}},   {{130, 300}, {300, 40}}, {{4, 33, 70}, {70, 1}},   {{1, 1, 31}, {31, 129}},
+  };
+  const double kRoot2 = 1.4142135623730951, kBeta = 0.7978845608028654;
+  for (const auto& [as, bs] : cases) {
+    for (const char* act : {"", "Gelu", "GeluTanh"}) {
+      for (bool constant : {false, true}) {
+        for (int threads : {1, 2, 3}) {
+          Tensor a = random_tensor(as, rng, -2.f, 2.f), b = random_tensor(bs, rng);
+          Tensor bias = random_tensor(Shape{bs[1]}, rng);
+          testing::OpCall call;
+          call.op_type = "MatMulBias";
+          call.domain = "kiln";
+          call.opset = 1;
+          call.inputs = {a, b, bias};
+          if (*act) call.attrs = {attr("activation", act)};
+          call.inputs_are_constant = constant;
+          call.threads = threads;
+          auto out = run_op(call);
+          ASSERT_TRUE(out.ok()) << out.status().to_string();
+          Shape want_shape;
+          std::vector<double> want = naive_matmul(a, b, &want_shape);
+          for (size_t i = 0; i < want.size(); ++i) {
+            double v = want[i] + bias.data<float>()[i % static_cast<size_t>(bs[1])];
+            if (std::string(act) == "Gelu") v = 0.5 * v * (1 + std::erf(v / kRoot2));
+            if (std::string(act) == "GeluTanh") v = 0.5 * v * (1 + std::tanh(kBeta * (v + 0.044715 * v * v * v)));
+            want[i] = v;
+          }
+          const Tensor& y = (*out)[0].tensor();
+          ASSERT_EQ(y.shape(), want_shape) << as.to_string() << " x " << bs.to_string();
+          SCOPED_TRACE(std::string(as.to_string()) + " x " + bs.to_string() + " " + act + " threads " +
+                       std::to_string(threads) + (constant ? " constant" : ""));
+          expect_near_all(y, want, 2e-4);
+        }
+      }
+    }
+  }
+}
+
+TEST(MatMulBiasTest, EmptyKGivesActivatedBiasAndBadInputsFail) {
+  testing::OpCall call;
+  call.op_type = "MatMulBias";
+  call.domain = "kiln";
+  call.opset = 1;
+  call.inputs = {Tensor::zeros(DType::kFloat32, {2, 0}), Tensor::zeros(DType::kFloat32, {0, 3}),
+                 f32({-1.f, 0.f, 2.f}, {3})};
+  call.attrs = {attr("activation", "Gelu")};
+  auto out = run_op(call);
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  const Tensor& y = (*out)[0].tensor();
+  ASSERT_EQ(y.shape(), (Shape{2, 3}));
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NEAR(y.data<float>()[r * 3 + 0], -0.15865525f, 1e-6);
+    EXPECT_EQ(y.data<float>()[r * 3 + 1], 0.f);
+    EXPECT_NEAR(y.data<float>()[r * 3 + 2], 1.9544997f, 1e-6);
+  }
+  call.inputs = {Tensor::zeros(DType::kFloat32, {2, 4}), Tensor::zeros(DType::kFloat32, {4, 3}),
+                 Tensor::zeros(DType::kFloat32, {4})};
+  call.attrs = {};
+  auto bad_bias = run_op(call);
+  ASSERT_FALSE(bad_bias.ok());
+  EXPECT_NE(bad_bias.status().message().find("bias"), std::string::npos) << bad_bias.status().message();
+  call.inputs[2] = Tensor::zeros(DType::kFloat32, {3});
+  call.attrs = {attr("activation", "Relu6")};
+  auto bad_act = run_op(call);
+  ASSERT_FALSE(bad_act.ok());
+  EXPECT_NE(bad_act.status().message().find("activation"), std::string::npos) << bad_act.status().message();
+}
+
+// kiln TransposedMatMul against Transpose + MatMul + Transpose run as
+// separate ops: the attention layouts of torch's exports (MultiheadAttention
+// [S, B*H, D] and BERT's [B, S, H, D]), transposed and plain matrix reads,
+// broadcast batches, vectors, 1-3 threads.
+TEST(TransposedMatMulTest, MatchesTheTransposesAndMatMulItReplaces) {
+  struct Case {
+    Shape a, b;
+    std::vector<int64_t> pa, pb, py;
+  };
+  const std::vector<Case> cases = {
+      {{9, 3, 8}, {9, 3, 8}, {1, 0, 2}, {1, 2, 0}, {}},             // MHA: q [S,BH,D] -> [BH,S,D], k -> [BH,D,S]
+      {{3, 9, 9}, {9, 3, 8}, {}, {1, 0, 2}, {1, 0, 2}},             // MHA: P V, context back to [S,BH,D]
+      {{2, 7, 4, 16}, {2, 7, 4, 16}, {0, 2, 1, 3}, {0, 2, 3, 1}, {}},  // BERT: q K^T
+      {{2, 4, 7, 7}, {2, 7, 4, 16}, {}, {0, 2, 1, 3}, {0, 2, 1, 3}},   // BERT: P V, context [B,S,H,D]
+      {{5, 33, 70}, {19, 70}, {}, {1, 0}, {}},                      // B read transposed, broadcast over A's batch
+      {{70, 5, 33}, {19, 70}, {1, 2, 0}, {1, 0}, {1, 0, 2}},         // A and B read transposed, Y [33, 5, 19]
+      {{6, 5, 40}, {40, 33}, {}, {}, {1, 0, 2}},                    // only the output transpose
+      {{13}, {4, 13, 6}, {}, {}, {}},                               // vector A (plain MatMul semantics)
+  };
+  std::mt19937 rng(3);
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& c = cases[ci];
+    for (int threads : {1, 2, 3}) {
+      Tensor a = random_tensor(c.a, rng), b = random_tensor(c.b, rng);
+      // The reference: the ops the fused node replaces.
+      Tensor ta = a, tb = b;
+      if (!c.pa.empty()) ta = *run_op1("Transpose", {a}, {attr("perm", c.pa)});
+      if (!c.pb.empty()) tb = *run_op1("Transpose", {b}, {attr("perm", c.pb)});
+      auto prod = run_op1("MatMul", {ta, tb});
+      ASSERT_TRUE(prod.ok()) << "case " << ci << ": " << prod.status().to_string();
+      Tensor want = *prod;
+      if (!c.py.empty()) {
+        auto w = run_op1("Transpose", {want}, {attr("perm", c.py)});
+        ASSERT_TRUE(w.ok()) << "case " << ci << ": " << w.status().to_string();
+        want = *w;
+      }
+      testing::OpCall call;
+      call.op_type = "TransposedMatMul";
+      call.domain = "kiln";
+      call.opset = 1;
+      call.inputs = {a, b};
+      if (!c.pa.empty()) call.attrs.push_back(attr("perm_a", c.pa));
+      if (!c.pb.empty()) call.attrs.push_back(attr("perm_b", c.pb));
+      if (!c.py.empty()) call.attrs.push_back(attr("perm_y", c.py));
+      const float alpha = ci % 2 ? 0.125f : 1.f;  // the absorbed scale
+      if (ci % 2) call.attrs.push_back(attr("alpha", alpha));
+      call.threads = threads;
+      auto out = run_op(call);
+      ASSERT_TRUE(out.ok()) << "case " << ci << ": " << out.status().to_string();
+      const Tensor& y = (*out)[0].tensor();
+      ASSERT_EQ(y.shape(), want.shape()) << "case " << ci;
+      for (int64_t i = 0; i < y.numel(); ++i)
+        ASSERT_NEAR(y.data<float>()[i], alpha * want.data<float>()[i], 1e-4)
+            << "case " << ci << " threads " << threads << " at " << i;
+    }
+  }
+}
+
+TEST(TransposedMatMulTest, RejectsPermsItCannotStride) {
+  testing::OpCall call;
+  call.op_type = "TransposedMatMul";
+  call.domain = "kiln";
+  call.opset = 1;
+  call.inputs = {Tensor::zeros(DType::kFloat32, {2, 3, 4}), Tensor::zeros(DType::kFloat32, {4, 5})};
+  call.attrs = {attr("perm_a", std::vector<int64_t>{2, 0, 1})};  // [4, 2, 3]: neither stride of a matrix is 1
+  call.inputs[1] = Tensor::zeros(DType::kFloat32, {3, 5});
+  auto r = run_op(call);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("stride"), std::string::npos) << r.status().message();
+  call.attrs = {attr("perm_a", std::vector<int64_t>{0, 0, 1})};
+  auto dup = run_op(call);
+  ASSERT_FALSE(dup.ok());
+  EXPECT_NE(dup.status().message().find("repeated"), std::string::npos) << dup.status().message();
 }
 
 }  // namespace

@@ -194,14 +194,13 @@ class CumProdKernel final : public Kernel {
 
 enum class Act { kGelu, kGeluTanh, kSwish, kMish };
 
-// 0.5 * x * (1 + erf(x / sqrt 2)) through the vectorized erf, in parallel
-// blocks (the optimizer makes Gelu of BERT's Erf pattern: it must not be
-// slower than the five nodes it replaces).
-void gelu_f32(const float* x, float* y, int64_t n, ThreadPool* pool) {
+// Gelu (erf or tanh form) through the vectorized one-pass loops, in parallel
+// blocks (the optimizer makes Gelu of BERT's Erf pattern and GPT-2's Tanh
+// pattern: it must not be slower than the nodes it replaces).
+void gelu_f32(const float* x, float* y, int64_t n, bool tanh_form, ThreadPool* pool) {
   parallel_for(pool, n, 16384, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) y[i] = x[i] * static_cast<float>(M_SQRT1_2);
-    simd::erf_f32(y + b, y + b, e - b);
-    for (int64_t i = b; i < e; ++i) y[i] = 0.5f * x[i] * (1.f + y[i]);
+    if (tanh_form) simd::gelu_tanh_f32(x + b, y + b, e - b);
+    else simd::gelu_f32(x + b, y + b, e - b);
   });
 }
 
@@ -219,8 +218,8 @@ class ActivationKernel final : public Kernel {
       apply(x.data<double>(), out->data<double>(), x.numel());
       return Status::ok();
     }
-    if (x.dtype() == DType::kFloat32 && act_ == Act::kGelu) {
-      gelu_f32(x.data<float>(), out->data<float>(), x.numel(), ctx.pool());
+    if (x.dtype() == DType::kFloat32 && (act_ == Act::kGelu || act_ == Act::kGeluTanh)) {
+      gelu_f32(x.data<float>(), out->data<float>(), x.numel(), act_ == Act::kGeluTanh, ctx.pool());
       return Status::ok();
     }
     std::vector<float> v = to_float_vector(x);

@@ -102,6 +102,11 @@ void activate(const Activation& a, float* v, int64_t n) {
 // engine's GEMV path; its microkernel would compute MR rows for each).
 constexpr int64_t kGemvMaxBatch = 3;
 
+// With batch rows of at least this many gate values in all, the gate math
+// of a step (the serial part between two recurrent GEMMs) is split over the
+// pool by batch row: at 2 threads it would otherwise bound the speedup.
+constexpr int64_t kParallelGateValues = 2048;
+
 int num_gates(CellKind k) { return k == CellKind::kRnn ? 1 : k == CellKind::kGru ? 3 : 4; }
 int num_activations(CellKind k) { return k == CellKind::kRnn ? 1 : k == CellKind::kGru ? 2 : 3; }
 
@@ -191,7 +196,7 @@ class RecurrentKernel final : public Kernel {
                      ThreadPool* pool) const;
   std::vector<float> input_projection(const DirectionParams& p, int64_t rows, int64_t in_size, int64_t hs,
                                       const float* x, ThreadPool* pool) const;
-  void gru_finish_step(const DirectionParams& p, const Activation& gfn, int64_t t, int64_t batch, int64_t hs,
+  void gru_finish_step(const DirectionParams& p, const Activation& gfn, int64_t t, int64_t b0, int64_t b1, int64_t hs,
                        const float* xwt, float* hr, const int64_t* lens, const float* h, float* h_new) const;
 
   float clip(float v) const { return clip_ > 0 ? std::min(std::max(v, -clip_), clip_) : v; }
@@ -474,12 +479,12 @@ std::vector<float> RecurrentKernel::input_projection(const DirectionParams& p, i
 
 // GRU's last part of step t: the h gate (from hr, with linear_before_reset
 // already activated there) and H_t = (1 - z) (.) h + z (.) H_{t-1} into
-// h_new, for the batch entries still running.
-void RecurrentKernel::gru_finish_step(const DirectionParams& p, const Activation& gfn, int64_t t, int64_t batch,
-                                      int64_t hs, const float* xwt, float* hr, const int64_t* lens,
+// h_new, for the batch rows [b0, b1) still running.
+void RecurrentKernel::gru_finish_step(const DirectionParams& p, const Activation& gfn, int64_t t, int64_t b0,
+                                      int64_t b1, int64_t hs, const float* xwt, float* hr, const int64_t* lens,
                                       const float* h, float* h_new) const {
   const int64_t gh = 3 * hs;
-  for (int64_t bb = 0; bb < batch; ++bb) {
+  for (int64_t bb = b0; bb < b1; ++bb) {
     if (t >= lens[bb]) continue;
     const float* xr = xwt + bb * gh;
     float* a = hr + bb * gh;
@@ -546,6 +551,14 @@ void RecurrentKernel::run_direction(const DirectionParams& p, bool reverse, int6
   const Activation& gfn = p.act[kind_ == CellKind::kRnn ? 0 : 1];
   const Activation& hfn = p.act[kind_ == CellKind::kLstm ? 2 : 0];
   const bool gru_split = kind_ == CellKind::kGru && !linear_before_reset_;
+  // The per-row gate math of a step, over the pool when the rows are many
+  // and long enough (rows are independent: each writes its own hr, rh,
+  // h_new and c_new row).
+  ThreadPool* row_pool = batch > 1 && batch * gh >= kParallelGateValues ? pool : nullptr;
+  auto for_rows = [&](auto&& body) {
+    if (row_pool) parallel_for(row_pool, batch, 1, body);
+    else body(int64_t{0}, batch);
+  };
   for (int64_t step = 0; step < seq; ++step) {
     const int64_t t = reverse ? seq - 1 - step : step;
     const float* xwt = xw.data() + t * batch * gh;
@@ -553,43 +566,47 @@ void RecurrentKernel::run_direction(const DirectionParams& p, bool reverse, int6
     // GRU without linear_before_reset: z and r need H R^T; h needs
     // (r (.) H) Rh^T, computed after r.
     recurrent_product(p, batch, hs, 0, gru_split ? 2 * hs : gh, h, hs, p.r_packed, hr.data(), pool);
-    for (int64_t bb = 0; bb < batch; ++bb) {
-      if (t >= lens[bb]) continue;
-      const float* xr = xwt + bb * gh;
-      float* a = hr.data() + bb * gh;  // gate pre-activations, in place
-      const float* hp = h + bb * hs;
-      float* hn = h_new.data() + bb * hs;
-      switch (kind_) {
-        case CellKind::kRnn:
-          simd::arith_f32(simd::Arith::kAdd, a, 1, xr, 1, hn, hs);
-          clip_all(hn, hs);
-          activate(f, hn, hs);
-          break;
-        case CellKind::kGru:
-          simd::arith_f32(simd::Arith::kAdd, a, 1, xr, 1, a, 2 * hs);
-          clip_all(a, 2 * hs);
-          activate(f, a, 2 * hs);  // z, r
-          if (linear_before_reset_) {
-            float* ht = a + 2 * hs;
-            for (int64_t k = 0; k < hs; ++k)
-              ht[k] = xr[2 * hs + k] + a[hs + k] * (ht[k] + (p.rb ? p.rb[2 * hs + k] : 0.f));
-            clip_all(ht, hs);
-            activate(gfn, ht, hs);
-          } else {
-            float* rhb = rh.data() + bb * hs;
-            for (int64_t k = 0; k < hs; ++k) rhb[k] = a[hs + k] * hp[k];
-          }
-          break;
-        case CellKind::kLstm:
-          lstm_gates(p, f, gfn, hfn, hs, xr, a, c + bb * hs, c_new.data() + bb * hs, hn);
-          break;
+    for_rows([&](int64_t b0, int64_t b1) {
+      for (int64_t bb = b0; bb < b1; ++bb) {
+        if (t >= lens[bb]) continue;
+        const float* xr = xwt + bb * gh;
+        float* a = hr.data() + bb * gh;  // gate pre-activations, in place
+        const float* hp = h + bb * hs;
+        float* hn = h_new.data() + bb * hs;
+        switch (kind_) {
+          case CellKind::kRnn:
+            simd::arith_f32(simd::Arith::kAdd, a, 1, xr, 1, hn, hs);
+            clip_all(hn, hs);
+            activate(f, hn, hs);
+            break;
+          case CellKind::kGru:
+            simd::arith_f32(simd::Arith::kAdd, a, 1, xr, 1, a, 2 * hs);
+            clip_all(a, 2 * hs);
+            activate(f, a, 2 * hs);  // z, r
+            if (linear_before_reset_) {
+              float* ht = a + 2 * hs;
+              for (int64_t k = 0; k < hs; ++k)
+                ht[k] = xr[2 * hs + k] + a[hs + k] * (ht[k] + (p.rb ? p.rb[2 * hs + k] : 0.f));
+              clip_all(ht, hs);
+              activate(gfn, ht, hs);
+            } else {
+              float* rhb = rh.data() + bb * hs;
+              for (int64_t k = 0; k < hs; ++k) rhb[k] = a[hs + k] * hp[k];
+            }
+            break;
+          case CellKind::kLstm:
+            lstm_gates(p, f, gfn, hfn, hs, xr, a, c + bb * hs, c_new.data() + bb * hs, hn);
+            break;
+        }
       }
-    }
+    });
     if (kind_ == CellKind::kGru) {
       // h gate: (r (.) H_{t-1}) Rh^T, into the h columns of hr (Rbh is added
       // in gru_finish_step).
       if (gru_split) recurrent_product(p, batch, hs, 2 * hs, hs, rh.data(), hs, p.rh_packed, hr.data(), pool);
-      gru_finish_step(p, gfn, t, batch, hs, xwt, hr.data(), lens, h, h_new.data());
+      for_rows([&](int64_t b0, int64_t b1) {
+        gru_finish_step(p, gfn, t, b0, b1, hs, xwt, hr.data(), lens, h, h_new.data());
+      });
     }
     for (int64_t bb = 0; bb < batch; ++bb) {
       if (t >= lens[bb]) continue;  // Y stays zero, the state is kept

@@ -3,7 +3,7 @@
 // path up to 3, the GEMM path above), hidden sizes below and above one
 // vector, sequence_lens, initial states, clip, peepholes, input_forget,
 // linear_before_reset and activation lists with and without SIMD loops; with
-// runtime and constant (packed at load) weights, on one and two threads.
+// runtime and constant (packed at load) weights, on one, two and three threads.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -172,7 +172,7 @@ void check(const Case& c, std::mt19937& rng, const std::string& what) {
   if (!alphas.empty()) attrs.push_back(attr("activation_alpha", alphas));
   if (!betas.empty()) attrs.push_back(attr("activation_beta", betas));
 
-  for (int variant = 0; variant < 4; ++variant) {
+  for (int variant = 0; variant < 6; ++variant) {
     OpCall call;
     call.op_type = c.op;
     call.inputs = inputs;
@@ -180,7 +180,7 @@ void check(const Case& c, std::mt19937& rng, const std::string& what) {
     call.opset = 14;
     call.num_outputs = 1;
     call.inputs_are_constant = variant % 2 == 1;
-    call.threads = variant >= 2 ? 2 : 1;
+    call.threads = 1 + variant / 2;
     auto out = run_op(call);
     ASSERT_TRUE(out.ok()) << what << ": " << out.status().to_string();
     const Tensor& y = (*out)[0].tensor();
@@ -188,6 +188,34 @@ void check(const Case& c, std::mt19937& rng, const std::string& what) {
     for (int64_t i = 0; i < y.numel(); ++i)
       ASSERT_NEAR(y.data<float>()[i], want[static_cast<size_t>(i)], 2e-5)
           << what << " variant " << variant << " at " << i;
+  }
+}
+
+// Batches with enough gate values that each step's gate math is split over
+// the pool by row (kParallelGateValues in rnn.cpp), variable lengths and
+// both directions included.
+TEST(RnnReferenceTest, MatchesNaiveWithRowsSplitOverThreads) {
+  std::mt19937 rng(7);
+  int t = 0;
+  for (const char* op : {"LSTM", "GRU", "GRU"}) {
+    for (int64_t nd : {1, 2}) {
+      Case c;
+      c.op = op;
+      c.seq = 3;
+      c.batch = 7;
+      c.in = 5;
+      c.hs = 120;
+      c.nd = nd;
+      c.lbr = t % 2;
+      c.peep = t % 3 == 0;
+      c.bias = true;
+      c.lens = true;
+      c.init = t % 2 == 1;
+      const int per_dir = c.op == "GRU" ? 2 : 3;
+      for (int64_t d = 0; d < nd; ++d)
+        for (int i = 0; i < per_dir; ++i) c.acts.push_back(Act{i == 0 ? "Sigmoid" : "Tanh", 0.f, 0.f});
+      check(c, rng, "rows case " + std::to_string(t++) + " " + c.op + " nd " + std::to_string(nd));
+    }
   }
 }
 

@@ -264,6 +264,20 @@ KILN_SIMD_CLONES void erf_f32(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = erf_one(x[i]);
 }
 
+KILN_SIMD_CLONES void gelu_f32(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    y[i] = 0.5f * v * (1.0f + erf_one(v * 0.70710678118654752f));
+  }
+}
+
+KILN_SIMD_CLONES void gelu_tanh_f32(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    y[i] = 0.5f * v * (1.0f + tanh_one(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+  }
+}
+
 KILN_SIMD_CLONES void f32_to_bf16(const float* x, uint16_t* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     uint32_t b;

@@ -30,6 +30,11 @@ void exp_f32(const float* x, float* y, int64_t n);
 void sigmoid_f32(const float* x, float* y, int64_t n);
 void tanh_f32(const float* x, float* y, int64_t n);
 void erf_f32(const float* x, float* y, int64_t n);
+/// 0.5 x (1 + erf(x / sqrt 2)) (Gelu), one pass; in place allowed.
+void gelu_f32(const float* x, float* y, int64_t n);
+/// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (Gelu, approximate
+/// "tanh"), one pass; in place allowed.
+void gelu_tanh_f32(const float* x, float* y, int64_t n);
 /// pow(x, 0.5) (sqrt, except +0 for -0 and +inf for -inf).
 void pow_half_f32(const float* x, float* y, int64_t n);
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -78,6 +79,42 @@ TEST(ElementwiseSimdTest, SigmoidWithinThreeUlps) {
 TEST(ElementwiseSimdTest, ErfWithinFourUlps) {
   Worst w = worst_ulps(sweep(-5.f, 5.f), erf_f32, [](double v) { return std::erf(v); });
   EXPECT_LE(w.ulps, 4) << "at " << w.at;
+}
+
+// The one-pass Gelu loops against the formulas in double: absolute error
+// within 2e-7 * max(1, |x|) (the sum 1 + erf loses relative precision for
+// large negative x, where Gelu itself is tiny), in place too.
+TEST(ElementwiseSimdTest, GeluBothFormsMatchDoubleAndRunInPlace) {
+  const double kBeta = 0.7978845608028654;
+  auto erf_form = [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); };
+  auto tanh_form = [&](double v) { return 0.5 * v * (1 + std::tanh(kBeta * (v + 0.044715 * v * v * v))); };
+  const std::vector<float> x = sweep(-12.f, 12.f);
+  for (int form = 0; form < 2; ++form) {
+    std::vector<float> y(x.size()), z = x;
+    if (form == 0) gelu_f32(x.data(), y.data(), static_cast<int64_t>(x.size()));
+    else gelu_tanh_f32(x.data(), y.data(), static_cast<int64_t>(x.size()));
+    if (form == 0) gelu_f32(z.data(), z.data(), static_cast<int64_t>(z.size()));
+    else gelu_tanh_f32(z.data(), z.data(), static_cast<int64_t>(z.size()));
+    double worst = 0;
+    float at = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double want = form == 0 ? erf_form(x[i]) : tanh_form(x[i]);
+      const double err = std::fabs(y[i] - want) / std::max(1.0, std::fabs(static_cast<double>(x[i])));
+      if (err > worst) worst = err, at = x[i];
+      ASSERT_EQ(y[i], z[i]) << "in place differs at " << x[i];
+    }
+    EXPECT_LE(worst, 2e-7) << "form " << form << " at " << at;
+  }
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  std::vector<float> s = {nan, inf, -inf, 0.f}, o(4);
+  gelu_f32(s.data(), o.data(), 4);
+  EXPECT_TRUE(std::isnan(o[0]));
+  EXPECT_EQ(o[1], inf);
+  EXPECT_EQ(o[3], 0.f);
+  gelu_tanh_f32(s.data(), o.data(), 4);
+  EXPECT_TRUE(std::isnan(o[0]));
+  EXPECT_EQ(o[1], inf);
+  EXPECT_EQ(o[3], 0.f);
 }
 
 TEST(ElementwiseSimdTest, SpecialValues) {

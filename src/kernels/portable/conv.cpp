@@ -12,7 +12,9 @@
 //     materialized and its scratch stays one cache block.
 // Constant-weight 3x3 stride-1 group-1 convolutions with enough channels on
 // maps large enough to gain take Winograd F(4x4, 3x3) instead
-// (conv_winograd.h; KILN_WINOGRAD=off|always|auto).
+// (conv_winograd.h; KILN_WINOGRAD=off|always|auto). Constant-weight
+// convolutions whose taps mostly read padding (dilated segmentation heads)
+// run one GEMM per tap over the outputs it reaches (conv_sparse_taps.h).
 // Constant weights are packed for the GEMM once, at load; the bias is a
 // fused per-row epilogue. float16/bfloat16/double are staged through float32.
 // The same kernel runs com.microsoft FusedConv (Conv + optional sum input Z +
@@ -27,6 +29,7 @@
 #include <string>
 
 #include "kernels/portable/conv_depthwise.h"
+#include "kernels/portable/conv_sparse_taps.h"
 #include "kernels/portable/conv_winograd.h"
 #include "kernels/portable/cpu/x86/elementwise_simd.h"
 #include "kernels/portable/util/cv_common.h"
@@ -282,10 +285,9 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
   }
 }
 
-// The Winograd path (conv_winograd.h) with conv's fusion as its epilogue.
-void run_winograd(const WinogradConv& wino, const ConvProblem& p, const float* x, const float* bias, float* y,
-                  ThreadPool* pool, const ConvFusion& fusion) {
-  WinogradEpilogue ep;
+// Conv's bias and fusion as the epilogue of the Winograd and sparse-tap paths.
+ConvEpilogue conv_epilogue(const float* bias, const ConvFusion& fusion) {
+  ConvEpilogue ep;
   ep.bias = bias;
   ep.z = fusion.z;
   if (fusion.act == ConvFusion::Act::kClamp) {
@@ -295,7 +297,7 @@ void run_winograd(const WinogradConv& wino, const ConvProblem& p, const float* x
     ep.act = [](float* v, int64_t n, const void* f) { apply_activation_block(v, n, *static_cast<const ConvFusion*>(f)); };
     ep.act_ctx = &fusion;
   }
-  wino.run(p.n, p.g, x, y, ep, pool);
+  return ep;
 }
 
 class ConvKernel final : public Kernel {
@@ -312,6 +314,8 @@ class ConvKernel final : public Kernel {
       packed_shape_ = w->shape();
     } else if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3 && w->dim(0) % group_ == 0 && w->numel() > 0 &&
                !(w->dim(1) == 1 && group_ > 1)) {  // depthwise reads W directly
+      sparse_.prepare(init, *w, group_, attrs_);
+      if (sparse_.covers_static_input()) return Status::ok();  // W is packed per tap instead
       wino_.prepare(init, *w, group_, attrs_);
       if (wino_.covers_static_input(init)) return Status::ok();  // W is never read by im2col
       const int64_t mg = w->dim(0) / group_, kg = w->numel() / w->dim(0);
@@ -370,8 +374,13 @@ class ConvKernel final : public Kernel {
         const bool use_packed = !packed_.empty() && w.shape() == packed_shape_;
         const bool use_packed_t = !packed_t_.empty() && w.shape() == packed_shape_;
         fusion.z = z ? z->data<float>() : nullptr;
+        const float* bias = b ? b->data<float>() : nullptr;
+        if (sparse_.applies(p.g, w.shape())) {
+          sparse_.run(p.n, p.g, x.data<float>(), y->data<float>(), conv_epilogue(bias, fusion), ctx.pool());
+          return Status::ok();
+        }
         if (wino_.applies(p.g, p.n, w.shape())) {
-          run_winograd(wino_, p, x.data<float>(), b ? b->data<float>() : nullptr, y->data<float>(), ctx.pool(), fusion);
+          wino_.run(p.n, p.g, x.data<float>(), y->data<float>(), conv_epilogue(bias, fusion), ctx.pool());
           return Status::ok();
         }
         conv_f32(p, x.data<float>(), w.data<float>(), use_packed ? &packed_ : nullptr, b ? b->data<float>() : nullptr,
@@ -457,6 +466,7 @@ class ConvKernel final : public Kernel {
   ConvFusion fusion_;
   std::vector<PackedMatrix> packed_;  // W per group, when W is a constant
   WinogradConv wino_;                  // W transformed, when the Winograd path may run
+  SparseTapConv sparse_;               // W per tap, when most taps read only padding
   PackedMatrix packed_t_;              // W^T, for the transposed pointwise path
   Shape packed_shape_;
 };

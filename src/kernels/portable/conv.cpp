@@ -9,7 +9,9 @@
 //     into a scratch, then transposed into Y;
 //   - everything else: GEMM with an implicit im2col that writes the packed B
 //     panels directly (gemm.h BPanelSource), so the column matrix is never
-//     materialized and its scratch stays one cache block.
+//     materialized and its scratch stays one cache block; stride-1 convs on
+//     small maps or with few channels per group read the zero-bordered
+//     input as rows instead (conv_padded_rows.h: whole-run copies).
 // Constant-weight 3x3 stride-1 group-1 convolutions with enough channels on
 // maps large enough to gain take Winograd F(4x4, 3x3) instead
 // (conv_winograd.h; KILN_WINOGRAD=off|always|auto). Constant-weight
@@ -29,6 +31,7 @@
 #include <string>
 
 #include "kernels/portable/conv_depthwise.h"
+#include "kernels/portable/conv_padded_rows.h"
 #include "kernels/portable/conv_sparse_taps.h"
 #include "kernels/portable/conv_winograd.h"
 #include "kernels/portable/cpu/x86/elementwise_simd.h"
@@ -254,6 +257,7 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
   const int64_t mg = p.mg(), kg = p.kg(), cg = p.cg();
   const int64_t in_size = p.g.in_size(), out_size = p.g.out_size();
   const bool pointwise = p.pointwise();
+  const bool padded_rows = !pointwise && !fusion.z && padded_rows_gain(p.g);
   auto one = [&](int64_t img, int64_t grp, ThreadPool* tp) {
     const float* xg = x + (img * p.c + grp * cg) * in_size;
     float* yg = y + (img * p.m + grp * mg) * out_size;
@@ -268,6 +272,8 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
     }
     if (pointwise) {
       sgemm_ex(mg, out_size, kg, 1.f, a, GemmOperand::raw(xg, in_size), beta, yg, out_size, tp, ep);
+    } else if (padded_rows) {
+      conv_padded_rows(p.g, cg, mg, xg, a, ep, yg, tp);
     } else {
       const Im2colSource src(p.g, xg);
       sgemm_ex(mg, out_size, kg, 1.f, a, GemmOperand::from_source(src), beta, yg, out_size, tp, ep);

@@ -152,5 +152,28 @@ TEST(RewriteTest, GeluAndLayerNorm) {
   EXPECT_EQ(stats.count("layernorm"), 1) << stats.to_string();
 }
 
+// Residual connections: Conv + Add (+ Relu) as FusedConv with a sum input, on
+// each conv path (3x3 stride 1: padded rows, 1x1: pointwise GEMM, 3x3
+// stride 2: im2col).
+TEST(RewriteTest, ConvAddResiduals) {
+  TestGraph t;
+  const ir::ValueId x = t.input("x", Shape{1, 8, 10, 10});
+  const ir::ValueId c1 = t.node("Conv", {x, t.constant("w1", random_f32(Shape{8, 8, 3, 3}, 1)),
+                                         t.constant("b1", random_f32(Shape{8}, 2))},
+                                {attr_ints("pads", {1, 1, 1, 1})}, Shape{1, 8, 10, 10});
+  const ir::ValueId r1 = t.node("Relu", {t.node("Add", {c1, x}, {}, Shape{1, 8, 10, 10})}, {}, Shape{1, 8, 10, 10});
+  const ir::ValueId c2 = t.node("Conv", {r1, t.constant("w2", random_f32(Shape{8, 8, 1, 1}, 3))}, {}, Shape{1, 8, 10, 10});
+  const ir::ValueId a2 = t.node("Add", {r1, c2}, {}, Shape{1, 8, 10, 10});
+  const ir::ValueId c3 = t.node("Conv", {a2, t.constant("w3", random_f32(Shape{4, 8, 3, 3}, 4))},
+                                {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})}, Shape{1, 4, 5, 5});
+  const ir::ValueId skip = t.input("skip", Shape{1, 4, 5, 5});
+  t.output(t.node("Clip", {t.node("Add", {c3, skip}, {}, Shape{1, 4, 5, 5}), t.scalar("lo", 0.f), t.scalar("hi", 1.f)}));
+  const optimizer::RewriteStats stats =
+      expect_same_results(t, {random_f32(Shape{1, 8, 10, 10}, 5), random_f32(Shape{1, 4, 5, 5}, 6)});
+  EXPECT_EQ(stats.count("conv+add+relu"), 1) << stats.to_string();
+  EXPECT_EQ(stats.count("conv+add"), 1) << stats.to_string();
+  EXPECT_EQ(stats.count("conv+add+clip"), 1) << stats.to_string();
+}
+
 }  // namespace
 }  // namespace kiln::runtime

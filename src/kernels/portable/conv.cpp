@@ -257,7 +257,7 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
   const int64_t mg = p.mg(), kg = p.kg(), cg = p.cg();
   const int64_t in_size = p.g.in_size(), out_size = p.g.out_size();
   const bool pointwise = p.pointwise();
-  const bool padded_rows = !pointwise && !fusion.z && padded_rows_gain(p.g);
+  const bool padded_rows = !pointwise && padded_rows_gain(p.g);
   auto one = [&](int64_t img, int64_t grp, ThreadPool* tp) {
     const float* xg = x + (img * p.c + grp * cg) * in_size;
     float* yg = y + (img * p.m + grp * mg) * out_size;
@@ -266,14 +266,14 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
     GemmEpilogue ep = activation_epilogue(fusion);
     ep.row_bias = bias ? bias + grp * mg : nullptr;
     float beta = 0.f;
-    if (fusion.z) {  // Y starts as Z and the GEMM accumulates onto it
+    if (fusion.z && !padded_rows) {  // Y starts as Z and the GEMM accumulates onto it
       std::copy_n(fusion.z + (yg - y), mg * out_size, yg);
       beta = 1.f;
     }
     if (pointwise) {
       sgemm_ex(mg, out_size, kg, 1.f, a, GemmOperand::raw(xg, in_size), beta, yg, out_size, tp, ep);
     } else if (padded_rows) {
-      conv_padded_rows(p.g, cg, mg, xg, a, ep, yg, tp);
+      conv_padded_rows(p.g, cg, mg, xg, a, ep, fusion.z ? fusion.z + (yg - y) : nullptr, yg, tp);
     } else {
       const Im2colSource src(p.g, xg);
       sgemm_ex(mg, out_size, kg, 1.f, a, GemmOperand::from_source(src), beta, yg, out_size, tp, ep);

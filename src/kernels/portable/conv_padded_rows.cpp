@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -120,7 +121,7 @@ bool padded_rows_gain(const WindowGeometry& g) {
 }
 
 void conv_padded_rows(const WindowGeometry& g, int64_t cg, int64_t mg, const float* xg, const GemmOperand& a,
-                      const GemmEpilogue& ep, float* yg, ThreadPool* pool) {
+                      const GemmEpilogue& ep, const float* zg, float* yg, ThreadPool* pool) {
   const Rows r(g);
   const int64_t plane = r.hp * r.wp, cols = r.cols(), taps = r.kh * r.kw;
   // Scratch per nesting level: a thread waiting inside the GEMM below may run
@@ -150,12 +151,34 @@ void conv_padded_rows(const WindowGeometry& g, int64_t cg, int64_t mg, const flo
   src.kw = r.kw;
   src.dh = r.dh;
   src.dw = r.dw;
-  sgemm_ex(mg, cols, cg * taps, 1.f, a, GemmOperand::from_source(src), 0.f, c, cols, pool, ep);
+  // With Z the clamp and the activation wait for the sum (they run below).
+  GemmEpilogue gemm_ep = ep;
+  if (zg) {
+    gemm_ep = GemmEpilogue{};
+    gemm_ep.row_bias = ep.row_bias;
+    gemm_ep.col_bias = ep.col_bias;
+  }
+  sgemm_ex(mg, cols, cg * taps, 1.f, a, GemmOperand::from_source(src), 0.f, c, cols, pool, gemm_ep);
   const int64_t out_plane = r.oh * r.ow;
+  const bool clamp = ep.clamp_min > -std::numeric_limits<float>::infinity() ||
+                     ep.clamp_max < std::numeric_limits<float>::infinity();
   parallel_for(pool, mg, std::max<int64_t>(1, 16384 / out_plane), [&](int64_t o0, int64_t o1) {
-    for (int64_t o = o0; o < o1; ++o)
-      for (int64_t y = 0; y < r.oh; ++y)
-        std::memcpy(yg + o * out_plane + y * r.ow, c + o * cols + y * r.wp, static_cast<size_t>(r.ow) * sizeof(float));
+    for (int64_t o = o0; o < o1; ++o) {
+      float* yo = yg + o * out_plane;
+      for (int64_t y = 0; y < r.oh; ++y) {
+        const float* co = c + o * cols + y * r.wp;
+        if (!zg) {
+          std::memcpy(yo + y * r.ow, co, static_cast<size_t>(r.ow) * sizeof(float));
+          continue;
+        }
+        const float* zo = zg + o * out_plane + y * r.ow;
+        for (int64_t x = 0; x < r.ow; ++x) yo[y * r.ow + x] = co[x] + zo[x];
+      }
+      if (!zg) continue;
+      if (clamp)
+        for (int64_t i = 0; i < out_plane; ++i) yo[i] = std::min(std::max(yo[i], ep.clamp_min), ep.clamp_max);
+      if (ep.apply) ep.apply(ep.apply_ctx, yo, out_plane, 1, out_plane);
+    }
   });
 }
 

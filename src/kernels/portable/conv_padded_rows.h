@@ -36,10 +36,12 @@ void set_padded_rows_mode(PaddedRowsMode mode);
 bool padded_rows_gain(const WindowGeometry& g);
 
 /// One image and group: Y_g (mg x out) = A (mg x cg*taps) * im2col(X_g), then
-/// the epilogue `ep` (biases, clamp, apply). `xg` is the group's cg input
-/// planes, `yg` its mg output planes. `g` must satisfy padded_rows_gain's
-/// shape conditions. Splits the GEMM over `pool` (may be null).
+/// the epilogue `ep` (biases, clamp, apply), with FusedConv's sum input
+/// `zg` (the group's planes of Z; may be null) added before the clamp. `xg`
+/// is the group's cg input planes, `yg` its mg output planes. `g` must
+/// satisfy padded_rows_gain's shape conditions. Splits the work over `pool`
+/// (may be null).
 void conv_padded_rows(const WindowGeometry& g, int64_t cg, int64_t mg, const float* xg, const GemmOperand& a,
-                      const GemmEpilogue& ep, float* yg, ThreadPool* pool);
+                      const GemmEpilogue& ep, const float* zg, float* yg, ThreadPool* pool);
 
 }  // namespace kiln::kernels

@@ -87,11 +87,11 @@ std::vector<double> reference(const Case& c, const Tensor& x, const Tensor& w, c
 
 Tensor run_conv(const Case& c, const std::vector<Value>& inputs, bool constant, int threads, bool relu) {
   testing::OpCall call;
-  call.op_type = relu ? "FusedConv" : "Conv";
-  if (relu) {
+  call.op_type = relu || inputs.size() > 3 ? "FusedConv" : "Conv";
+  if (call.op_type == "FusedConv") {
     call.domain = "com.microsoft";
     call.opset = 1;
-    call.attrs.push_back(attr("activation", std::string("Relu")));
+    if (relu) call.attrs.push_back(attr("activation", std::string("Relu")));
   }
   call.inputs = inputs;
   call.attrs.push_back(attr("pads", c.pads));
@@ -164,6 +164,18 @@ TEST_F(PaddedRowsTest, MatchesDirectAndIm2col) {
     const Tensor relu = run_conv(c, inputs, true, 2, true);
     for (size_t i = 0; i < want.size(); ++i)
       ASSERT_NEAR(relu.data<float>()[i], std::max(want[i], 0.0), 1e-5 * (c.cg + 1)) << c.what() << " relu at " << i;
+    // FusedConv's sum input Z goes in before the activation.
+    const Tensor z = random_tensor(im2col.shape(), rng);
+    std::vector<Value> with_z = inputs;
+    with_z.push_back(Value(z));
+    for (bool act : {false, true}) {
+      const Tensor yz = run_conv(c, with_z, true, 3, act);
+      ASSERT_EQ(static_cast<size_t>(yz.numel()), want.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        const double v = want[i] + z.data<float>()[i];
+        ASSERT_NEAR(yz.data<float>()[i], act ? std::max(v, 0.0) : v, 1e-5 * (c.cg + 1)) << c.what() << " z at " << i;
+      }
+    }
   }
 }
 

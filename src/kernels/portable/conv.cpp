@@ -222,15 +222,25 @@ void transpose_f32(const float* src, int64_t rows, int64_t cols, float* dst, Thr
 
 // A pointwise conv of one image as Y^T = X^T W^T (prefer_transposed_pointwise):
 // `wt` is W^T packed as the GEMM's B; the bias is a per-column epilogue.
+// FusedConv's sum input `z` (the image's planes; may be null) is added after
+// the transpose, and then the activation.
 void pointwise_transposed(const ConvProblem& p, const float* xg, const PackedMatrix& wt, const float* bias,
-                          const GemmEpilogue& act, float* yg, ThreadPool* pool) {
+                          const ConvFusion& fusion, const float* z, float* yg, ThreadPool* pool) {
   const int64_t n = p.g.out_size(), m = p.m, k = p.c;
   thread_local std::vector<float> scratch;
   if (scratch.size() < static_cast<size_t>(n * m)) scratch.resize(static_cast<size_t>(n * m));
-  GemmEpilogue ep = act;
+  GemmEpilogue ep = z ? GemmEpilogue{} : activation_epilogue(fusion);
   ep.col_bias = bias;
   sgemm_ex(n, m, k, 1.f, GemmOperand::raw(xg, n, true), GemmOperand::prepacked(wt), 0.f, scratch.data(), m, pool, ep);
   transpose_f32(scratch.data(), n, m, yg, pool);
+  if (!z) return;
+  parallel_for(pool, m, std::max<int64_t>(1, 16384 / n), [&](int64_t c0, int64_t c1) {
+    float* yc = yg + c0 * n;
+    const float* zc = z + c0 * n;
+    const int64_t len = (c1 - c0) * n;
+    for (int64_t i = 0; i < len; ++i) yc[i] += zc[i];
+    apply_activation_block(yc, len, fusion);
+  });
 }
 
 // Y = conv(X, W) + B for float32. `packed` holds W per group when W was
@@ -240,11 +250,11 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
               const float* bias, float* y, ThreadPool* pool, const ConvFusion& fusion = {},
               const PackedMatrix* packed_t = nullptr) {
   const int64_t total = p.n * p.m * p.g.out_size();
-  if (packed_t && p.group == 1 && p.pointwise() && !fusion.z) {
-    const GemmEpilogue act = activation_epilogue(fusion);
+  if (packed_t && p.group == 1 && p.pointwise()) {
+    const int64_t y_image = p.m * p.g.out_size();
     for (int64_t img = 0; img < p.n; ++img)
-      pointwise_transposed(p, x + img * p.c * p.g.in_size(), *packed_t, bias, act, y + img * p.m * p.g.out_size(),
-                           pool);
+      pointwise_transposed(p, x + img * p.c * p.g.in_size(), *packed_t, bias, fusion,
+                           fusion.z ? fusion.z + img * y_image : nullptr, y + img * y_image, pool);
     return;
   }
   if (p.depthwise()) {

@@ -27,4 +27,15 @@ void match_conv_add(const ir::Graph& g, const ConstantMap& constants, const Grap
                     const std::vector<uint8_t>& eligible, const std::vector<uint8_t>& used, size_t ni,
                     std::vector<Fusion>* out);
 
+/// BatchNormalization (inference, constant float32 statistics) whose only
+/// reader is a Relu whose only reader is a pointwise Conv (1x1, stride 1, no
+/// padding, group 1, constant W) as X: one kiln::PreActivationConv (the
+/// pre-activation block of DenseNet's layers; the normalization cannot fold
+/// into W through the Relu, so the conv applies it as it packs X), with the
+/// conv's own activation after it when there is one. Anchored at the
+/// BatchNormalization node `ni`.
+void match_preact_conv(const ir::Graph& g, const ConstantMap& constants, const GraphUses& uses,
+                       const std::vector<uint8_t>& eligible, const std::vector<uint8_t>& used, size_t ni,
+                       std::vector<Fusion>* out);
+
 }  // namespace kiln::optimizer

@@ -381,6 +381,7 @@ std::vector<Fusion> find_portable_fusions(const ir::Graph& g, const ConstantMap&
     const size_t before = out.size();
     match_conv_activation(m, ni, &out);
     if (out.size() == before) match_conv_add(g, constants, m.uses, eligible, m.used, ni, &out);
+    if (out.size() == before) match_preact_conv(g, constants, m.uses, eligible, m.used, ni, &out);
     if (out.size() == before) match_matmul_add(m, ni, &out);
     if (out.size() == before) match_gelu(m, ni, &out);
     if (out.size() == before) match_layernorm(m, ni, &out);

@@ -175,5 +175,26 @@ TEST(RewriteTest, ConvAddResiduals) {
   EXPECT_EQ(stats.count("conv+add+clip"), 1) << stats.to_string();
 }
 
+// DenseNet's pre-activation layer: BatchNormalization + Relu + 1x1 Conv (+
+// Relu) as kiln::PreActivationConv, on a map the GEMM packs (14x14) and one
+// the transposed pointwise path takes (7x7).
+TEST(RewriteTest, BatchNormReluPointwiseConv) {
+  for (int64_t side : {14, 7}) {
+    TestGraph t;
+    const ir::ValueId x = t.input("x", Shape{1, 24, side, side});
+    const ir::ValueId n = t.node("BatchNormalization",
+                                 {x, t.constant("s", random_f32(Shape{24}, 1)), t.constant("o", random_f32(Shape{24}, 2)),
+                                  t.constant("m", random_f32(Shape{24}, 3)), t.constant("v", random_f32(Shape{24}, 4, 0.5f, 2.f))},
+                                 {attr_float("epsilon", 1e-5f)}, Shape{1, 24, side, side});
+    const ir::ValueId r = t.node("Relu", {n}, {}, Shape{1, 24, side, side});
+    const ir::ValueId c = t.node("Conv", {r, t.constant("w", random_f32(Shape{48, 24, 1, 1}, 5)),
+                                          t.constant("b", random_f32(Shape{48}, 6))},
+                                 {}, Shape{1, 48, side, side});
+    t.output(t.node("Relu", {c}, {}, Shape{1, 48, side, side}));
+    const optimizer::RewriteStats stats = expect_same_results(t, {random_f32(Shape{1, 24, side, side}, 7, -2.f, 2.f)});
+    EXPECT_EQ(stats.count("batchnorm+relu+conv+relu"), 1) << side << ": " << stats.to_string();
+  }
+}
+
 }  // namespace
 }  // namespace kiln::runtime

@@ -22,7 +22,9 @@
 // The same kernel runs com.microsoft FusedConv (Conv + optional sum input Z +
 // activation), the form ONNX Runtime saves optimized models in and the one
 // Kiln's optimizer (src/optimizer) fuses Conv + activation into; Kiln adds
-// the activations HardSwish and Silu (x * Sigmoid(x)) to ORT's list.
+// the activations HardSwish and Silu (x * Sigmoid(x)) to ORT's list. It also
+// runs kiln::PreActivationConv, BatchNormalization + Relu + Conv
+// (conv_preact.h).
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -32,6 +34,7 @@
 
 #include "kernels/portable/conv_depthwise.h"
 #include "kernels/portable/conv_padded_rows.h"
+#include "kernels/portable/conv_preact.h"
 #include "kernels/portable/conv_sparse_taps.h"
 #include "kernels/portable/conv_winograd.h"
 #include "kernels/portable/cpu/x86/elementwise_simd.h"
@@ -115,6 +118,10 @@ struct ConvFusion {
   const float* z = nullptr;
   Act act = Act::kNone;
   float p0 = 0.f, p1 = 0.f;  // clamp: lo, hi; LeakyRelu: alpha; HardSigmoid: alpha, beta
+  // kiln::PreActivationConv on the pointwise GEMM path: X's rows go through
+  // max(0, pre_a[c] * x + pre_b[c]) as B is packed (conv_preact.h).
+  const float* pre_a = nullptr;
+  const float* pre_b = nullptr;
 };
 
 // e^t for t in [-87, 87]: t = k ln2 + g with |g| <= ln2 / 2, e^g by its
@@ -280,7 +287,10 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
       std::copy_n(fusion.z + (yg - y), mg * out_size, yg);
       beta = 1.f;
     }
-    if (pointwise) {
+    if (pointwise && fusion.pre_a) {
+      const PreActSource src(xg, in_size, fusion.pre_a + grp * cg, fusion.pre_b + grp * cg);
+      sgemm_ex(mg, out_size, kg, 1.f, a, GemmOperand::from_source(src), beta, yg, out_size, tp, ep);
+    } else if (pointwise) {
       sgemm_ex(mg, out_size, kg, 1.f, a, GemmOperand::raw(xg, in_size), beta, yg, out_size, tp, ep);
     } else if (padded_rows) {
       conv_padded_rows(p.g, cg, mg, xg, a, ep, fusion.z ? fusion.z + (yg - y) : nullptr, yg, tp);
@@ -322,7 +332,13 @@ class ConvKernel final : public Kernel {
     KILN_ASSIGN_OR_RETURN(attrs_, WindowAttrs::parse(init));
     group_ = init.attr_int("group", 1);
     if (group_ < 1) return invalid_argument("attribute group is ", group_, ", expected >= 1");
-    if (init.node.op_type == "FusedConv") KILN_RETURN_IF_ERROR(parse_fusion(init));
+    if (init.node.op_type == "FusedConv" || init.node.op_type == "PreActivationConv")
+      KILN_RETURN_IF_ERROR(parse_fusion(init));
+    if (init.node.op_type == "PreActivationConv") {
+      const Tensor* w = init.constant_input(1);
+      if (!w || w->rank() < 3) return invalid_argument("input 1 (W) must be a constant of rank >= 3");
+      KILN_RETURN_IF_ERROR(preact_params(init, w->dim(1) * group_, &pre_a_, &pre_b_));
+    }
     const Tensor* w = init.constant_input(1);
     if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3 && group_ == 1 && w->numel() > 0 &&
         prefer_transposed_pointwise(w->dim(0), static_pointwise_size(init, *w))) {
@@ -390,16 +406,30 @@ class ConvKernel final : public Kernel {
         const bool use_packed = !packed_.empty() && w.shape() == packed_shape_;
         const bool use_packed_t = !packed_t_.empty() && w.shape() == packed_shape_;
         fusion.z = z ? z->data<float>() : nullptr;
+        const float* xd = x.data<float>();
+        std::vector<float> pre;  // PreActivationConv off the pointwise GEMM path: transformed X
+        if (!pre_a_.empty()) {
+          if (static_cast<int64_t>(pre_a_.size()) != p.c)
+            return invalid_argument("input 0 (X) has ", p.c, " channels, the normalization ", pre_a_.size());
+          if (p.pointwise() && !use_packed_t && !p.depthwise()) {
+            fusion.pre_a = pre_a_.data();
+            fusion.pre_b = pre_b_.data();
+          } else {
+            pre.resize(static_cast<size_t>(x.numel()));
+            preact_relu(xd, p.n, p.c, p.g.in_size(), pre_a_.data(), pre_b_.data(), pre.data(), ctx.pool());
+            xd = pre.data();
+          }
+        }
         const float* bias = b ? b->data<float>() : nullptr;
         if (sparse_.applies(p.g, w.shape())) {
-          sparse_.run(p.n, p.g, x.data<float>(), y->data<float>(), conv_epilogue(bias, fusion), ctx.pool());
+          sparse_.run(p.n, p.g, xd, y->data<float>(), conv_epilogue(bias, fusion), ctx.pool());
           return Status::ok();
         }
         if (wino_.applies(p.g, p.n, w.shape())) {
-          wino_.run(p.n, p.g, x.data<float>(), y->data<float>(), conv_epilogue(bias, fusion), ctx.pool());
+          wino_.run(p.n, p.g, xd, y->data<float>(), conv_epilogue(bias, fusion), ctx.pool());
           return Status::ok();
         }
-        conv_f32(p, x.data<float>(), w.data<float>(), use_packed ? &packed_ : nullptr, b ? b->data<float>() : nullptr,
+        conv_f32(p, xd, w.data<float>(), use_packed ? &packed_ : nullptr, b ? b->data<float>() : nullptr,
                  y->data<float>(), ctx.pool(), fusion, use_packed_t ? &packed_t_ : nullptr);
         return Status::ok();
       }
@@ -483,6 +513,7 @@ class ConvKernel final : public Kernel {
   std::vector<PackedMatrix> packed_;  // W per group, when W is a constant
   WinogradConv wino_;                  // W transformed, when the Winograd path may run
   SparseTapConv sparse_;               // W per tap, when most taps read only padding
+  std::vector<float> pre_a_, pre_b_;   // PreActivationConv's input transform (empty: none)
   PackedMatrix packed_t_;              // W^T, for the transposed pointwise path
   Shape packed_shape_;
 };
@@ -494,6 +525,8 @@ void register_conv_ops(KernelRegistry& r) {
          .type_input = 0, .factory = make_kernel<ConvKernel>, .flags = 0});
   r.add({.domain = "com.microsoft", .op_type = "FusedConv", .since_version = 1, .until_version = 1000,
          .dtypes = kFloatDTypes, .type_input = 0, .factory = make_kernel<ConvKernel>, .flags = 0});
+  r.add({.domain = "kiln", .op_type = "PreActivationConv", .since_version = 1, .until_version = 1000,
+         .dtypes = dtype_set(DType::kFloat32), .type_input = 0, .factory = make_kernel<ConvKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

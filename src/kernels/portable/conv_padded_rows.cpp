@@ -112,10 +112,14 @@ bool padded_rows_gain(const WindowGeometry& g) {
   if (r.hp <= 0 || r.wp <= 0 || r.pt > r.hp || r.pl > r.wp) return false;
   if (g_mode == PaddedRowsMode::kAlways) return true;
   // The GEMM's extra columns (in 16-lane vectors) against im2col's. Within
-  // that, rows measured as fast or faster (1 thread, minimum times) from 7x7
-  // to 112x112 maps, 8 to 512 channels: 1.6-2.5x on group convs with 8
+  // that, rows measured as fast or faster (1 thread, CPU time per run) from
+  // 7x7 to 112x112 maps, 8 to 512 channels: 1.6-2.5x on group convs with 8
   // channels per group and on 32-channel outputs at 7x7-14x14, 1.0-1.1x on
-  // 64-512 channels at 7x7-56x56.
+  // 64-512 channels at 7x7-56x56 and 16 channels at 112x112, 1.2x on a 5x5
+  // conv at 64x64. Wider rows amortize im2col's pieces and the two extra
+  // passes (bordering, dropping columns) cost more: 128x128 1.04x and
+  // 224x224 1.11x slower.
+  if (r.ow > 112) return false;
   const double overwork = static_cast<double>(vectors(r.cols())) / static_cast<double>(vectors(g.out_size()));
   return overwork <= 1.15;
 }

@@ -12,8 +12,8 @@
 // computed and dropped (C goes to a scratch, then its rows are copied into
 // Y), and the input is first copied into a zero-bordered scratch.
 //
-// Used (auto) for stride-1 1-D/2-D convs where that overwork is small
-// (padded_rows_gain); it gains most where im2col's per-piece cost is large
+// Used (auto) for stride-1 1-D/2-D convs with output rows of at most 112
+// where that overwork is small (padded_rows_gain); it gains most where im2col's per-piece cost is large
 // against the GEMM: grouped convs with few channels per group, small maps.
 // KILN_CONV_ROWS=off|always|auto sets the mode (comparisons, tests).
 #pragma once

@@ -112,6 +112,8 @@ TEST_F(PaddedRowsTest, WhenItIsTaken) {
   EXPECT_TRUE(kernels::padded_rows_gain(Case{1, 1, 8, 8, {40}, {7}, {3}, {9, 9}}.geometry()));  // 1-D: no extra columns
   // 5x5 on 7x7: 73 columns (5 vectors) for 49 (4 vectors), too many extra
   EXPECT_FALSE(kernels::padded_rows_gain(Case{1, 1, 8, 8, {7, 7}, {5, 5}, {1, 1}, {2, 2, 2, 2}}.geometry()));
+  // rows wider than 112: im2col's pieces are long enough
+  EXPECT_FALSE(kernels::padded_rows_gain(Case{1, 1, 8, 16, {224, 224}, {3, 3}, {1, 1}, {1, 1, 1, 1}}.geometry()));
   WindowGeometry strided = grouped.geometry();
   strided.stride = {2, 2};
   strided.out = {4, 4};

@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 PY := /usr/bin/python3
 CMAKE_ARGS ?=
 
-.PHONY: all deps configure build demo test san-build test-sanitize tsan-build test-tsan bench models package clean
+.PHONY: all deps configure build demo test san-build test-sanitize tsan-build test-tsan bench models models-extra package clean
 
 all: build
 
@@ -80,6 +80,12 @@ package: build
 models: deps
 	@scripts/install-deps.sh --with-torch
 	$(PY) bench/models/export.py --out bench/models/out
+
+# The extra models of the families beyond the benchmark set (export.py
+# EXTRA_MODELS; ctest models.torch_extra checks them when present).
+models-extra: deps
+	@scripts/install-deps.sh --with-torch
+	$(PY) bench/models/export.py --extra --out bench/models/extra
 
 # Kiln side by side with ONNX Runtime (not part of `make test`; ~10 minutes on
 # 2 cores): exports missing models (torch on demand), installs the npm peer,

@@ -55,8 +55,19 @@ MODELS = {
     "seg_unet": 5,
     "gpt_decoder": 5,
 }
-TORCH_MODELS = {"resnet18", "mobilenet_v2", "squeezenet1_1", "bert_encoder", "efficientnet_b0", "mobilenet_v3_small",
-                "lstm_bidir", "gru_bidir", "seg_unet", "gpt_decoder"}
+# The extra models (export.py EXTRA_MODELS, bench/models/extra): measured with
+# --extra, not by default. name -> warmup runs.
+EXTRA_MODELS = {
+    # convolutional families (famconv)
+    "densenet121": 2, "googlenet": 3, "shufflenet_v2_x1_0": 5, "regnet_y_400mf": 5, "mnasnet1_0": 5,
+    "resnet50": 2, "mobilenet_v3_large": 5, "lraspp_mobilenet_v3_large": 3, "deeplabv3_mobilenet_v3_large": 3,
+    # transformer and recurrent families (famseq)
+    "vit_tiny": 3, "convnext_tiny": 2, "bert_small_128": 3, "bert_mini_384": 3, "gpt2_small": 3,
+    "mha_encoder": 3, "transformer_decoder": 5, "lstm_uni": 3, "gru_long": 3,
+}
+EXTRA_OUT = os.path.join(REPO, "bench", "models", "extra")
+TORCH_MODELS = set(EXTRA_MODELS) | {"resnet18", "mobilenet_v2", "squeezenet1_1", "bert_encoder", "efficientnet_b0",
+                                   "mobilenet_v3_small", "lstm_bidir", "gru_bidir", "seg_unet", "gpt_decoder"}
 # A process that runs longer than this is killed and its model reported failed.
 PROCESS_TIMEOUT_S = 300
 
@@ -154,7 +165,7 @@ def ratio(a, b):
 
 def measure(args, model, threads, config):
     model_dir = os.path.join(args.models_dir, model)
-    warmup = str(MODELS.get(model, 3))
+    warmup = str(MODELS.get(model, EXTRA_MODELS.get(model, 5)))
     common = ["--threads", str(threads), "--warmup", warmup, "--runs", "1000000", "--max-seconds", str(args.seconds)]
     kiln_cmd = [args.kiln, "bench", model_dir, "--backends", config, "--json"] + common
     ort_cmd = [args.node, os.path.join(PEERS, "ort_bench.js"), model_dir] + common
@@ -485,7 +496,9 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kiln", default=os.path.join(REPO, "build", "bin", "kiln"), help="the kiln binary")
     parser.add_argument("--node", default=shutil.which("node") or "node", help="node (v20)")
-    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated (default: all)")
+    parser.add_argument("--models", default=None, help="comma-separated (default: all)")
+    parser.add_argument("--extra", action="store_true",
+                        help="the extra models (export.py --extra) from bench/models/extra instead")
     parser.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     parser.add_argument("--configs", default=os.environ.get("KILN_BENCH_CONFIGS"),
                         help="semicolon-separated backend configurations, each a --backends list for "
@@ -500,12 +513,18 @@ def main(argv):
     parser.add_argument("--doc", default=DEFAULT_DOC, help="markdown report ('' to skip)")
     parser.add_argument("--no-setup", action="store_true", help="do not export models or install the peer")
     args = parser.parse_args(argv)
+    args.models_given = args.models is not None
+    if args.models is None:
+        args.models = ",".join(MODELS)
 
+    if args.extra:
+        args.models = args.models if args.models_given else ",".join(EXTRA_MODELS)
+        args.models_dir = args.models_dir if args.models_dir != MODELS_OUT else EXTRA_OUT
     models = [m for m in args.models.split(",") if m]
-    # Models beyond the bench set (export.py --extra) run when their folder exists.
-    unknown = [m for m in models if m not in MODELS and not os.path.isdir(os.path.join(args.models_dir, m))]
+    known = {**MODELS, **EXTRA_MODELS}
+    unknown = [m for m in models if m not in known]
     if unknown:
-        parser.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}")
+        parser.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(known)}")
     threads = [int(t) for t in args.threads.split(",") if t]
     if not os.access(args.kiln, os.X_OK):
         die(f"kiln binary '{args.kiln}' is missing; build it first (make build) or pass --kiln")
@@ -545,7 +564,7 @@ def main(argv):
         "kiln_version": kiln_version,
         "onnxruntime_version": None,
         "settings": {"rounds": args.rounds, "seconds": args.seconds, "threads": threads, "configs": configs,
-                     "models": models, "warmup": {m: MODELS.get(m, 3) for m in models}},
+                     "models": models, "warmup": {m: known[m] for m in models}},
         "rows": rows,
         "microbench": micro,
         "notes": notes,

@@ -5,6 +5,7 @@
 
 #include "optimizer/channel_scale_fusion.h"
 #include "optimizer/elementwise_chains.h"
+#include "optimizer/fusion_patterns.h"
 #include "optimizer/graph_uses.h"
 #include "optimizer/matcher.h"
 #include "optimizer/optimizer.h"
@@ -12,10 +13,7 @@
 
 namespace kiln::optimizer {
 
-namespace {
-
-// The FusedConv activation and params of a single activation node, or "".
-std::string conv_activation(const Matcher& m, const ir::Node& act, std::vector<float>* params) {
+std::string conv_activation(const ConstantMap& constants, const ir::Node& act, std::vector<float>* params) {
   if (!act.domain.empty() || !act.has_input(0)) return "";
   const std::string& op = act.op_type;
   if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "HardSwish") return op;
@@ -41,14 +39,16 @@ std::string conv_activation(const Matcher& m, const ir::Node& act, std::vector<f
       lo = *a;
       hi = *b;
     } else {
-      if (act.has_input(1) && !constant_scalar(m.constants, act.inputs[1], &lo)) return "";
-      if (act.has_input(2) && !constant_scalar(m.constants, act.inputs[2], &hi)) return "";
+      if (act.has_input(1) && !constant_scalar(constants, act.inputs[1], &lo)) return "";
+      if (act.has_input(2) && !constant_scalar(constants, act.inputs[2], &hi)) return "";
     }
     *params = {lo, hi};
     return op;
   }
   return "";
 }
+
+namespace {
 
 // What x * gate(x) is for a gate node: Sigmoid gives SiLU; HardSigmoid with
 // alpha 1/6 and beta 1/2 gives HardSwish (torch exports it so before opset
@@ -86,7 +86,7 @@ void match_conv_activation(Matcher& m, size_t ni, std::vector<Fusion>* out) {
   auto free = [&](int32_t r) { return m.eligible[static_cast<size_t>(r)] && !m.used[static_cast<size_t>(r)]; };
   if (readers.size() == 1 && free(readers[0])) {
     const ir::Node& a = m.g.nodes[static_cast<size_t>(readers[0])];
-    act = conv_activation(m, a, &params);
+    act = conv_activation(m.constants, a, &params);
     if (act.empty() || a.inputs[0] != y || !a.has_output(0)) return;
     replaces.push_back(static_cast<size_t>(readers[0]));
     result = a.outputs[0];
@@ -345,6 +345,8 @@ std::vector<Fusion> find_portable_fusions(const ir::Graph& g, const ConstantMap&
     if (!eligible[ni] || m.used[ni]) continue;
     const size_t before = out.size();
     match_conv_activation(m, ni, &out);
+    if (out.size() == before) match_conv_add(g, constants, m.uses, eligible, m.used, ni, &out);
+    if (out.size() == before) match_preact_conv(g, constants, m.uses, eligible, m.used, ni, &out);
     if (out.size() == before) {
       Fusion f;
       if (match_channel_scaled_conv(g, constants, m.uses, eligible, m.used, ni, &f)) out.push_back(std::move(f));

@@ -234,5 +234,51 @@ TEST(RewriteTest, TransposedMatMulInAttention) {
   EXPECT_EQ(stats.count("transpose+matmul"), 2) << stats.to_string();
 }
 
+}
+
+// Residual connections: Conv + Add (+ Relu) as FusedConv with a sum input, on
+// each conv path (3x3 stride 1: padded rows, 1x1: pointwise GEMM, 3x3
+// stride 2: im2col).
+TEST(RewriteTest, ConvAddResiduals) {
+  TestGraph t;
+  const ir::ValueId x = t.input("x", Shape{1, 8, 10, 10});
+  const ir::ValueId c1 = t.node("Conv", {x, t.constant("w1", random_f32(Shape{8, 8, 3, 3}, 1)),
+                                         t.constant("b1", random_f32(Shape{8}, 2))},
+                                {attr_ints("pads", {1, 1, 1, 1})}, Shape{1, 8, 10, 10});
+  const ir::ValueId r1 = t.node("Relu", {t.node("Add", {c1, x}, {}, Shape{1, 8, 10, 10})}, {}, Shape{1, 8, 10, 10});
+  const ir::ValueId c2 = t.node("Conv", {r1, t.constant("w2", random_f32(Shape{8, 8, 1, 1}, 3))}, {}, Shape{1, 8, 10, 10});
+  const ir::ValueId a2 = t.node("Add", {r1, c2}, {}, Shape{1, 8, 10, 10});
+  const ir::ValueId c3 = t.node("Conv", {a2, t.constant("w3", random_f32(Shape{4, 8, 3, 3}, 4))},
+                                {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})}, Shape{1, 4, 5, 5});
+  const ir::ValueId skip = t.input("skip", Shape{1, 4, 5, 5});
+  t.output(t.node("Clip", {t.node("Add", {c3, skip}, {}, Shape{1, 4, 5, 5}), t.scalar("lo", 0.f), t.scalar("hi", 1.f)}));
+  const optimizer::RewriteStats stats =
+      expect_same_results(t, {random_f32(Shape{1, 8, 10, 10}, 5), random_f32(Shape{1, 4, 5, 5}, 6)});
+  EXPECT_EQ(stats.count("conv+add+relu"), 1) << stats.to_string();
+  EXPECT_EQ(stats.count("conv+add"), 1) << stats.to_string();
+  EXPECT_EQ(stats.count("conv+add+clip"), 1) << stats.to_string();
+}
+
+// DenseNet's pre-activation layer: BatchNormalization + Relu + 1x1 Conv (+
+// Relu) as kiln::PreActivationConv, on a map the GEMM packs (14x14) and one
+// the transposed pointwise path takes (7x7).
+TEST(RewriteTest, BatchNormReluPointwiseConv) {
+  for (int64_t side : {14, 7}) {
+    TestGraph t;
+    const ir::ValueId x = t.input("x", Shape{1, 24, side, side});
+    const ir::ValueId n = t.node("BatchNormalization",
+                                 {x, t.constant("s", random_f32(Shape{24}, 1)), t.constant("o", random_f32(Shape{24}, 2)),
+                                  t.constant("m", random_f32(Shape{24}, 3)), t.constant("v", random_f32(Shape{24}, 4, 0.5f, 2.f))},
+                                 {attr_float("epsilon", 1e-5f)}, Shape{1, 24, side, side});
+    const ir::ValueId r = t.node("Relu", {n}, {}, Shape{1, 24, side, side});
+    const ir::ValueId c = t.node("Conv", {r, t.constant("w", random_f32(Shape{48, 24, 1, 1}, 5)),
+                                          t.constant("b", random_f32(Shape{48}, 6))},
+                                 {}, Shape{1, 48, side, side});
+    t.output(t.node("Relu", {c}, {}, Shape{1, 48, side, side}));
+    const optimizer::RewriteStats stats = expect_same_results(t, {random_f32(Shape{1, 24, side, side}, 7, -2.f, 2.f)});
+    EXPECT_EQ(stats.count("batchnorm+relu+conv+relu"), 1) << side << ": " << stats.to_string();
+  }
+}
+
 }  // namespace
 }  // namespace kiln::runtime

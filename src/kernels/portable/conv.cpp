@@ -9,16 +9,22 @@
 //     into a scratch, then transposed into Y;
 //   - everything else: GEMM with an implicit im2col that writes the packed B
 //     panels directly (gemm.h BPanelSource), so the column matrix is never
-//     materialized and its scratch stays one cache block.
+//     materialized and its scratch stays one cache block; stride-1 convs on
+//     small maps or with few channels per group read the zero-bordered
+//     input as rows instead (conv_padded_rows.h: whole-run copies).
 // Constant-weight 3x3 stride-1 group-1 convolutions with enough channels on
 // maps large enough to gain take Winograd F(4x4, 3x3) instead
-// (conv_winograd.h; KILN_WINOGRAD=off|always|auto).
+// (conv_winograd.h; KILN_WINOGRAD=off|always|auto). Constant-weight
+// convolutions whose taps mostly read padding (dilated segmentation heads)
+// run one GEMM per tap over the outputs it reaches (conv_sparse_taps.h).
 // Constant weights are packed for the GEMM once, at load; the bias is a
 // fused per-row epilogue. float16/bfloat16/double are staged through float32.
 // The same kernel runs com.microsoft FusedConv (Conv + optional sum input Z +
 // activation), the form ONNX Runtime saves optimized models in and the one
 // Kiln's optimizer (src/optimizer) fuses Conv + activation into; Kiln adds
-// the activations HardSwish and Silu (x * Sigmoid(x)) to ORT's list.
+// the activations HardSwish and Silu (x * Sigmoid(x)) to ORT's list. It also
+// runs kiln::PreActivationConv, BatchNormalization + Relu + Conv
+// (conv_preact.h).
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -27,6 +33,9 @@
 #include <string>
 
 #include "kernels/portable/conv_depthwise.h"
+#include "kernels/portable/conv_padded_rows.h"
+#include "kernels/portable/conv_preact.h"
+#include "kernels/portable/conv_sparse_taps.h"
 #include "kernels/portable/conv_winograd.h"
 #include "kernels/portable/cpu/x86/elementwise_simd.h"
 #include "kernels/portable/util/cv_common.h"
@@ -110,6 +119,10 @@ struct ConvFusion {
   const float* z = nullptr;
   Act act = Act::kNone;
   float p0 = 0.f, p1 = 0.f;  // clamp: lo, hi; LeakyRelu: alpha; HardSigmoid: alpha, beta
+  // kiln::PreActivationConv on the pointwise GEMM path: X's rows go through
+  // max(0, pre_a[c] * x + pre_b[c]) as B is packed (conv_preact.h).
+  const float* pre_a = nullptr;
+  const float* pre_b = nullptr;
 };
 
 // e^t for t in [-87, 87]: t = k ln2 + g with |g| <= ln2 / 2, e^g by its
@@ -191,15 +204,25 @@ void apply_activation(float* y, int64_t n, const ConvFusion& f, ThreadPool* pool
 
 // A pointwise conv of one image as Y^T = X^T W^T (prefer_transposed_pointwise):
 // `wt` is W^T packed as the GEMM's B; the bias is a per-column epilogue.
+// FusedConv's sum input `z` (the image's planes; may be null) is added after
+// the transpose, and then the activation.
 void pointwise_transposed(const ConvProblem& p, const float* xg, const PackedMatrix& wt, const float* bias,
-                          const GemmEpilogue& act, float* yg, ThreadPool* pool) {
+                          const ConvFusion& fusion, const float* z, float* yg, ThreadPool* pool) {
   const int64_t n = p.g.out_size(), m = p.m, k = p.c;
   thread_local std::vector<float> scratch;
   if (scratch.size() < static_cast<size_t>(n * m)) scratch.resize(static_cast<size_t>(n * m));
-  GemmEpilogue ep = act;
+  GemmEpilogue ep = z ? GemmEpilogue{} : activation_epilogue(fusion);
   ep.col_bias = bias;
   sgemm_ex(n, m, k, 1.f, GemmOperand::raw(xg, n, true), GemmOperand::prepacked(wt), 0.f, scratch.data(), m, pool, ep);
   transpose_f32(scratch.data(), n, m, yg, pool);
+  if (!z) return;
+  parallel_for(pool, m, std::max<int64_t>(1, 16384 / n), [&](int64_t c0, int64_t c1) {
+    float* yc = yg + c0 * n;
+    const float* zc = z + c0 * n;
+    const int64_t len = (c1 - c0) * n;
+    for (int64_t i = 0; i < len; ++i) yc[i] += zc[i];
+    apply_activation_block(yc, len, fusion);
+  });
 }
 
 // Y = conv(X, W) + B for float32. `packed` holds W per group when W was
@@ -209,11 +232,11 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
               const float* bias, float* y, ThreadPool* pool, const ConvFusion& fusion = {},
               const PackedMatrix* packed_t = nullptr) {
   const int64_t total = p.n * p.m * p.g.out_size();
-  if (packed_t && p.group == 1 && p.pointwise() && !fusion.z) {
-    const GemmEpilogue act = activation_epilogue(fusion);
+  if (packed_t && p.group == 1 && p.pointwise()) {
+    const int64_t y_image = p.m * p.g.out_size();
     for (int64_t img = 0; img < p.n; ++img)
-      pointwise_transposed(p, x + img * p.c * p.g.in_size(), *packed_t, bias, act, y + img * p.m * p.g.out_size(),
-                           pool);
+      pointwise_transposed(p, x + img * p.c * p.g.in_size(), *packed_t, bias, fusion,
+                           fusion.z ? fusion.z + img * y_image : nullptr, y + img * y_image, pool);
     return;
   }
   if (p.depthwise()) {
@@ -238,6 +261,7 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
   const int64_t mg = p.mg(), kg = p.kg(), cg = p.cg();
   const int64_t in_size = p.g.in_size(), out_size = p.g.out_size();
   const bool pointwise = p.pointwise();
+  const bool padded_rows = !pointwise && padded_rows_gain(p.g);
   auto one = [&](int64_t img, int64_t grp, ThreadPool* tp) {
     const float* xg = x + (img * p.c + grp * cg) * in_size;
     float* yg = y + (img * p.m + grp * mg) * out_size;
@@ -246,12 +270,17 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
     GemmEpilogue ep = activation_epilogue(fusion);
     ep.row_bias = bias ? bias + grp * mg : nullptr;
     float beta = 0.f;
-    if (fusion.z) {  // Y starts as Z and the GEMM accumulates onto it
+    if (fusion.z && !padded_rows) {  // Y starts as Z and the GEMM accumulates onto it
       std::copy_n(fusion.z + (yg - y), mg * out_size, yg);
       beta = 1.f;
     }
-    if (pointwise) {
+    if (pointwise && fusion.pre_a) {
+      const PreActSource src(xg, in_size, fusion.pre_a + grp * cg, fusion.pre_b + grp * cg);
+      sgemm_ex(mg, out_size, kg, 1.f, a, GemmOperand::from_source(src), beta, yg, out_size, tp, ep);
+    } else if (pointwise) {
       sgemm_ex(mg, out_size, kg, 1.f, a, GemmOperand::raw(xg, in_size), beta, yg, out_size, tp, ep);
+    } else if (padded_rows) {
+      conv_padded_rows(p.g, cg, mg, xg, a, ep, fusion.z ? fusion.z + (yg - y) : nullptr, yg, tp);
     } else {
       const Im2colSource src(p.g, xg);
       sgemm_ex(mg, out_size, kg, 1.f, a, GemmOperand::from_source(src), beta, yg, out_size, tp, ep);
@@ -269,10 +298,9 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
   }
 }
 
-// The Winograd path (conv_winograd.h) with conv's fusion as its epilogue.
-void run_winograd(const WinogradConv& wino, const ConvProblem& p, const float* x, const float* bias, float* y,
-                  ThreadPool* pool, const ConvFusion& fusion) {
-  WinogradEpilogue ep;
+// Conv's bias and fusion as the epilogue of the Winograd and sparse-tap paths.
+ConvEpilogue conv_epilogue(const float* bias, const ConvFusion& fusion) {
+  ConvEpilogue ep;
   ep.bias = bias;
   ep.z = fusion.z;
   if (fusion.act == ConvFusion::Act::kClamp) {
@@ -282,7 +310,7 @@ void run_winograd(const WinogradConv& wino, const ConvProblem& p, const float* x
     ep.act = [](float* v, int64_t n, const void* f) { apply_activation_block(v, n, *static_cast<const ConvFusion*>(f)); };
     ep.act_ctx = &fusion;
   }
-  wino.run(p.n, p.g, x, y, ep, pool);
+  return ep;
 }
 
 class ConvKernel final : public Kernel {
@@ -291,7 +319,13 @@ class ConvKernel final : public Kernel {
     KILN_ASSIGN_OR_RETURN(attrs_, WindowAttrs::parse(init));
     group_ = init.attr_int("group", 1);
     if (group_ < 1) return invalid_argument("attribute group is ", group_, ", expected >= 1");
-    if (init.node.op_type == "FusedConv") KILN_RETURN_IF_ERROR(parse_fusion(init));
+    if (init.node.op_type == "FusedConv" || init.node.op_type == "PreActivationConv")
+      KILN_RETURN_IF_ERROR(parse_fusion(init));
+    if (init.node.op_type == "PreActivationConv") {
+      const Tensor* w = init.constant_input(1);
+      if (!w || w->rank() < 3) return invalid_argument("input 1 (W) must be a constant of rank >= 3");
+      KILN_RETURN_IF_ERROR(preact_params(init, w->dim(1) * group_, &pre_a_, &pre_b_));
+    }
     const Tensor* w = init.constant_input(1);
     if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3 && group_ == 1 && w->numel() > 0 &&
         prefer_transposed_pointwise(w->dim(0), static_pointwise_size(init, *w))) {
@@ -299,6 +333,8 @@ class ConvKernel final : public Kernel {
       packed_shape_ = w->shape();
     } else if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3 && w->dim(0) % group_ == 0 && w->numel() > 0 &&
                !(w->dim(1) == 1 && group_ > 1)) {  // depthwise reads W directly
+      sparse_.prepare(init, *w, group_, attrs_);
+      if (sparse_.covers_static_input()) return Status::ok();  // W is packed per tap instead
       wino_.prepare(init, *w, group_, attrs_);
       if (wino_.covers_static_input(init)) return Status::ok();  // W is never read by im2col
       const int64_t mg = w->dim(0) / group_, kg = w->numel() / w->dim(0);
@@ -357,11 +393,30 @@ class ConvKernel final : public Kernel {
         const bool use_packed = !packed_.empty() && w.shape() == packed_shape_;
         const bool use_packed_t = !packed_t_.empty() && w.shape() == packed_shape_;
         fusion.z = z ? z->data<float>() : nullptr;
-        if (wino_.applies(p.g, p.n, w.shape())) {
-          run_winograd(wino_, p, x.data<float>(), b ? b->data<float>() : nullptr, y->data<float>(), ctx.pool(), fusion);
+        const float* xd = x.data<float>();
+        std::vector<float> pre;  // PreActivationConv off the pointwise GEMM path: transformed X
+        if (!pre_a_.empty()) {
+          if (static_cast<int64_t>(pre_a_.size()) != p.c)
+            return invalid_argument("input 0 (X) has ", p.c, " channels, the normalization ", pre_a_.size());
+          if (p.pointwise() && !use_packed_t && !p.depthwise()) {
+            fusion.pre_a = pre_a_.data();
+            fusion.pre_b = pre_b_.data();
+          } else {
+            pre.resize(static_cast<size_t>(x.numel()));
+            preact_relu(xd, p.n, p.c, p.g.in_size(), pre_a_.data(), pre_b_.data(), pre.data(), ctx.pool());
+            xd = pre.data();
+          }
+        }
+        const float* bias = b ? b->data<float>() : nullptr;
+        if (sparse_.applies(p.g, w.shape())) {
+          sparse_.run(p.n, p.g, xd, y->data<float>(), conv_epilogue(bias, fusion), ctx.pool());
           return Status::ok();
         }
-        conv_f32(p, x.data<float>(), w.data<float>(), use_packed ? &packed_ : nullptr, b ? b->data<float>() : nullptr,
+        if (wino_.applies(p.g, p.n, w.shape())) {
+          wino_.run(p.n, p.g, xd, y->data<float>(), conv_epilogue(bias, fusion), ctx.pool());
+          return Status::ok();
+        }
+        conv_f32(p, xd, w.data<float>(), use_packed ? &packed_ : nullptr, b ? b->data<float>() : nullptr,
                  y->data<float>(), ctx.pool(), fusion, use_packed_t ? &packed_t_ : nullptr);
         return Status::ok();
       }
@@ -444,6 +499,8 @@ class ConvKernel final : public Kernel {
   ConvFusion fusion_;
   std::vector<PackedMatrix> packed_;  // W per group, when W is a constant
   WinogradConv wino_;                  // W transformed, when the Winograd path may run
+  SparseTapConv sparse_;               // W per tap, when most taps read only padding
+  std::vector<float> pre_a_, pre_b_;   // PreActivationConv's input transform (empty: none)
   PackedMatrix packed_t_;              // W^T, for the transposed pointwise path
   Shape packed_shape_;
 };
@@ -455,6 +512,8 @@ void register_conv_ops(KernelRegistry& r) {
          .type_input = 0, .factory = make_kernel<ConvKernel>, .flags = 0});
   r.add({.domain = "com.microsoft", .op_type = "FusedConv", .since_version = 1, .until_version = 1000,
          .dtypes = kFloatDTypes, .type_input = 0, .factory = make_kernel<ConvKernel>, .flags = 0});
+  r.add({.domain = "kiln", .op_type = "PreActivationConv", .since_version = 1, .until_version = 1000,
+         .dtypes = dtype_set(DType::kFloat32), .type_input = 0, .factory = make_kernel<ConvKernel>, .flags = 0});
 }
 
 }  // namespace kiln::kernels

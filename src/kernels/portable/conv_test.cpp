@@ -299,28 +299,35 @@ TEST(ConvTest, FusedConvAddsZAndActivation) {
       }
     }
   }
-  // The transposed pointwise path (constant W, 7x7 map, 32 channels): the
-  // clamp in the GEMM epilogue, the other activations as a pass.
-  const ConvCase pw = cc({1, 8, 7, 7}, {32, 8, 1, 1});
+  // The transposed pointwise path (constant W, 7x7 map, 32 channels, two
+  // images): the clamp in the GEMM epilogue, the other activations as a
+  // pass; with Z, the sum after the transpose and then the activation.
+  const ConvCase pw = cc({2, 8, 7, 7}, {32, 8, 1, 1});
   Tensor x = random_tensor(pw.x, rng), w = random_tensor(pw.w, rng), b = random_tensor({pw.w[0]}, rng);
   Tensor plain = naive_conv(pw, x, w, &b);
+  Tensor z = random_tensor(plain.shape(), rng);
   for (const Act& act : acts) {
     for (int threads : {1, 2, 3}) {
-      testing::OpCall call;
-      call.op_type = "FusedConv";
-      call.domain = "com.microsoft";
-      call.opset = 1;
-      call.inputs = {x, w, b};
-      call.attrs = {attr("activation", act.name)};
-      if (!act.params.empty()) call.attrs.push_back(attr("activation_params", act.params));
-      call.inputs_are_constant = true;
-      call.threads = threads;
-      auto r = run_op(call);
-      ASSERT_TRUE(r.ok()) << r.status().to_string();
-      const Tensor& y = (*r)[0].tensor();
-      ASSERT_EQ(y.shape(), plain.shape());
-      for (int64_t i = 0; i < y.numel(); ++i)
-        ASSERT_NEAR(y.data<float>()[i], act.f(plain.data<float>()[i], act.params), 2e-4) << act.name << " at " << i;
+      for (bool with_z : {false, true}) {
+        testing::OpCall call;
+        call.op_type = "FusedConv";
+        call.domain = "com.microsoft";
+        call.opset = 1;
+        call.inputs = {x, w, b};
+        if (with_z) call.inputs.push_back(z);
+        call.attrs = {attr("activation", act.name)};
+        if (!act.params.empty()) call.attrs.push_back(attr("activation_params", act.params));
+        call.inputs_are_constant = true;
+        call.threads = threads;
+        auto r = run_op(call);
+        ASSERT_TRUE(r.ok()) << r.status().to_string();
+        const Tensor& y = (*r)[0].tensor();
+        ASSERT_EQ(y.shape(), plain.shape());
+        for (int64_t i = 0; i < y.numel(); ++i) {
+          const float pre = plain.data<float>()[i] + (with_z ? z.data<float>()[i] : 0.f);
+          ASSERT_NEAR(y.data<float>()[i], act.f(pre, act.params), 2e-4) << act.name << (with_z ? " z" : "") << " at " << i;
+        }
+      }
     }
   }
   testing::OpCall bad;

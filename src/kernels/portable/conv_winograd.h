@@ -48,6 +48,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/kernel.h"
+#include "kernels/portable/conv_epilogue.h"
 #include "kernels/portable/util/cv_common.h"
 #include "kernels/portable/util/gemm.h"
 
@@ -55,15 +56,7 @@ namespace kiln::kernels {
 
 /// What follows the convolution in the output transform: y = clamp(conv +
 /// bias + z, lo, hi), then `act` over each finished output plane.
-struct WinogradEpilogue {
-  const float* bias = nullptr;  // Cout values; null: none
-  const float* z = nullptr;     // Y-shaped sum input (FusedConv); null: none
-  float lo = -std::numeric_limits<float>::infinity();
-  float hi = std::numeric_limits<float>::infinity();
-  /// Applied in place to `n` contiguous outputs (one plane); null: none.
-  void (*act)(float* y, int64_t n, const void* ctx) = nullptr;
-  const void* act_ctx = nullptr;
-};
+using WinogradEpilogue = ConvEpilogue;
 
 /// When the Winograd path runs (process-wide; tests and benchmarks). The
 /// environment variable KILN_WINOGRAD=off|always|auto sets the starting mode.

@@ -18,6 +18,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
@@ -432,6 +433,16 @@ class ResizeKernel final : public Kernel {
     float* dst = out->data<float>();
     const bool nearest = mode_ == Mode::kNearest;
     auto body = [&](int64_t r0, int64_t r1) {
+      // Input rows blended along x, kept while consecutive output rows read
+      // them (upsampling reads each input row for several output rows): the
+      // same arithmetic, in the same order, once per input row.
+      std::vector<float> blended(nearest ? 0 : static_cast<size_t>(2 * out_w));
+      const float* cached[2] = {nullptr, nullptr};
+      auto horizontal = [&](const float* src) -> const float* {
+        for (int s = 0; s < 2; ++s)
+          if (cached[s] == src) return blended.data() + s * out_w;
+        return nullptr;
+      };
       for (int64_t r = r0; r < r1; ++r) {
         // The plane's base: the one tap of every outer axis.
         int64_t rem = r / out_h, base = 0;
@@ -449,10 +460,20 @@ class ResizeKernel final : public Kernel {
           for (int64_t o = 0; o < out_w; ++o) row[o] = ra[x0[static_cast<size_t>(o)]];
           continue;
         }
-        for (int64_t o = 0; o < out_w; ++o) {
-          const auto i = static_cast<size_t>(o);
-          row[o] = wa * (w0[i] * ra[x0[i]] + w1[i] * ra[x1[i]]) + wb * (w0[i] * rb[x0[i]] + w1[i] * rb[x1[i]]);
+        for (const float* src : {ra, rb}) {
+          if (horizontal(src)) continue;
+          // Overwrite the slot the current row does not use.
+          const int s = (cached[0] == ra || cached[0] == rb) ? 1 : 0;
+          float* h = blended.data() + s * out_w;
+          for (int64_t o = 0; o < out_w; ++o) {
+            const auto i = static_cast<size_t>(o);
+            h[o] = w0[i] * src[x0[i]] + w1[i] * src[x1[i]];
+          }
+          cached[s] = src;
         }
+        const float* ha = horizontal(ra);
+        const float* hb = horizontal(rb);
+        for (int64_t o = 0; o < out_w; ++o) row[o] = wa * ha[o] + wb * hb[o];
       }
     };
     parallel_for(pool, out->numel() / std::max<int64_t>(1, out_w), std::max<int64_t>(1, 16384 / std::max<int64_t>(out_w, 1)),

@@ -2,7 +2,10 @@
 // test data (onnx/backend/test/data/node/test_resize_*) or computed by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "kernels/testing/kernel_runner.h"
 
@@ -177,6 +180,57 @@ TEST(ResizeTest, ThreadedRunMatchesSingleThreaded) {
   ASSERT_EQ(a.shape(), (Shape{1, 4, 128, 96}));
   ASSERT_EQ(a.shape(), b.shape());
   for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(a.data<float>()[i], b.data<float>()[i]) << i;
+}
+
+// Bilinear NCHW resizes (the planar float path, which blends each input row
+// along x once for all the output rows that read it) against a double
+// reference: big upsamplings (segmentation heads: 16x16 -> 256x256), odd
+// factors, a downsampling, both common coordinate modes, threads 1/2/3.
+TEST(ResizeTest, BilinearPlanarMatchesReference) {
+  struct Case {
+    int64_t h, w, oh, ow;
+    const char* coord;
+  };
+  const Case cases[] = {{16, 16, 256, 256, "half_pixel"}, {5, 7, 40, 21, "half_pixel"}, {9, 6, 14, 9, "align_corners"},
+                        {12, 10, 6, 4, "half_pixel"},     {3, 3, 3, 17, "align_corners"}};
+  for (const Case& c : cases) {
+    const int64_t n = 2, ch = 3;
+    std::vector<float> v(static_cast<size_t>(n * ch * c.h * c.w));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 53) % 97) * 0.125f - 5.f;
+    const bool corners = std::string(c.coord) == "align_corners";
+    auto coord = [&](int64_t o, int64_t in, int64_t out) {
+      const double x = corners ? (out > 1 ? static_cast<double>(o) * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0)
+                               : (static_cast<double>(o) + 0.5) * static_cast<double>(in) / static_cast<double>(out) - 0.5;
+      return std::min(std::max(x, 0.0), static_cast<double>(in - 1));
+    };
+    std::vector<double> want;
+    for (int64_t p = 0; p < n * ch; ++p)
+      for (int64_t oy = 0; oy < c.oh; ++oy)
+        for (int64_t ox = 0; ox < c.ow; ++ox) {
+          const double y = coord(oy, c.h, c.oh), x = coord(ox, c.w, c.ow);
+          const int64_t y0 = static_cast<int64_t>(std::floor(y)), x0 = static_cast<int64_t>(std::floor(x));
+          const int64_t y1 = std::min(y0 + 1, c.h - 1), x1 = std::min(x0 + 1, c.w - 1);
+          const double ty = y - static_cast<double>(y0), tx = x - static_cast<double>(x0);
+          auto at = [&](int64_t yy, int64_t xx) { return static_cast<double>(v[static_cast<size_t>((p * c.h + yy) * c.w + xx)]); };
+          want.push_back((1 - ty) * ((1 - tx) * at(y0, x0) + tx * at(y0, x1)) + ty * ((1 - tx) * at(y1, x0) + tx * at(y1, x1)));
+        }
+    for (int threads = 1; threads <= 3; ++threads) {
+      testing::OpCall call;
+      call.op_type = "Resize";
+      call.inputs = {Tensor::from_vector(v, Shape{n, ch, c.h, c.w}), Value::none(), Value::none(),
+                     sizes({n, ch, c.oh, c.ow})};
+      call.attrs = {attr("mode", "linear"), attr("coordinate_transformation_mode", c.coord)};
+      call.opset = 13;
+      call.threads = threads;
+      auto y = run_op(call);
+      ASSERT_TRUE(y.ok()) << y.status().to_string();
+      const Tensor& t = (*y)[0].tensor();
+      ASSERT_EQ(t.shape(), (Shape{n, ch, c.oh, c.ow}));
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(t.data<float>()[i], want[i], 2e-5) << c.h << "x" << c.w << " -> " << c.oh << "x" << c.ow << " "
+                                                       << c.coord << " threads " << threads << " at " << i;
+    }
+  }
 }
 
 TEST(ResizeTest, RejectsBothScalesAndSizes) {

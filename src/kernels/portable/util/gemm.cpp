@@ -466,17 +466,26 @@ void sgemm_ex(int64_t m, int64_t n, int64_t k, float alpha, const GemmOperand& a
     return;
   }
   // A grid of about 4 tiles per thread (balances a busy machine), tiles no
-  // thinner than a few microkernel tiles so packing stays amortized.
+  // thinner than a few microkernel tiles so packing stays amortized. When
+  // that leaves fewer tiles than threads (few rows: the 3x3 convs of
+  // DenseNet's later blocks have 32 output channels on 14x14 and 7x7 maps),
+  // columns split down to single panels: A is then packed once and shared,
+  // and a thin tile packs only its own columns of B.
   const int64_t want = threads * 4;
-  const int64_t max_tn = std::max<int64_t>(1, n / std::max<int64_t>(4 * uk.nr, 64));
+  int64_t max_tn = std::max<int64_t>(1, n / std::max<int64_t>(4 * uk.nr, 64));
   const int64_t max_tm = std::max<int64_t>(1, m / (4 * uk.mr));
+  if (max_tn * max_tm < threads) max_tn = std::max<int64_t>(1, (n + uk.nr - 1) / uk.nr);
   int64_t tn = std::min(want, max_tn);
   int64_t tm = std::min(std::max<int64_t>(1, want / tn), max_tm);
   if (tn * tm < threads) tn = std::min(max_tn, (threads + tm - 1) / tm);
-  const int64_t tile_n = round_up((n + tn - 1) / tn, uk.nr);
   const int64_t tile_m = round_up((m + tm - 1) / tm, uk.mr);
-  tn = (n + tile_n - 1) / tile_n;
   tm = (m + tile_m - 1) / tile_m;
+  // Column tile t starts at the panel edge nearest t * n / tn, so tiles of
+  // a ragged last panel stay balanced (196 columns of 32-wide panels in two:
+  // 96 + 100, not 128 + 68).
+  auto col_begin = [&](int64_t t) {
+    return t >= tn ? n : std::min(n, (t * n / tn + uk.nr / 2) / uk.nr * uk.nr);
+  };
   // An operand every task would pack in full (B when only rows are split, A
   // when only columns are) is packed once, in parallel, and shared: Conv's
   // im2col on small maps would otherwise run once per task.
@@ -508,8 +517,8 @@ void sgemm_ex(int64_t m, int64_t n, int64_t k, float alpha, const GemmOperand& a
   }
   parallel_for(pool, tn * tm, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t i0 = (t / tn) * tile_m, j0 = (t % tn) * tile_n;
-      run_tile(g, i0, std::min(m, i0 + tile_m), j0, std::min(n, j0 + tile_n));
+      const int64_t i0 = (t / tn) * tile_m, j0 = col_begin(t % tn), j1 = col_begin(t % tn + 1);
+      if (j1 > j0) run_tile(g, i0, std::min(m, i0 + tile_m), j0, j1);
     }
   });
 }

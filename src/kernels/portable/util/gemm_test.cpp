@@ -192,6 +192,30 @@ TEST(GemmTest, SmallMReadsBInPlace) {
   ASSERT_TRUE(sgemm_force_kernel(original.c_str()));
 }
 
+TEST(GemmTest, FewRowsSplitColumnsIntoPanels) {
+  // Too few rows for a tile per thread: columns split down to single panels
+  // at the panel edges nearest equal shares (ragged last panels, more
+  // threads than panels, B raw / packed / transposed / in place), each split
+  // checked on 2 and 3 threads.
+  std::mt19937 rng(29);
+  ThreadPool two(2), three(3);
+  const float dummy = 0.f;
+  GemmEpilogue ep;
+  ep.row_bias = &dummy;  // replaced by random biases in check_case
+  ep.clamp_min = -0.5f;
+  const std::string original = sgemm_kernel_name();
+  for (const std::string& kernel : available_kernels()) {
+    ASSERT_TRUE(sgemm_force_kernel(kernel.c_str()));
+    for (const Case& c : {Case{false, false, 32, 196, 1152, 1.f, 0.f}, Case{false, false, 32, 49, 600, 1.f, 0.f},
+                          Case{true, true, 20, 70, 300, 1.f, 0.5f}, Case{false, false, 8, 40, 700, 1.f, 0.f},
+                          Case{false, true, 13, 222, 90, -1.f, 0.f}, Case{false, false, 150, 33, 400, 1.f, 0.f}}) {
+      check_case(c, &two, ep, rng, kernel + " 2 threads");
+      check_case(c, &three, ep, rng, kernel + " 3 threads");
+    }
+  }
+  ASSERT_TRUE(sgemm_force_kernel(original.c_str()));
+}
+
 TEST(GemmTest, OneRowTimesPackedBAndPackedATimesOneColumn) {
   // m == 1 with packed B and n == 1 with packed A take the GEMV path: every
   // panel width, K across cache blocks, transposes, thread splits, epilogue.

@@ -234,8 +234,6 @@ TEST(RewriteTest, TransposedMatMulInAttention) {
   EXPECT_EQ(stats.count("transpose+matmul"), 2) << stats.to_string();
 }
 
-}
-
 // Residual connections: Conv + Add (+ Relu) as FusedConv with a sum input, on
 // each conv path (3x3 stride 1: padded rows, 1x1: pointwise GEMM, 3x3
 // stride 2: im2col).

@@ -1,6 +1,5 @@
 // Phase B: Conv + Add (+ activation) as FusedConv with a sum input (fusion_patterns.h).
 #include <algorithm>
-#include <cctype>
 
 #include "optimizer/fusion_patterns.h"
 
@@ -47,44 +46,14 @@ void match_conv_add(const ir::Graph& g, const ConstantMap& constants, const Grap
   f.name = "conv+add";
   f.replaces = {ni, static_cast<size_t>(ai)};
   ir::ValueId result = add.outputs[0];
-  std::string act;
-  std::vector<float> params;
-  if (uses.only_read_once(result) && free(uses.readers(result)[0])) {
-    const int32_t ri = uses.readers(result)[0];
-    const ir::Node& a = g.nodes[static_cast<size_t>(ri)];
-    act = conv_activation(constants, a, &params);
-    if (!act.empty() && a.inputs[0] == result && a.has_output(0)) {
-      f.replaces.push_back(static_cast<size_t>(ri));
-      result = a.outputs[0];
-      std::string lower = act;
-      std::transform(lower.begin(), lower.end(), lower.begin(), [](char c) { return static_cast<char>(std::tolower(c)); });
-      f.name += "+" + lower;
-    } else {
-      act.clear();
-      params.clear();
-    }
-  }
   f.node = conv;
   f.node.domain = "com.microsoft";
   f.node.op_type = "FusedConv";
   f.node.opset = 1;
   f.node.inputs.resize(3, ir::kNoValue);  // B may be absent
   f.node.inputs.push_back(z);
+  take_conv_activation(g, constants, uses, eligible, used, &result, &f);
   f.node.outputs = {result};
-  if (!act.empty()) {
-    ir::Attribute a;
-    a.name = "activation";
-    a.type = ir::AttrType::kString;
-    a.s = act;
-    f.node.attributes.push_back(std::move(a));
-  }
-  if (!params.empty()) {
-    ir::Attribute p;
-    p.name = "activation_params";
-    p.type = ir::AttrType::kFloats;
-    p.floats = params;
-    f.node.attributes.push_back(std::move(p));
-  }
   std::sort(f.replaces.begin(), f.replaces.end());
   out->push_back(std::move(f));
 }

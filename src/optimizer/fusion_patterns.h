@@ -17,6 +17,19 @@ namespace kiln::optimizer {
 /// for a single activation node, or "" when `act` is none FusedConv has.
 std::string conv_activation(const ConstantMap& constants, const ir::Node& act, std::vector<float>* params);
 
+/// When the only reader of `*result` is a free, eligible activation node
+/// that FusedConv applies (conv_activation), takes it into `f`: its index
+/// into f->replaces, "+<act>" onto f->name, its output into `*result`, and
+/// the activation attributes onto f->node (set_conv_activation). Call after
+/// f->node is set.
+void take_conv_activation(const ir::Graph& g, const ConstantMap& constants, const GraphUses& uses,
+                          const std::vector<uint8_t>& eligible, const std::vector<uint8_t>& used, ir::ValueId* result,
+                          Fusion* f);
+
+/// Adds FusedConv's "activation" and, when `params` is not empty,
+/// "activation_params" attributes to `node`.
+void set_conv_activation(ir::Node* node, const std::string& act, const std::vector<float>& params);
+
 /// Conv whose only reader is an Add of a float32 tensor Z of the Conv
 /// output's own static shape (a residual connection), optionally followed
 /// by one activation: one com.microsoft FusedConv with Z as input 3 (the

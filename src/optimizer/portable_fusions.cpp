@@ -1,5 +1,6 @@
 // Phase B (optimizer.h): patterns left to portable kernels become one node.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -46,6 +47,33 @@ std::string conv_activation(const ConstantMap& constants, const ir::Node& act, s
     return op;
   }
   return "";
+}
+
+void set_conv_activation(ir::Node* node, const std::string& act, const std::vector<float>& params) {
+  node->attributes.push_back(string_attr("activation", act));
+  if (params.empty()) return;
+  ir::Attribute p;
+  p.name = "activation_params";
+  p.type = ir::AttrType::kFloats;
+  p.floats = params;
+  node->attributes.push_back(std::move(p));
+}
+
+void take_conv_activation(const ir::Graph& g, const ConstantMap& constants, const GraphUses& uses,
+                          const std::vector<uint8_t>& eligible, const std::vector<uint8_t>& used, ir::ValueId* result,
+                          Fusion* f) {
+  if (!uses.only_read_once(*result)) return;
+  const int32_t ri = uses.readers(*result)[0];
+  if (ri < 0 || !eligible[static_cast<size_t>(ri)] || used[static_cast<size_t>(ri)]) return;
+  const ir::Node& a = g.nodes[static_cast<size_t>(ri)];
+  std::vector<float> params;
+  std::string act = conv_activation(constants, a, &params);
+  if (act.empty() || a.inputs[0] != *result || !a.has_output(0)) return;
+  f->replaces.push_back(static_cast<size_t>(ri));
+  *result = a.outputs[0];
+  set_conv_activation(&f->node, act, params);
+  std::transform(act.begin(), act.end(), act.begin(), [](char c) { return static_cast<char>(std::tolower(c)); });
+  f->name += "+" + act;
 }
 
 namespace {
@@ -112,12 +140,7 @@ void match_conv_activation(Matcher& m, size_t ni, std::vector<Fusion>* out) {
   f.node.op_type = "FusedConv";
   f.node.opset = 1;
   f.node.outputs = {result};
-  f.node.attributes.push_back(string_attr("activation", act));
-  ir::Attribute p;
-  p.name = "activation_params";
-  p.type = ir::AttrType::kFloats;
-  p.floats = params;
-  if (!params.empty()) f.node.attributes.push_back(std::move(p));
+  set_conv_activation(&f.node, act, params);
   f.replaces = replaces;
   std::sort(f.replaces.begin(), f.replaces.end());
   out->push_back(std::move(f));

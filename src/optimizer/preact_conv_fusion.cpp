@@ -1,9 +1,9 @@
 // Phase B: BatchNormalization + Relu + pointwise Conv as kiln::PreActivationConv
 // (fusion_patterns.h; the kernel: src/kernels/portable/conv_preact.h).
 #include <algorithm>
-#include <cctype>
 
 #include "optimizer/fusion_patterns.h"
+#include "optimizer/matcher.h"
 
 namespace kiln::optimizer {
 
@@ -68,51 +68,17 @@ void match_preact_conv(const ir::Graph& g, const ConstantMap& constants, const G
   f.name = "batchnorm+relu+conv";
   f.replaces = {ni, static_cast<size_t>(ri), static_cast<size_t>(ci)};
   ir::ValueId result = conv.outputs[0];
-  std::string act;
-  std::vector<float> params;
-  if (uses.only_read_once(result) && free(uses.readers(result)[0])) {
-    const int32_t ai = uses.readers(result)[0];
-    const ir::Node& a = g.nodes[static_cast<size_t>(ai)];
-    act = conv_activation(constants, a, &params);
-    if (!act.empty() && a.inputs[0] == result && a.has_output(0)) {
-      f.replaces.push_back(static_cast<size_t>(ai));
-      result = a.outputs[0];
-      std::string lower = act;
-      std::transform(lower.begin(), lower.end(), lower.begin(), [](char ch) { return static_cast<char>(std::tolower(ch)); });
-      f.name += "+" + lower;
-    } else {
-      act.clear();
-      params.clear();
-    }
-  }
+  auto e = bn.attr_float("epsilon", 1e-5f);
+  if (!e.is_ok()) return;
   f.node = conv;
   f.node.domain = "kiln";
   f.node.op_type = "PreActivationConv";
   f.node.opset = 1;
   f.node.inputs = {x, conv.inputs[1], conv.inputs.size() > 2 ? conv.inputs[2] : ir::kNoValue,
                    bn.inputs[1], bn.inputs[2], bn.inputs[3], bn.inputs[4]};
+  f.node.attributes.push_back(float_attr("epsilon", *e));
+  take_conv_activation(g, constants, uses, eligible, used, &result, &f);
   f.node.outputs = {result};
-  ir::Attribute eps;
-  eps.name = "epsilon";
-  eps.type = ir::AttrType::kFloat;
-  auto e = bn.attr_float("epsilon", 1e-5f);
-  if (!e.is_ok()) return;
-  eps.f = *e;
-  f.node.attributes.push_back(eps);
-  if (!act.empty()) {
-    ir::Attribute a;
-    a.name = "activation";
-    a.type = ir::AttrType::kString;
-    a.s = act;
-    f.node.attributes.push_back(std::move(a));
-  }
-  if (!params.empty()) {
-    ir::Attribute p;
-    p.name = "activation_params";
-    p.type = ir::AttrType::kFloats;
-    p.floats = params;
-    f.node.attributes.push_back(std::move(p));
-  }
   std::sort(f.replaces.begin(), f.replaces.end());
   out->push_back(std::move(f));
 }

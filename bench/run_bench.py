@@ -372,11 +372,12 @@ def goals(report):
     chain = [r for r in report["rows"] if r["model"] == "op_chain_500" and r["threads"] == 1 and r["kiln"]]
     if chain:
         r = chain[0]
-        nodes = r.get("kiln_nodes") or 500
+        # Per node of the model's 500; Kiln may run them as fewer (element-wise chains).
+        nodes, ran = 500, r.get("kiln_nodes") or 500
         k_us = r["kiln"]["p50_ms"] * 1e3 / nodes
         o_us = r["onnxruntime"]["p50_ms"] * 1e3 / nodes if r["onnxruntime"] else None
         lines.append(f"- Per-node cost on op_chain_500 (p50 / {nodes} nodes, 1 thread, the [1,64] Add/Mul "
-                     f"kernels included): Kiln {k_us:.3f} µs"
+                     f"kernels included; Kiln ran them as {ran} node{'s' if ran != 1 else ''}): Kiln {k_us:.3f} µs"
                      + (f", ONNX Runtime {o_us:.3f} µs" if o_us is not None else "") + ".")
     lines += portable_goal_lines(report["rows"])
     lines += plugin_goal_lines(report["rows"])

@@ -22,7 +22,7 @@ class Hasher {
       mix(w);
     }
     uint64_t tail = 0;
-    std::memcpy(&tail, p + i, n - i);
+    if (n > i) std::memcpy(&tail, p + i, n - i);  // an empty value's data may be null
     mix(tail);
   }
   void u64(uint64_t v) { mix(v); }

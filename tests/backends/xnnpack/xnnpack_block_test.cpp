@@ -15,30 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "abi_test_util.h"
+#include "xnnpack_test_util.h"
 
 namespace kiln::abi_test {
 namespace {
-
-std::shared_ptr<BackendRegistry> reg() {
-  static std::shared_ptr<BackendRegistry> r = registry_of({KILN_XNNPACK_PLUGIN});
-  return r;
-}
-
-ir::Attribute a_int(const char* n, int64_t v) {
-  ir::Attribute a;
-  a.name = n;
-  a.type = ir::AttrType::kInt;
-  a.i = v;
-  return a;
-}
-ir::Attribute a_ints(const char* n, std::vector<int64_t> v) {
-  ir::Attribute a;
-  a.name = n;
-  a.type = ir::AttrType::kInts;
-  a.ints = std::move(v);
-  return a;
-}
 
 struct BlockCase {
   int64_t n, cin, ce, cout, h, w, stride;

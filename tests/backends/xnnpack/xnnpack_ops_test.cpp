@@ -10,37 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "abi_test_util.h"
+#include "xnnpack_test_util.h"
 
 namespace kiln::abi_test {
 namespace {
 
-std::shared_ptr<BackendRegistry> reg() {
-  static std::shared_ptr<BackendRegistry> r = registry_of({KILN_XNNPACK_PLUGIN});
-  return r;
-}
-
-ir::Attribute a_int(const char* n, int64_t v) {
-  ir::Attribute a;
-  a.name = n;
-  a.type = ir::AttrType::kInt;
-  a.i = v;
-  return a;
-}
-ir::Attribute a_ints(const char* n, std::vector<int64_t> v) {
-  ir::Attribute a;
-  a.name = n;
-  a.type = ir::AttrType::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-ir::Attribute a_float(const char* n, float v) {
-  ir::Attribute a;
-  a.name = n;
-  a.type = ir::AttrType::kFloat;
-  a.f = v;
-  return a;
-}
 ir::Attribute a_str(const char* n, std::string v) {
   ir::Attribute a;
   a.name = n;

@@ -7,25 +7,12 @@
 #include <cstring>
 
 #include "kiln/c/backend_blob.hpp"
-#include "abi_test_util.h"
+#include "xnnpack_test_util.h"
 #include "kiln/backends.h"
 #include "runtime/backends/partition_kernel.h"
 
 namespace kiln::abi_test {
 namespace {
-
-std::shared_ptr<BackendRegistry> reg() {
-  static std::shared_ptr<BackendRegistry> r = registry_of({KILN_XNNPACK_PLUGIN});
-  return r;
-}
-
-ir::Attribute a_int(const char* n, int64_t v) {
-  ir::Attribute a;
-  a.name = n;
-  a.type = ir::AttrType::kInt;
-  a.i = v;
-  return a;
-}
 
 // The reason the plugin gives for not claiming the only node of `g`.
 std::string reason_for(std::shared_ptr<ir::Graph> g) {

@@ -24,23 +24,10 @@
 #include <string>
 #include <vector>
 
-#include "abi_test_util.h"
+#include "xnnpack_test_util.h"
 
 namespace kiln::abi_test {
 namespace {
-
-std::shared_ptr<BackendRegistry> reg() {
-  static std::shared_ptr<BackendRegistry> r = registry_of({KILN_XNNPACK_PLUGIN});
-  return r;
-}
-
-ir::Attribute a_ints(const char* n, std::vector<int64_t> v) {
-  ir::Attribute a;
-  a.name = n;
-  a.type = ir::AttrType::kInts;
-  a.ints = std::move(v);
-  return a;
-}
 
 enum class Clamp { kNone, kRelu, kClip };
 

@@ -1,0 +1,26 @@
+// What the XNNPACK plugin's test files share: one registry holding the
+// plugin, and short names for the attribute builders of optimizer/test_graph.h.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "abi_test_util.h"
+#include "optimizer/test_graph.h"
+
+namespace kiln::abi_test {
+
+/// The registry with the built XNNPACK plugin (one per test binary).
+inline std::shared_ptr<BackendRegistry> reg() {
+  static std::shared_ptr<BackendRegistry> r = registry_of({KILN_XNNPACK_PLUGIN});
+  return r;
+}
+
+inline ir::Attribute a_int(const char* n, int64_t v) { return optimizer::testing::attr_int(n, v); }
+inline ir::Attribute a_ints(const char* n, std::vector<int64_t> v) {
+  return optimizer::testing::attr_ints(n, std::move(v));
+}
+inline ir::Attribute a_float(const char* n, float v) { return optimizer::testing::attr_float(n, v); }
+
+}  // namespace kiln::abi_test

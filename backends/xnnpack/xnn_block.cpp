@@ -168,6 +168,7 @@ void prepare(const Program& p, FusedBlocks::Block& b, size_t band_rows) {
   b.dw.stride = static_cast<size_t>(d.ints[6]);
   b.dw.pad_top = static_cast<size_t>(d.ints[0]);
   b.dw.pad_left = static_cast<size_t>(d.ints[3]);
+  b.dw.isa = kernel_isa();
   b.dw.lo = d.floats[0];
   b.dw.hi = d.floats[1];
   b.project_gemm = PackedGemm(constant_of(p, pr.in[1]).data(), bias_of(p, pr), b.cout, b.ce, ce16);

@@ -1,5 +1,7 @@
 #include "xnn_dwconv.h"
 
+#include "xnn_dwconv_avx2.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define KILN_XNN_X86 1
@@ -7,14 +9,7 @@
 
 namespace kiln_xnnpack {
 
-bool native_depthwise_supported() {
-#ifdef KILN_XNN_X86
-  static const bool ok = __builtin_cpu_supports("avx512f");
-  return ok;
-#else
-  return false;
-#endif
-}
+bool native_depthwise_supported() { return kernel_isa() != Isa::kNone; }
 
 bool native_depthwise_fits(const std::vector<int64_t>& i, const std::vector<int64_t>& in) {
   if (i.size() < 12 || in.size() != 4) return false;
@@ -121,7 +116,9 @@ void depthwise3x3_row(const DepthwiseShape& s, const float* const rows[3], const
                       float* output, size_t c_begin, size_t c_end) {
 #ifdef KILN_XNN_X86
   for (size_t c0 = c_begin; c0 < c_end; c0 += 16) {
-    if (s.stride == 1) rows16<1>(s, rows, 1, filter, bias, output, 0, c0);
+    if (s.isa == Isa::kAvx2) depthwise3x3_rows16_avx2(s, rows, 1, filter, bias, output, 0, c0);
+    else if (s.isa != Isa::kAvx512) return;
+    else if (s.stride == 1) rows16<1>(s, rows, 1, filter, bias, output, 0, c0);
     else rows16<2>(s, rows, 1, filter, bias, output, 0, c0);
   }
 #else
@@ -132,7 +129,9 @@ void depthwise3x3_row(const DepthwiseShape& s, const float* const rows[3], const
 void depthwise3x3_rows16(const DepthwiseShape& s, const float* const* rows, size_t nrows, const float* filter,
                          const float* bias, float* output, size_t out_row) {
 #ifdef KILN_XNN_X86
-  if (s.stride == 1) rows16<1>(s, rows, nrows, filter, bias, output, out_row, 0);
+  if (s.isa == Isa::kAvx2) depthwise3x3_rows16_avx2(s, rows, nrows, filter, bias, output, out_row, 0);
+  else if (s.isa != Isa::kAvx512) return;
+  else if (s.stride == 1) rows16<1>(s, rows, nrows, filter, bias, output, out_row, 0);
   else rows16<2>(s, rows, nrows, filter, bias, output, out_row, 0);
 #else
   (void)s, (void)rows, (void)nrows, (void)filter, (void)bias, (void)output, (void)out_row;

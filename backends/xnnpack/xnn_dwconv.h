@@ -5,12 +5,16 @@
 // and 16 channels; this one keeps the filter of 16 channels in registers
 // across a row of output pixels, so each output costs 9 input loads and 9
 // FMAs. On mobilenet_v2 (Zen 4, 1 thread) XNNPACK's depthwise convolutions
-// took 1.6x ONNX Runtime's time (per-op profile in README.md).
+// took 1.6x ONNX Runtime's time (per-op profile in README.md). An AVX2+FMA
+// variant (xnn_dwconv_avx2.h) runs on CPUs without AVX-512F, or under
+// KILN_XNNPACK_ISA=avx2 (xnn_isa.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "xnn_isa.h"
 
 namespace kiln_xnnpack {
 
@@ -21,9 +25,10 @@ struct DepthwiseShape {
   size_t pad_top = 0, pad_left = 0;
   float lo = 0, hi = 0;               // output clamp
   size_t in_px = 0, out_px = 0;       // floats from one pixel to the next in the input rows, the output (0: c)
+  Isa isa = cpu_isa();                // the variant that runs (kNone: nothing runs)
 };
 
-/// True when this CPU runs the kernel (AVX-512F).
+/// True when a variant of the kernel runs (kernel_isa() is AVX-512F or AVX2).
 bool native_depthwise_supported();
 
 /// Whether a Depthwise op (OpKind::kDepthwise ints, input NHWC dims) is one

@@ -1,5 +1,7 @@
 #include "xnn_gemm.h"
 
+#include "xnn_gemm_avx2.h"
+
 #include <algorithm>
 #include <array>
 #include <utility>
@@ -11,14 +13,7 @@
 
 namespace kiln_xnnpack {
 
-bool gemm_supported() {
-#ifdef KILN_XNN_X86
-  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-  return ok;
-#else
-  return false;
-#endif
-}
+bool gemm_supported() { return kernel_isa() != Isa::kNone; }
 
 namespace {
 
@@ -31,7 +26,8 @@ size_t panel_width(size_t cols) { return cols <= 16 ? 16 : cols == 24 ? 24 : 32;
 
 }  // namespace
 
-PackedGemm::PackedGemm(const float* w, const float* bias, size_t n, size_t k, size_t k_pad) : n_(n), k_(k_pad) {
+PackedGemm::PackedGemm(const float* w, const float* bias, size_t n, size_t k, size_t k_pad)
+    : n_(n), k_(k_pad), isa_(kernel_isa()) {
   for (size_t col0 = 0; col0 < n; col0 += kPanel) {
     const size_t width = panel_width(std::min(kPanel, n - col0));
     for (size_t kk = 0; kk < k_pad; ++kk)
@@ -132,6 +128,12 @@ void PackedGemm::run(size_t m, const float* a, size_t lda, float* c, size_t ldc,
   const float* b = panels_.data();
   for (size_t col0 = 0; col0 < n_; col0 += kPanel) {
     const size_t cols = std::min(kPanel, n_ - col0), width = panel_width(cols);
+    if (isa_ == Isa::kAvx2) {
+      const float* r = e.residual ? e.residual + col0 : nullptr;
+      gemm_panel_avx2({m, k_, a, lda, b, width, cols, bias_.data() + col0, c + col0 / 16 * cvs, ldc, cvs, r}, e);
+      b += k_ * width;
+      continue;
+    }
     const size_t tail = cols - (width == 32 ? 16 : 0);
     const __mmask16 last = static_cast<__mmask16>(tail >= 16 ? 0xFFFF : (1u << tail) - 1);
     const size_t rows = rows_for(width);

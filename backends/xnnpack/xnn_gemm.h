@@ -4,14 +4,18 @@
 // columns, bias, an output clamp and optionally a residual added and
 // clamped again in the same pass. A and C take row strides, so a block can
 // read pixels from the middle of a tensor and write into a ring of rows.
+// An AVX2+FMA variant (xnn_gemm_avx2.h) runs the same panels on CPUs
+// without AVX-512F, or under KILN_XNNPACK_ISA=avx2 (xnn_isa.h).
 #pragma once
 
 #include <cstddef>
 #include <vector>
 
+#include "xnn_isa.h"
+
 namespace kiln_xnnpack {
 
-/// True when this CPU runs the kernel (AVX-512F).
+/// True when a variant of the kernel runs (kernel_isa() is AVX-512F or AVX2).
 bool gemm_supported();
 
 class PackedGemm {
@@ -24,6 +28,8 @@ class PackedGemm {
 
   size_t n() const { return n_; }
   size_t k() const { return k_; }
+  /// The variant run() runs: kernel_isa() when the weights were packed.
+  Isa isa() const { return isa_; }
 
   struct Epilogue {
     float lo, hi;                     // clamp of A . W^T + bias
@@ -40,6 +46,7 @@ class PackedGemm {
 
  private:
   size_t n_ = 0, k_ = 0;
+  Isa isa_ = Isa::kNone;
   std::vector<float> panels_;  // per panel: k rows of 32 (or 16) columns, zero-padded
   std::vector<float> bias_;    // n rounded up to 16, zero-padded
 };

@@ -185,7 +185,7 @@ class XnnInstance final : public Instance {
                                           std::to_string(t) +
                                           " boundary transpose" + (t == 1 ? "" : "s") + " (NCHW<->NHWC), " +
                                           std::to_string(r.scratch_bytes()) + " bytes of plugin buffers; " +
-                                          r.winograd().summary());
+                                          r.winograd().summary() + "; plugin kernels: " + isa_name(r.kernel_isa()));
     }
     return c;
   }

@@ -74,6 +74,7 @@ Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> p
   channel_offset_.assign(p.ops.size(), 0);
   operators_.assign(p.ops.size(), nullptr);
   native_dw_.assign(p.ops.size(), 0);
+  isa_ = kiln_xnnpack::kernel_isa();
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const Op& op = p.ops[i];
     native_dw_[i] = native_depthwise && op.kind == OpKind::kDepthwise && native_depthwise_supported() &&
@@ -504,6 +505,7 @@ void Runtime::run_depthwise(size_t index, bool last) {
   t.shape.stride = static_cast<size_t>(op.ints[6]);
   t.shape.pad_top = static_cast<size_t>(op.ints[0]);
   t.shape.pad_left = static_cast<size_t>(op.ints[3]);
+  t.shape.isa = isa_;
   t.shape.lo = op.floats[0];
   t.shape.hi = op.floats[1];
   t.in = ptr_[op.in[0]];

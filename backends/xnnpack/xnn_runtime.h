@@ -15,6 +15,7 @@
 #include "kiln/c/backend_sdk.hpp"
 #include "xnn_api.h"
 #include "xnn_block.h"
+#include "xnn_isa.h"
 #include "xnn_program.h"
 #include "xnn_winograd.h"
 
@@ -66,6 +67,8 @@ class Runtime {
     for (uint8_t d : native_dw_) n += d;
     return n;
   }
+  /// The variant of the plugin's own kernels (depthwise, fused blocks) this runtime runs.
+  Isa kernel_isa() const { return isa_; }
   /// Inverted-residual blocks run fused.
   size_t num_fused_blocks() const { return blocks_ ? blocks_->count() : 0; }
   /// Convolutions run with Winograd, and the residual Adds fused into them.
@@ -103,6 +106,7 @@ class Runtime {
   std::vector<int64_t> into_concat_, channel_offset_;
   std::vector<xnn_operator_t> operators_;  // per op (nullptr: none)
   std::vector<uint8_t> native_dw_;         // per op: a depthwise convolution run by xnn_dwconv
+  Isa isa_ = Isa::kNone;                   // the plugin's kernels' variant (xnn_isa.h), read when built
   std::unique_ptr<FusedBlocks> blocks_;    // inverted-residual blocks run fused (xnn_block.h)
   WinogradOps wino_;                       // per op: a convolution run by xnn_winograd (+ its fused Add)
   std::vector<int64_t> producer_;          // per value: the op writing it (-1: none)

@@ -15,6 +15,7 @@
 #include <limits>
 
 #include "kiln/c/backend_sdk.hpp"
+#include "xnn_isa.h"
 #include "xnn_tsan.h"
 
 namespace kiln_xnnpack {
@@ -248,17 +249,14 @@ struct Kernels {
 };
 
 // The widest transforms this CPU runs, capped by KILN_XNNPACK_WINOGRAD_ISA
-// (avx512, avx2 or baseline; tests run every variant on one machine).
+// and KILN_XNNPACK_ISA (avx512, avx2 or baseline; tests run every variant
+// on one machine).
 Kernels pick_kernels() {
   Kernels r;
 #ifdef KILN_XNN_WINO_X86
-  const char* cap = std::getenv("KILN_XNNPACK_WINOGRAD_ISA");
-  const std::string c = cap ? cap : "avx512";
-  if (c == "avx512" && __builtin_cpu_supports("avx512f")) {
-    r = {input_avx512, output_avx512, "avx512"};
-  } else if ((c == "avx512" || c == "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    r = {input_avx2, output_avx2, "avx2"};
-  }
+  const Isa isa = std::min(capped_isa("KILN_XNNPACK_WINOGRAD_ISA"), kernel_isa());
+  if (isa == Isa::kAvx512) r = {input_avx512, output_avx512, "avx512"};
+  else if (isa == Isa::kAvx2) r = {input_avx2, output_avx2, "avx2"};
 #endif
   return r;
 }

@@ -104,7 +104,7 @@ class WinogradConv {
   /// Tiles per chunk (V and M of a chunk stay in L2).
   size_t chunk_tiles() const { return chunk_; }
   /// The transforms' instruction set: "avx512", "avx2" or "baseline" (the
-  /// widest the CPU has, capped by $KILN_XNNPACK_WINOGRAD_ISA when set).
+  /// widest the CPU has, capped by $KILN_XNNPACK_WINOGRAD_ISA and $KILN_XNNPACK_ISA when set).
   const char* isa() const { return isa_; }
 
  private:

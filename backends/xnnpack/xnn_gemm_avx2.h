@@ -1,0 +1,31 @@
+// The AVX2+FMA variant of PackedGemm (xnn_gemm.h) for CPUs without
+// AVX-512F: the same packed panels, read in groups of up to three 8-wide
+// vectors of columns (16 registers: 6 rows x 16 columns or 4 x 24 keep 12
+// accumulators), one panel per call. PackedGemm::run calls it when the
+// kernels' instruction set (xnn_isa.h) is AVX2.
+#pragma once
+
+#include <cstddef>
+
+#include "xnn_gemm.h"
+
+namespace kiln_xnnpack {
+
+/// One packed panel of PackedGemm: `k` rows of `width` (16, 24 or 32)
+/// floats, of which the first `cols` columns are real.
+struct GemmPanel {
+  size_t m = 0, k = 0;
+  const float* a = nullptr;  // [m, k], row stride lda
+  size_t lda = 0;
+  const float* b = nullptr;  // the panel
+  size_t width = 0, cols = 0;
+  const float* bias = nullptr;  // `width` floats
+  float* c = nullptr;           // column 0 of the panel; columns [16 v, 16 v + 16) start v * cvs floats after it
+  size_t ldc = 0, cvs = 16;
+  const float* residual = nullptr;  // column 0 of the panel in the residual (row stride e.ldr), or null
+};
+
+/// C = clamp(A . panel + bias) [+ residual, clamped again], as PackedGemm::run.
+void gemm_panel_avx2(const GemmPanel& p, const PackedGemm::Epilogue& e);
+
+}  // namespace kiln_xnnpack

@@ -7,9 +7,11 @@
 // bands over a ring of expanded rows; more: the expand in full, then chunks
 // of output rows) and band heights that do and do not divide the output
 // height.
-// Each case also checks from the partition's compile line that the block
-// was fused (on a CPU without AVX-512F: that it was not), and that
-// fuse_blocks=false runs it unfused.
+// Each case runs every variant of the plugin's kernels the CPU has
+// (AVX-512F, AVX2+FMA: KILN_XNNPACK_ISA caps it, so an AVX-512 machine runs
+// both) and checks from the partition's compile line that the block was
+// fused with that variant (on a CPU with neither: that it was not), and
+// that fuse_blocks=false runs it unfused.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -24,6 +26,7 @@ struct BlockCase {
   int64_t n, cin, ce, cout, h, w, stride;
   bool expand, residual;
   int64_t threads, band_rows;  // plugin threads; output rows per band step (0: by cache size)
+  const char* isa = "avx512";  // KILN_XNNPACK_ISA: the widest variant of the plugin's kernels allowed
 };
 
 std::string block_name(const ::testing::TestParamInfo<BlockCase>& i) {
@@ -31,7 +34,7 @@ std::string block_name(const ::testing::TestParamInfo<BlockCase>& i) {
   return "n" + std::to_string(c.n) + "_c" + std::to_string(c.cin) + "_e" + std::to_string(c.ce) + "_o" +
          std::to_string(c.cout) + "_" + std::to_string(c.h) + "x" + std::to_string(c.w) + "_s" +
          std::to_string(c.stride) + (c.expand ? "" : "_noexpand") + (c.residual ? "_res" : "") + "_t" +
-         std::to_string(c.threads) + "_b" + std::to_string(c.band_rows);
+         std::to_string(c.threads) + "_b" + std::to_string(c.band_rows) + "_" + c.isa;
 }
 
 Tensor scaled(std::vector<int64_t> dims, uint32_t seed, float s) {
@@ -72,18 +75,29 @@ std::shared_ptr<ir::Graph> block_graph(const BlockCase& c) {
   return b.graph();
 }
 
-bool avx512() {
+// The variant the plugin's kernels run when capped at `isa` on this CPU ("none": no fused blocks).
+std::string expected_isa(const std::string& isa) {
 #if defined(__x86_64__) || defined(__i386__)
-  return __builtin_cpu_supports("avx512f");
+  if (isa == "avx512" && __builtin_cpu_supports("avx512f")) return "avx512";
+  if (isa != "none" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2";
 #else
-  return false;
+  (void)isa;
 #endif
+  return "none";
+}
+
+// The caps worth running here: avx512 only where the CPU has it (elsewhere it runs as avx2).
+std::vector<const char*> isas() {
+  std::vector<const char*> v{"avx2"};
+  if (expected_isa("avx512") == "avx512") v.insert(v.begin(), "avx512");
+  return v;
 }
 
 class XnnpackFusedBlock : public ::testing::TestWithParam<BlockCase> {};
 
 TEST_P(XnnpackFusedBlock, MatchesPortableKernels) {
   const BlockCase& c = GetParam();
+  ScopedEnv isa("KILN_XNNPACK_ISA", c.isa);
   std::shared_ptr<ir::Graph> g = block_graph(c);
   std::vector<Value> in{Value(random_tensor({c.n, c.cin, c.h, c.w}, 3))};
   auto p = build(g, nullptr, {});
@@ -100,11 +114,13 @@ TEST_P(XnnpackFusedBlock, MatchesPortableKernels) {
     const PlacementReport& r = (*x)->placement();
     ASSERT_EQ(r.partitions.size(), 1u);
     ASSERT_EQ(r.partitions[0].diagnostics.size(), 1u);
-    const bool fused = fuse && avx512();
-    EXPECT_NE(r.partitions[0].diagnostics[0].find(fused ? "1 inverted-residual blocks fused"
-                                                        : "0 inverted-residual blocks fused"),
+    const std::string want = expected_isa(c.isa);
+    const bool fused = fuse && want != "none";
+    const std::string& log = r.partitions[0].diagnostics[0];
+    EXPECT_NE(log.find(fused ? "1 inverted-residual blocks fused" : "0 inverted-residual blocks fused"),
               std::string::npos)
-        << r.partitions[0].diagnostics[0];
+        << log;
+    EXPECT_NE(log.find("; plugin kernels: " + want), std::string::npos) << log;
     for (int run = 0; run < 2; ++run) {  // the second run reuses the band scratch
       auto a = (*x)->run(in, {}, nullptr);
       ASSERT_TRUE(a.ok()) << a.status().to_string();
@@ -119,7 +135,8 @@ std::vector<BlockCase> block_cases() {
   struct Ch {
     int64_t cin, ce, cout;
   };
-  for (Ch ch : {Ch{24, 144, 24}, Ch{5, 20, 5}, Ch{16, 48, 32}}) {
+  // 20 -> 40 -> 20: the project's panel of 20 columns ends in a partial second group (AVX2: 16 + 4).
+  for (Ch ch : {Ch{24, 144, 24}, Ch{5, 20, 5}, Ch{16, 48, 32}, Ch{20, 40, 20}}) {
     for (int64_t s : {1, 2}) {
       for (bool res : {false, true}) {
         if (res && (s != 1 || ch.cin != ch.cout)) continue;
@@ -145,7 +162,19 @@ std::vector<BlockCase> block_cases() {
   // One output row per thread and fewer rows than threads.
   v.push_back({1, 8, 32, 8, 2, 5, 1, true, true, 3, 0});
   v.push_back({1, 8, 32, 8, 5, 5, 2, true, false, 3, 1});
-  return v;
+  std::vector<BlockCase> all;
+  for (const char* isa : isas())
+    for (BlockCase c : v) {
+      c.isa = isa;
+      all.push_back(c);
+    }
+  // KILN_XNNPACK_ISA=none: the plugin's kernels are off, blocks run as XNNPACK ops.
+  for (size_t i = 0; i < 3; ++i) {
+    BlockCase c = v[i * 7];
+    c.isa = "none";
+    all.push_back(c);
+  }
+  return all;
 }
 
 INSTANTIATE_TEST_SUITE_P(Blocks, XnnpackFusedBlock, ::testing::ValuesIn(block_cases()), block_name);

@@ -244,23 +244,37 @@ INSTANTIATE_TEST_SUITE_P(Ops, XnnpackOp, ::testing::ValuesIn(all_cases()),
                          [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
 
 
-// 3x3 depthwise convolutions the plugin runs on its own AVX-512 kernel
+// 3x3 depthwise convolutions the plugin runs on its own kernel
 // (xnn_dwconv.h) rather than XNNPACK's: channel counts of 16n, strides 1
 // and 2, symmetric and lopsided pads, widths that leave 0..3 pixels after the
-// blocks of four, batches, with and without bias and fused clamp. Each runs
-// against portable kernels, and the partition's compile diagnostics must say
-// the kernel ran it (on a CPU without AVX-512F, that XNNPACK did).
+// blocks of four, batches, with and without bias and fused clamp; each
+// variant of the kernel the CPU runs (AVX-512F, AVX2+FMA: capped with
+// KILN_XNNPACK_ISA). Each runs against portable kernels, and the partition's
+// compile diagnostics must say the kernel ran it with that variant (on a CPU
+// with neither, that XNNPACK did).
 struct DwCase {
   int64_t n, c, h, w, stride;
   std::vector<int64_t> pads;  // top, left, bottom, right
   bool bias, relu;
+  const char* isa;  // KILN_XNNPACK_ISA
 };
 
 std::string dw_name(const DwCase& d) {
   std::string s = "n" + std::to_string(d.n) + "_c" + std::to_string(d.c) + "_" + std::to_string(d.h) + "x" +
                   std::to_string(d.w) + "_s" + std::to_string(d.stride) + "_p";
   for (int64_t p : d.pads) s += std::to_string(p);
-  return s + (d.bias ? "_bias" : "") + (d.relu ? "_relu" : "");
+  return s + (d.bias ? "_bias" : "") + (d.relu ? "_relu" : "") + "_" + d.isa;
+}
+
+// The variant the plugin's kernels run when capped at `isa` on this CPU.
+std::string kernel_isa_for(const std::string& isa) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (isa == "avx512" && __builtin_cpu_supports("avx512f")) return "avx512";
+  if (isa != "none" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2";
+#else
+  (void)isa;
+#endif
+  return "none";
 }
 
 std::vector<DwCase> dw_cases() {
@@ -268,7 +282,10 @@ std::vector<DwCase> dw_cases() {
   for (int64_t c : {16, 48})
     for (int64_t s : {1, 2})
       for (std::vector<int64_t> p : {std::vector<int64_t>{1, 1, 1, 1}, {0, 0, 0, 0}, {1, 0, 2, 1}, {2, 2, 0, 1}})
-        for (int64_t w : {5, 12, 15}) v.push_back({w == 12 ? 2 : 1, c, 7, w, s, p, w != 15, w == 5});
+        for (int64_t w : {5, 12, 15})
+          for (const char* isa : {"avx512", "avx2"})  // avx512 runs as avx2 on an AVX2-only CPU
+            if (isa != std::string("avx512") || kernel_isa_for(isa) == "avx512")
+              v.push_back({w == 12 ? 2 : 1, c, 7, w, s, p, w != 15, w == 5, isa});
   return v;
 }
 
@@ -284,20 +301,18 @@ TEST_P(XnnpackNativeDepthwise, MatchesPortableKernels) {
   if (d.bias) c.operands.push_back(cst({d.c}));
   std::vector<Value> values;
   std::shared_ptr<ir::Graph> g = graph_of(c, &values);
+  ScopedEnv isa("KILN_XNNPACK_ISA", d.isa);
   auto x = build(g, reg().get(), {"xnnpack"}, {}, FallbackPolicy::kRequire);
   ASSERT_TRUE(x.ok()) << x.status().to_string();
   const PlacementReport& r = (*x)->placement();
   ASSERT_EQ(r.partitions.size(), 1u);
   ASSERT_EQ(r.partitions[0].diagnostics.size(), 1u);
-#if defined(__x86_64__) || defined(__i386__)
-  const bool avx512 = __builtin_cpu_supports("avx512f");
-#else
-  const bool avx512 = false;
-#endif
-  EXPECT_NE(r.partitions[0].diagnostics[0].find(avx512 ? "1 depthwise run by the plugin's kernel"
-                                                        : "0 depthwise run by the plugin's kernel"),
+  const std::string want = kernel_isa_for(d.isa);
+  const std::string& log = r.partitions[0].diagnostics[0];
+  EXPECT_NE(log.find(want != "none" ? "1 depthwise run by the plugin's kernel" : "0 depthwise run by the plugin's kernel"),
             std::string::npos)
-      << r.partitions[0].diagnostics[0];
+      << log;
+  EXPECT_NE(log.find("; plugin kernels: " + want), std::string::npos) << log;
   auto p = build(g, nullptr, {});
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   for (int run = 0; run < 2; ++run) {

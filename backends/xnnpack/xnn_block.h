@@ -10,8 +10,8 @@
 // and back twice (unfused, the 1x1 convolutions of mobilenet_v2's 112x112
 // and 56x56 blocks were bound by memory, README.md).
 //
-// The 1x1 convolutions run on the plugin's AVX-512 GEMM (xnn_gemm.h), the
-// depthwise on its 3x3 kernel (xnn_dwconv.h); the expanded channels are
+// The 1x1 convolutions run on the plugin's GEMM (xnn_gemm.h), the
+// depthwise on its 3x3 kernel (xnn_dwconv.h), AVX-512 or AVX2 (xnn_isa.h); the expanded channels are
 // padded to a multiple of 16 inside the scratch. Blocks without an expand
 // (mobilenet_v2's first: depthwise -> project) are fused too when their
 // input has 16n channels. Threads (more than one): the block runs in two
@@ -41,8 +41,8 @@ struct BlockFusion {
 
 class FusedBlocks {
  public:
-  /// Finds the blocks of `p` (none when `f.enabled` is false or the CPU
-  /// lacks AVX-512F) and packs their weights; `threads` bands run at once.
+  /// Finds the blocks of `p` (none when `f.enabled` is false or
+  /// kernel_isa() is kNone) and packs their weights; `threads` bands run at once.
   FusedBlocks(const Program& p, const BlockFusion& f, size_t threads);
   ~FusedBlocks();
   FusedBlocks(const FusedBlocks&) = delete;

@@ -147,7 +147,7 @@ def test_missing_library_is_one_line_and_models_still_run(models):
 def block_net(path):
     """Two mobilenet_v2-style inverted-residual blocks (1x1 expand + Relu6,
     3x3 depthwise + Relu6, 1x1 project; the first with its residual Add, the
-    second with stride 2), which the plugin fuses on AVX-512 CPUs."""
+    second with stride 2), which the plugin fuses on AVX-512 and AVX2+FMA CPUs."""
     rng = np.random.default_rng(1)
     init = [numpy_helper.from_array(np.array(0, np.float32), "lo"), numpy_helper.from_array(np.array(6, np.float32), "hi")]
     nodes = []
@@ -180,7 +180,8 @@ def test_fused_blocks_survive_export_and_import(tmp_path):
     blocks, and both runs match portable kernels."""
     net = block_net(tmp_path / "blocks.onnx")
     with open("/proc/cpuinfo") as f:
-        fused = 2 if " avx512f" in f.read() else 0
+        flags = f.read()
+    fused = 2 if " avx512f" in flags or (" avx2" in flags and " fma" in flags) else 0
     ins = kiln("inspect", net, "--backends", "xnnpack", "--fallback", "require")
     assert ins.returncode == 0, ins.stderr
     assert f"{fused} inverted-residual blocks fused" in ins.stdout, ins.stdout

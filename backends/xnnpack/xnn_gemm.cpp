@@ -1,10 +1,10 @@
 #include "xnn_gemm.h"
 
-#include "xnn_gemm_avx2.h"
-
 #include <algorithm>
 #include <array>
 #include <utility>
+
+#include "xnn_gemm_avx2.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

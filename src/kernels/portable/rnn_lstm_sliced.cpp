@@ -1,0 +1,209 @@
+// The sliced LSTM step (see rnn_lstm_sliced.h).
+#include "kernels/portable/rnn_lstm_sliced.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+
+namespace kiln::kernels {
+
+namespace {
+
+int64_t slice_count(int64_t hidden) { return (hidden + kLstmSliceUnits - 1) / kLstmSliceUnits; }
+int64_t slice_units(int64_t hidden, int64_t q) { return std::min(kLstmSliceUnits, hidden - q * kLstmSliceUnits); }
+
+// Element-wise functions written so GCC vectorizes a loop of them for each
+// ISA of the multiversioned cell below: selects the vectorizer may if-convert
+// (no FP traps), no calls. The same polynomials as elementwise_simd.cpp's
+// exp and tanh (which are private to that file): exp by Cody-Waite
+// reduction and a degree-6 polynomial, tanh by an odd polynomial below
+// |x| = 0.625 and through exp above. NaN stays NaN.
+// (__builtin_bit_cast, not std::bit_cast: a function compiled outside this
+// pragma's options is not inlined here, and the call stops the vectorizer.)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#pragma GCC optimize("fp-contract=fast", "no-trapping-math")
+#define KILN_LSTM_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define KILN_LSTM_CLONES
+#endif
+
+[[gnu::always_inline]] inline float exp_v(float x) {
+  float xc = x < -104.0f ? -104.0f : x;
+  xc = xc > 89.0f ? 89.0f : xc;
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: (t + kMagic) - kMagic rounds t
+  const float n = (xc * 1.44269504088896341f + kMagic) - kMagic;
+  float r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const int32_t ni = static_cast<int32_t>(n == n ? n : 0.0f);
+  const int32_t n1 = ni >> 1;  // two factors, each a normal power of two
+  return p * __builtin_bit_cast(float, static_cast<int32_t>((n1 + 127) << 23)) *
+         __builtin_bit_cast(float, static_cast<int32_t>((ni - n1 + 127) << 23));
+}
+
+[[gnu::always_inline]] inline float sigmoid_v(float x) { return 1.f / (1.f + exp_v(-x)); }
+
+[[gnu::always_inline]] inline float tanh_v(float x) {
+  const float ax = __builtin_fabsf(x);
+  const float x2 = x * x;
+  float p = -0.005704786585632287f;
+  p = p * x2 + 0.020638919338448233f;
+  p = p * x2 + -0.053739667294395194f;
+  p = p * x2 + 0.1333144167115317f;
+  p = p * x2 + -0.33333281924270397f;
+  const float small = __builtin_copysignf(x + x * x2 * p, x);
+  const float ac = ax > 9.1f ? 9.1f : ax;
+  const float e = exp_v(2.0f * ac);
+  const float big = __builtin_copysignf(1.0f - 2.0f / (e + 1.0f), x);
+  return ax < 0.625f ? small : big;
+}
+
+[[gnu::always_inline]] inline float clip_v(float v, float lo, float hi) {
+  v = v < lo ? lo : v;  // NaN stays NaN
+  return v > hi ? hi : v;
+}
+
+// One batch row of one slice: `a` holds the w pre-activations of each gate
+// (i, o, f, c, gate-major); c is C_{t-1} in, C_t out; h gets H_t and y (when
+// not null) a copy of it.
+template <bool kPeep, bool kForget>
+__attribute__((always_inline)) inline void cell_body(const float* __restrict a, int64_t w, const float* __restrict p,
+                                                     int64_t hidden, float lo, float hi, float* __restrict c,
+                                                     float* __restrict h, float* __restrict y) {
+  const float* ai = a;
+  const float* ao = a + w;
+  const float* af = a + 2 * w;
+  const float* ac = a + 3 * w;
+  for (int64_t k = 0; k < w; ++k) {
+    const float cp = c[k];
+    const float i = sigmoid_v(clip_v(ai[k] + (kPeep ? p[k] * cp : 0.f), lo, hi));
+    const float f = kForget ? 1.f - i : sigmoid_v(clip_v(af[k] + (kPeep ? p[2 * hidden + k] * cp : 0.f), lo, hi));
+    const float g = tanh_v(clip_v(ac[k], lo, hi));
+    const float cn = f * cp + i * g;
+    const float o = sigmoid_v(clip_v(ao[k] + (kPeep ? p[hidden + k] * cn : 0.f), lo, hi));
+    const float hn = o * tanh_v(cn);
+    c[k] = cn;
+    h[k] = hn;
+  }
+  if (y) std::memcpy(y, h, static_cast<size_t>(w) * sizeof(float));  // outside the loop, which then vectorizes
+}
+
+KILN_LSTM_CLONES
+void lstm_cell_row(const float* a, int64_t w, const float* peep, int64_t hidden, bool forget, float lo, float hi,
+                   float* c, float* h, float* y) {
+  if (peep) {
+    if (forget) cell_body<true, true>(a, w, peep, hidden, lo, hi, c, h, y);
+    else cell_body<true, false>(a, w, peep, hidden, lo, hi, c, h, y);
+  } else {
+    if (forget) cell_body<false, true>(a, w, peep, hidden, lo, hi, c, h, y);
+    else cell_body<false, false>(a, w, peep, hidden, lo, hi, c, h, y);
+  }
+}
+
+// Batches up to this size multiply one row at a time (the engine's GEMV on
+// a packed B); above, H_{t-1} is packed once per step for all slices.
+constexpr int64_t kRowByRowMaxBatch = 3;
+
+}  // namespace
+
+int64_t lstm_slice_column(int64_t hidden, int64_t gate, int64_t unit) {
+  const int64_t q = unit / kLstmSliceUnits;
+  return q * 4 * kLstmSliceUnits + gate * slice_units(hidden, q) + unit % kLstmSliceUnits;
+}
+
+LstmSlicedWeights pack_lstm_sliced(int64_t hidden, int64_t input, const float* w, const float* r) {
+  LstmSlicedWeights out;
+  out.hidden = hidden;
+  out.input = input;
+  const int64_t gh = 4 * hidden;
+  // Rows of W and R in slice order (row j of the permuted matrix is gate
+  // column j), then packed transposed as B operands.
+  std::vector<float> wp(static_cast<size_t>(gh * input));
+  std::vector<float> rp(static_cast<size_t>(gh * hidden));
+  for (int64_t g = 0; g < 4; ++g)
+    for (int64_t u = 0; u < hidden; ++u) {
+      const int64_t col = lstm_slice_column(hidden, g, u), row = g * hidden + u;
+      std::memcpy(&wp[static_cast<size_t>(col * input)], w + row * input, static_cast<size_t>(input) * sizeof(float));
+      std::memcpy(&rp[static_cast<size_t>(col * hidden)], r + row * hidden,
+                  static_cast<size_t>(hidden) * sizeof(float));
+    }
+  out.w = PackedMatrix::pack_b(true, input, gh, wp.data(), input);
+  for (int64_t q = 0; q < slice_count(hidden); ++q) {
+    const int64_t col0 = q * 4 * kLstmSliceUnits;
+    out.r.push_back(PackedMatrix::pack_b(true, hidden, 4 * slice_units(hidden, q), rp.data() + col0 * hidden, hidden));
+  }
+  return out;
+}
+
+void run_lstm_sliced(const LstmSlicedWeights& weights, const LstmCellOptions& options, const LstmSequence& s,
+                     ThreadPool* pool) {
+  const int64_t hs = weights.hidden, gh = 4 * hs, batch = s.batch, slices = slice_count(hs);
+  if (s.seq == 0 || batch == 0) return;
+  // X W^T + Wb + Rb for every step, columns in slice order. Every element is
+  // written by the GEMM, so the buffer is not cleared first.
+  const std::unique_ptr<float[]> xw(new float[static_cast<size_t>(s.seq * batch * gh)]);
+  std::vector<float> bias;
+  GemmEpilogue ep;
+  if (s.wb || s.rb) {
+    bias.assign(static_cast<size_t>(gh), 0.f);
+    for (int64_t g = 0; g < 4; ++g)
+      for (int64_t u = 0; u < hs; ++u) {
+        const int64_t j = g * hs + u;
+        bias[static_cast<size_t>(lstm_slice_column(hs, g, u))] = (s.wb ? s.wb[j] : 0.f) + (s.rb ? s.rb[j] : 0.f);
+      }
+    ep.col_bias = bias.data();
+  }
+  sgemm_ex(s.seq * batch, gh, weights.input, 1.f, GemmOperand::raw(s.x, weights.input),
+           GemmOperand::prepacked(weights.w), 0.f, xw.get(), gh, pool, ep);
+
+  std::vector<float> h_other(static_cast<size_t>(batch * hs));
+  float* h_cur = s.h;
+  float* h_next = h_other.data();
+  const float lo = options.clip > 0 ? -options.clip : -INFINITY, hi = options.clip > 0 ? options.clip : INFINITY;
+  for (int64_t step = 0; step < s.seq; ++step) {
+    const int64_t t = s.reverse ? s.seq - 1 - step : step;
+    float* xwt = xw.get() + t * batch * gh;  // becomes the gate pre-activations
+    float* yt = s.y ? s.y + t * s.y_step : nullptr;
+    std::optional<PackedMatrix> h_packed;
+    if (batch > kRowByRowMaxBatch) h_packed = PackedMatrix::pack_a(false, batch, hs, h_cur, hs);
+    parallel_for(pool, slices, 1, [&](int64_t q0, int64_t q1) {
+      for (int64_t q = q0; q < q1; ++q) {
+        const int64_t u0 = q * kLstmSliceUnits, w = slice_units(hs, q), col0 = q * 4 * kLstmSliceUnits;
+        const GemmOperand rq = GemmOperand::prepacked(weights.r[static_cast<size_t>(q)]);
+        if (h_packed) {
+          sgemm_ex(batch, 4 * w, hs, 1.f, GemmOperand::prepacked(*h_packed), rq, 1.f, xwt + col0, gh, nullptr);
+        } else {
+          for (int64_t b = 0; b < batch; ++b)
+            if (t < s.lens[b])
+              sgemm_ex(1, 4 * w, hs, 1.f, GemmOperand::raw(h_cur + b * hs, hs), rq, 1.f, xwt + b * gh + col0, gh,
+                       nullptr);
+        }
+        for (int64_t b = 0; b < batch; ++b) {
+          float* hn = h_next + b * hs + u0;
+          float* yb = yt ? yt + b * hs + u0 : nullptr;
+          if (t >= s.lens[b]) {  // this entry's sequence has ended: keep the state, Y is zero
+            std::memcpy(hn, h_cur + b * hs + u0, static_cast<size_t>(w) * sizeof(float));
+            if (yb) std::fill_n(yb, w, 0.f);
+            continue;
+          }
+          lstm_cell_row(xwt + b * gh + col0, w, options.peepholes ? options.peepholes + u0 : nullptr, hs,
+                        options.input_forget, lo, hi, s.c + b * hs + u0, hn, yb);
+        }
+      }
+    });
+    std::swap(h_cur, h_next);
+  }
+  if (h_cur != s.h) std::memcpy(s.h, h_cur, static_cast<size_t>(batch * hs) * sizeof(float));
+}
+
+}  // namespace kiln::kernels

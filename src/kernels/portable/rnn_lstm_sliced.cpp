@@ -98,15 +98,43 @@ __attribute__((always_inline)) inline void cell_body(const float* __restrict a, 
   if (y) std::memcpy(y, h, static_cast<size_t>(w) * sizeof(float));  // outside the loop, which then vectorizes
 }
 
+// The cell for every batch row of one slice at step t: row b's
+// pre-activations are at a + b * lda, its state at c / h_cur / h_next +
+// b * hs; rows whose sequence has ended keep their state and get zeros in Y.
+struct SliceRows {
+  const float* a;
+  int64_t lda;
+  int64_t batch, hs, w, t;
+  const int64_t* lens;
+  const float* peep;  // already offset to the slice's first unit, or null
+  bool forget;
+  float lo, hi;
+  float* c;  // offset to the slice's first unit, like the three below
+  const float* h_cur;
+  float* h_next;
+  float* y;  // or null
+};
+
 KILN_LSTM_CLONES
-void lstm_cell_row(const float* a, int64_t w, const float* peep, int64_t hidden, bool forget, float lo, float hi,
-                   float* c, float* h, float* y) {
-  if (peep) {
-    if (forget) cell_body<true, true>(a, w, peep, hidden, lo, hi, c, h, y);
-    else cell_body<true, false>(a, w, peep, hidden, lo, hi, c, h, y);
-  } else {
-    if (forget) cell_body<false, true>(a, w, peep, hidden, lo, hi, c, h, y);
-    else cell_body<false, false>(a, w, peep, hidden, lo, hi, c, h, y);
+void lstm_cell_rows(const SliceRows& r) {
+  for (int64_t b = 0; b < r.batch; ++b) {
+    const int64_t off = b * r.hs;
+    float* yb = r.y ? r.y + off : nullptr;
+    if (r.t >= r.lens[b]) {
+      std::memcpy(r.h_next + off, r.h_cur + off, static_cast<size_t>(r.w) * sizeof(float));
+      if (yb) std::fill_n(yb, r.w, 0.f);
+      continue;
+    }
+    const float* a = r.a + b * r.lda;
+    float* c = r.c + off;
+    float* h = r.h_next + off;
+    if (r.peep) {
+      if (r.forget) cell_body<true, true>(a, r.w, r.peep, r.hs, r.lo, r.hi, c, h, yb);
+      else cell_body<true, false>(a, r.w, r.peep, r.hs, r.lo, r.hi, c, h, yb);
+    } else {
+      if (r.forget) cell_body<false, true>(a, r.w, r.peep, r.hs, r.lo, r.hi, c, h, yb);
+      else cell_body<false, false>(a, r.w, r.peep, r.hs, r.lo, r.hi, c, h, yb);
+    }
   }
 }
 
@@ -188,17 +216,10 @@ void run_lstm_sliced(const LstmSlicedWeights& weights, const LstmCellOptions& op
               sgemm_ex(1, 4 * w, hs, 1.f, GemmOperand::raw(h_cur + b * hs, hs), rq, 1.f, xwt + b * gh + col0, gh,
                        nullptr);
         }
-        for (int64_t b = 0; b < batch; ++b) {
-          float* hn = h_next + b * hs + u0;
-          float* yb = yt ? yt + b * hs + u0 : nullptr;
-          if (t >= s.lens[b]) {  // this entry's sequence has ended: keep the state, Y is zero
-            std::memcpy(hn, h_cur + b * hs + u0, static_cast<size_t>(w) * sizeof(float));
-            if (yb) std::fill_n(yb, w, 0.f);
-            continue;
-          }
-          lstm_cell_row(xwt + b * gh + col0, w, options.peepholes ? options.peepholes + u0 : nullptr, hs,
-                        options.input_forget, lo, hi, s.c + b * hs + u0, hn, yb);
-        }
+        SliceRows rows{xwt + col0, gh, batch, hs, w, t, s.lens,
+                       options.peepholes ? options.peepholes + u0 : nullptr, options.input_forget, lo, hi,
+                       s.c + u0, h_cur + u0, h_next + u0, yt ? yt + u0 : nullptr};
+        lstm_cell_rows(rows);
       }
     });
     std::swap(h_cur, h_next);

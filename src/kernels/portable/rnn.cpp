@@ -407,7 +407,9 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
                               ", expected ", dtype_name(dt), " like X");
     }
   }
-  const std::vector<float> x = to_float_vector(xt);
+  // float32 X in layout 0 is read in place; anything else is converted.
+  const bool x_in_place = dt == DType::kFloat32 && layout_ == 0;
+  const std::vector<float> x = x_in_place ? std::vector<float>() : to_float_vector(xt);
   const bool packed = !packed_w_.empty() || !sliced_.empty();
   const std::vector<float> w = packed ? std::vector<float>() : to_float_vector(ctx.input(1));
   const std::vector<float> r = packed ? std::vector<float>() : to_float_vector(ctx.input(2));
@@ -432,9 +434,17 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
 
   // X as seq-major [seq][batch][input] for the step loop.
   std::vector<float> xs;
-  const float* xseq = x_seq_major(x, layout_, seq, batch, in_size, &xs);
+  const float* xseq = x_in_place ? xt.data<float>() : x_seq_major(x, layout_, seq, batch, in_size, &xs);
   // Y as [seq][num_directions][batch][hidden].
-  std::vector<float> y(static_cast<size_t>(seq * nd * batch * hs), 0.f);
+  // The sliced LSTM writes every element of Y: float32 Y in layout 0 is
+  // then the output itself (no cleared buffer, no copy).
+  float* y_out = nullptr;
+  if (!sliced_.empty() && dt == DType::kFloat32 && layout_ == 0 && ctx.wants_output(0)) {
+    KILN_ASSIGN_OR_RETURN(Tensor * yt, ctx.allocate_output(0, dt, Shape{seq, nd, batch, hs}));
+    y_out = yt->data<float>();
+  }
+  std::vector<float> y(y_out ? 0 : static_cast<size_t>(seq * nd * batch * hs), 0.f);
+  float* yd = y_out ? y_out : y.data();
   auto direction = [&](int64_t d, ThreadPool* pool) {
     const bool reverse = d == 1 || reverse_only_;
     if (!sliced_.empty()) {
@@ -454,7 +464,7 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
       }
       s.h = h.data() + d * batch * hs;
       s.c = c.data() + d * batch * hs;
-      s.y = y.data() + d * batch * hs;
+      s.y = yd + d * batch * hs;
       s.y_step = nd * batch * hs;
       run_lstm_sliced(sliced_[static_cast<size_t>(d)], opt, s, pool);
       return;
@@ -489,7 +499,7 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
   }
 
   // Outputs in the requested layout.
-  KILN_RETURN_IF_ERROR(write_y(ctx, dt, layout_, seq, nd, batch, hs, y));
+  if (!y_out) KILN_RETURN_IF_ERROR(write_y(ctx, dt, layout_, seq, nd, batch, hs, y));
   KILN_RETURN_IF_ERROR(store_state(ctx, 1, dt, layout_, nd, batch, hs, h));
   if (kind_ == CellKind::kLstm) {
     KILN_RETURN_IF_ERROR(store_state(ctx, 2, dt, layout_, nd, batch, hs, c));

@@ -176,7 +176,33 @@ void pack_b_block(const float* b, int64_t ldb, bool trans, int64_t p0, int64_t k
         for (int64_t j = cols; j < nr; ++j) dst[j] = 0.f;
       }
     } else {
-      for (int64_t j = 0; j < cols; ++j) {
+      int64_t j = 0;
+#if KILN_GEMM_X86
+      // Four columns at a time by 4x4 transposes, as in pack_a_block.
+      for (; j + 4 <= cols; j += 4) {
+        const float* s0 = b + (j0 + jr + j) * ldb + p0;
+        const float* s1 = s0 + ldb;
+        const float* s2 = s1 + ldb;
+        const float* s3 = s2 + ldb;
+        int64_t p = 0;
+        for (; p + 4 <= kc; p += 4) {
+          __m128 x0 = _mm_loadu_ps(s0 + p), x1 = _mm_loadu_ps(s1 + p), x2 = _mm_loadu_ps(s2 + p),
+                 x3 = _mm_loadu_ps(s3 + p);
+          _MM_TRANSPOSE4_PS(x0, x1, x2, x3);
+          _mm_storeu_ps(panel + p * nr + j, x0);
+          _mm_storeu_ps(panel + (p + 1) * nr + j, x1);
+          _mm_storeu_ps(panel + (p + 2) * nr + j, x2);
+          _mm_storeu_ps(panel + (p + 3) * nr + j, x3);
+        }
+        for (; p < kc; ++p) {
+          panel[p * nr + j] = s0[p];
+          panel[p * nr + j + 1] = s1[p];
+          panel[p * nr + j + 2] = s2[p];
+          panel[p * nr + j + 3] = s3[p];
+        }
+      }
+#endif
+      for (; j < cols; ++j) {
         const float* src = b + (j0 + jr + j) * ldb + p0;
         for (int64_t p = 0; p < kc; ++p) panel[p * nr + j] = src[p];
       }

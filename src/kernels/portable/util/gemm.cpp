@@ -113,6 +113,10 @@ void pack_a_block(const float* a, int64_t lda, bool trans, int64_t i0, int64_t m
   for (int64_t ir = 0; ir < mc; ir += mr) {
     const int64_t rows = std::min(mr, mc - ir);
     float* panel = out + ir * kc;
+    // A short last panel is cleared whole first (one memset, not mr - rows
+    // scalar stores per p: a GEMM of 4 rows would spend most of its packing
+    // on the 8 rows of zeros).
+    if (rows < mr) std::memset(panel, 0, static_cast<size_t>(kc * mr) * sizeof(float));
     if (!trans) {
       // A[i, p] at a[i * lda + p]: gather one element of each row per p.
       int64_t r = 0;
@@ -155,9 +159,6 @@ void pack_a_block(const float* a, int64_t lda, bool trans, int64_t i0, int64_t m
         for (int64_t r = 0; r < rows; ++r) panel[p * mr + r] = src[r];
       }
     }
-    if (rows < mr)
-      for (int64_t p = 0; p < kc; ++p)
-        for (int64_t r = rows; r < mr; ++r) panel[p * mr + r] = 0.f;
   }
 }
 

@@ -220,7 +220,8 @@ class RecurrentKernel final : public Kernel {
     const bool split = kind_ == CellKind::kGru && !linear_before_reset_;
     if (lstm_default_activations()) {
       for (int64_t d = 0; d < nd; ++d)
-        sliced_.push_back(pack_lstm_sliced(hs, in_size, wf.data() + d * gh * in_size, rf.data() + d * gh * hs));
+        sliced_.push_back(pack_lstm_sliced(hs, in_size, wf.data() + d * gh * in_size, rf.data() + d * gh * hs,
+                                           small_static_batch(init)));
       return;
     }
     for (int64_t d = 0; d < nd; ++d) {
@@ -230,6 +231,14 @@ class RecurrentKernel final : public Kernel {
       packed_r_.push_back(PackedMatrix::pack_b(true, hs, split ? 2 * hs : gh, rd, hs));
       if (split) packed_rh_.push_back(PackedMatrix::pack_b(true, hs, hs, rd + 2 * hs * hs, hs));
     }
+  }
+
+  // Whether X's batch dim is known at load and at most kLstmSmallBatch.
+  bool small_static_batch(const KernelInit& init) const {
+    const ir::ValueType* x = init.inputs.empty() ? nullptr : init.inputs[0].type;
+    if (!x || !x->has_shape || x->dims.size() != 3) return false;
+    const ir::Dim& b = x->dims[layout_ == 0 ? 1 : 0];
+    return b.known() && b.value <= kLstmSmallBatch;
   }
 
   // LSTM whose every direction has the default activations (Sigmoid,

@@ -138,9 +138,58 @@ void lstm_cell_rows(const SliceRows& r) {
   }
 }
 
-// Batches up to this size multiply one row at a time (the engine's GEMV on
-// a packed B); above, H_{t-1} is packed once per step for all slices.
-constexpr int64_t kRowByRowMaxBatch = 3;
+constexpr int64_t kPanel = 32;  // columns per panel of the small-batch form of R
+
+// out[r][j] += sum_p h[r][p] * Rt[p][j] for R rows and j < ncols, Rt in
+// panels of kPanel columns. One row keeps two sets of accumulators (even and
+// odd p) so the FMA latency does not bound it; more rows are independent
+// chains already. At most 3 x 32 accumulators: 6 AVX-512 or 12 AVX2
+// registers.
+template <int R>
+[[gnu::always_inline]] inline void panels_times_rows(const float* __restrict panels, int64_t k, int64_t ncols,
+                                                     const float* __restrict h, int64_t ldh, float* __restrict out,
+                                                     int64_t ldo) {
+  constexpr int kChains = R == 1 ? 2 : 1;
+  for (int64_t c0 = 0; c0 < ncols; c0 += kPanel) {
+    const float* pn = panels + c0 * k;
+    float acc[kChains][R][kPanel] = {};
+    int64_t p = 0;
+    for (; p + kChains <= k; p += kChains)
+      for (int ch = 0; ch < kChains; ++ch)
+        for (int r = 0; r < R; ++r) {
+          const float x = h[r * ldh + p + ch];
+          for (int64_t j = 0; j < kPanel; ++j) acc[ch][r][j] += x * pn[(p + ch) * kPanel + j];
+        }
+    for (; p < k; ++p)
+      for (int r = 0; r < R; ++r) {
+        const float x = h[r * ldh + p];
+        for (int64_t j = 0; j < kPanel; ++j) acc[0][r][j] += x * pn[p * kPanel + j];
+      }
+    const int64_t nv = std::min(kPanel, ncols - c0);
+    for (int r = 0; r < R; ++r) {
+      float* o = out + r * ldo + c0;
+      if constexpr (kChains == 2) {
+        for (int64_t j = 0; j < nv; ++j) o[j] += acc[0][r][j] + acc[1][r][j];
+      } else {
+        for (int64_t j = 0; j < nv; ++j) o[j] += acc[0][r][j];
+      }
+    }
+  }
+}
+
+KILN_LSTM_CLONES
+void rows_times_panels(const float* panels, int64_t k, int64_t ncols, const float* h, int64_t ldh, int64_t rows,
+                       float* out, int64_t ldo) {
+  for (int64_t r0 = 0; r0 < rows; r0 += kLstmSmallBatch) {
+    const float* hr = h + r0 * ldh;
+    float* orow = out + r0 * ldo;
+    switch (std::min(kLstmSmallBatch, rows - r0)) {
+      case 1: panels_times_rows<1>(panels, k, ncols, hr, ldh, orow, ldo); break;
+      case 2: panels_times_rows<2>(panels, k, ncols, hr, ldh, orow, ldo); break;
+      default: panels_times_rows<3>(panels, k, ncols, hr, ldh, orow, ldo); break;
+    }
+  }
+}
 
 }  // namespace
 
@@ -149,7 +198,7 @@ int64_t lstm_slice_column(int64_t hidden, int64_t gate, int64_t unit) {
   return q * 4 * kLstmSliceUnits + gate * slice_units(hidden, q) + unit % kLstmSliceUnits;
 }
 
-LstmSlicedWeights pack_lstm_sliced(int64_t hidden, int64_t input, const float* w, const float* r) {
+LstmSlicedWeights pack_lstm_sliced(int64_t hidden, int64_t input, const float* w, const float* r, bool small_batch) {
   LstmSlicedWeights out;
   out.hidden = hidden;
   out.input = input;
@@ -167,8 +216,18 @@ LstmSlicedWeights pack_lstm_sliced(int64_t hidden, int64_t input, const float* w
     }
   out.w = PackedMatrix::pack_b(true, input, gh, wp.data(), input);
   for (int64_t q = 0; q < slice_count(hidden); ++q) {
-    const int64_t col0 = q * 4 * kLstmSliceUnits;
-    out.r.push_back(PackedMatrix::pack_b(true, hidden, 4 * slice_units(hidden, q), rp.data() + col0 * hidden, hidden));
+    const int64_t col0 = q * 4 * kLstmSliceUnits, cols = 4 * slice_units(hidden, q);
+    const float* rq = rp.data() + col0 * hidden;  // the slice's rows of R: R^T's columns
+    if (!small_batch) {
+      out.r.push_back(PackedMatrix::pack_b(true, hidden, cols, rq, hidden));
+      continue;
+    }
+    const int64_t panels = (cols + kPanel - 1) / kPanel;
+    std::vector<float> pn(static_cast<size_t>(panels * kPanel * hidden), 0.f);
+    for (int64_t j = 0; j < cols; ++j)
+      for (int64_t p = 0; p < hidden; ++p)
+        pn[static_cast<size_t>((j / kPanel) * kPanel * hidden + p * kPanel + j % kPanel)] = rq[j * hidden + p];
+    out.r_panels.push_back(std::move(pn));
   }
   return out;
 }
@@ -202,15 +261,20 @@ void run_lstm_sliced(const LstmSlicedWeights& weights, const LstmCellOptions& op
     const int64_t t = s.reverse ? s.seq - 1 - step : step;
     float* xwt = xw.get() + t * batch * gh;  // becomes the gate pre-activations
     float* yt = s.y ? s.y + t * s.y_step : nullptr;
+    const bool panels = !weights.r_panels.empty();
     std::optional<PackedMatrix> h_packed;
-    if (batch > kRowByRowMaxBatch) h_packed = PackedMatrix::pack_a(false, batch, hs, h_cur, hs);
+    if (!panels && batch > kLstmSmallBatch) h_packed = PackedMatrix::pack_a(false, batch, hs, h_cur, hs);
     parallel_for(pool, slices, 1, [&](int64_t q0, int64_t q1) {
       for (int64_t q = q0; q < q1; ++q) {
         const int64_t u0 = q * kLstmSliceUnits, w = slice_units(hs, q), col0 = q * 4 * kLstmSliceUnits;
-        const GemmOperand rq = GemmOperand::prepacked(weights.r[static_cast<size_t>(q)]);
-        if (h_packed) {
+        if (panels) {
+          rows_times_panels(weights.r_panels[static_cast<size_t>(q)].data(), hs, 4 * w, h_cur, hs, batch, xwt + col0,
+                            gh);
+        } else if (h_packed) {
+          const GemmOperand rq = GemmOperand::prepacked(weights.r[static_cast<size_t>(q)]);
           sgemm_ex(batch, 4 * w, hs, 1.f, GemmOperand::prepacked(*h_packed), rq, 1.f, xwt + col0, gh, nullptr);
         } else {
+          const GemmOperand rq = GemmOperand::prepacked(weights.r[static_cast<size_t>(q)]);
           for (int64_t b = 0; b < batch; ++b)
             if (t < s.lens[b])
               sgemm_ex(1, 4 * w, hs, 1.f, GemmOperand::raw(h_cur + b * hs, hs), rq, 1.f, xwt + b * gh + col0, gh,

@@ -29,15 +29,27 @@ inline constexpr int64_t kLstmSliceUnits = 32;
 /// w = its unit count, gate-major within the slice.
 int64_t lstm_slice_column(int64_t hidden, int64_t gate, int64_t unit);
 
+/// Batches up to this size multiply H_{t-1} by R with the sliced path's own
+/// kernel (all rows at once, R read once per step, accumulators in
+/// registers); larger ones use the SGEMM engine.
+inline constexpr int64_t kLstmSmallBatch = 3;
+
 /// One direction's W and R (ONNX layout, [4H, I] and [4H, H], row-major
-/// float32) packed for the sliced step.
+/// float32) packed for the sliced step. R is held in one of two forms, per
+/// slice: for the engine (batches above kLstmSmallBatch), or as R^T in
+/// panels of 32 columns ([panel][H][32], the last zero-padded) for the
+/// small-batch kernel. Either form runs any batch; the other one only
+/// slower.
 struct LstmSlicedWeights {
   int64_t hidden = 0, input = 0;
-  PackedMatrix w;               // W^T, I x 4H, columns in slice order
-  std::vector<PackedMatrix> r;  // per slice: R^T, H x 4w, its gate columns
+  PackedMatrix w;                            // W^T, I x 4H, columns in slice order
+  std::vector<PackedMatrix> r;               // engine form: R^T, H x 4w, its gate columns
+  std::vector<std::vector<float>> r_panels;  // small-batch form
 };
 
-LstmSlicedWeights pack_lstm_sliced(int64_t hidden, int64_t input, const float* w, const float* r);
+/// `small_batch`: R in the small-batch form (the batch is known at load to
+/// be at most kLstmSmallBatch), else in the engine's.
+LstmSlicedWeights pack_lstm_sliced(int64_t hidden, int64_t input, const float* w, const float* r, bool small_batch);
 
 /// The cell's options (ONNX LSTM attributes); activations are the default
 /// Sigmoid, Tanh, Tanh.

@@ -233,12 +233,12 @@ class RecurrentKernel final : public Kernel {
     }
   }
 
-  // Whether X's batch dim is known at load and at most kLstmSmallBatch.
+  // Whether X's batch dim is known at load and at most lstm_small_batch().
   bool small_static_batch(const KernelInit& init) const {
     const ir::ValueType* x = init.inputs.empty() ? nullptr : init.inputs[0].type;
     if (!x || !x->has_shape || x->dims.size() != 3) return false;
     const ir::Dim& b = x->dims[layout_ == 0 ? 1 : 0];
-    return b.known() && b.value <= kLstmSmallBatch;
+    return b.known() && b.value <= lstm_small_batch();
   }
 
   // LSTM whose every direction has the default activations (Sigmoid,

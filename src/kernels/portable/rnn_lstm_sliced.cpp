@@ -143,8 +143,8 @@ constexpr int64_t kPanel = 32;  // columns per panel of the small-batch form of 
 // out[r][j] += sum_p h[r][p] * Rt[p][j] for R rows and j < ncols, Rt in
 // panels of kPanel columns. One row keeps two sets of accumulators (even and
 // odd p) so the FMA latency does not bound it; more rows are independent
-// chains already. At most 3 x 32 accumulators: 6 AVX-512 or 12 AVX2
-// registers.
+// chains already. 3 x 32 accumulators are 6 AVX-512 or 12 AVX2 registers;
+// 4 x 32 (8 AVX-512 registers) only run where AVX-512 is (row_group).
 template <int R>
 [[gnu::always_inline]] inline void panels_times_rows(const float* __restrict panels, int64_t k, int64_t ncols,
                                                      const float* __restrict h, int64_t ldh, float* __restrict out,
@@ -177,21 +177,35 @@ template <int R>
   }
 }
 
+// Rows go in groups of `group` (3, or 4 where 4 x 32 accumulators fit the
+// registers: AVX-512's 32).
 KILN_LSTM_CLONES
 void rows_times_panels(const float* panels, int64_t k, int64_t ncols, const float* h, int64_t ldh, int64_t rows,
-                       float* out, int64_t ldo) {
-  for (int64_t r0 = 0; r0 < rows; r0 += kLstmSmallBatch) {
+                       int64_t group, float* out, int64_t ldo) {
+  for (int64_t r0 = 0; r0 < rows; r0 += group) {
     const float* hr = h + r0 * ldh;
     float* orow = out + r0 * ldo;
-    switch (std::min(kLstmSmallBatch, rows - r0)) {
+    switch (std::min(group, rows - r0)) {
       case 1: panels_times_rows<1>(panels, k, ncols, hr, ldh, orow, ldo); break;
       case 2: panels_times_rows<2>(panels, k, ncols, hr, ldh, orow, ldo); break;
-      default: panels_times_rows<3>(panels, k, ncols, hr, ldh, orow, ldo); break;
+      case 3: panels_times_rows<3>(panels, k, ncols, hr, ldh, orow, ldo); break;
+      default: panels_times_rows<4>(panels, k, ncols, hr, ldh, orow, ldo); break;
     }
   }
 }
 
+int64_t row_group() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const int64_t g = __builtin_cpu_supports("avx512f") ? 4 : 3;
+  return g;
+#else
+  return 3;
+#endif
+}
+
 }  // namespace
+
+int64_t lstm_small_batch() { return row_group(); }
 
 int64_t lstm_slice_column(int64_t hidden, int64_t gate, int64_t unit) {
   const int64_t q = unit / kLstmSliceUnits;
@@ -262,14 +276,15 @@ void run_lstm_sliced(const LstmSlicedWeights& weights, const LstmCellOptions& op
     float* xwt = xw.get() + t * batch * gh;  // becomes the gate pre-activations
     float* yt = s.y ? s.y + t * s.y_step : nullptr;
     const bool panels = !weights.r_panels.empty();
+    const int64_t group = row_group();
     std::optional<PackedMatrix> h_packed;
-    if (!panels && batch > kLstmSmallBatch) h_packed = PackedMatrix::pack_a(false, batch, hs, h_cur, hs);
+    if (!panels && batch > lstm_small_batch()) h_packed = PackedMatrix::pack_a(false, batch, hs, h_cur, hs);
     parallel_for(pool, slices, 1, [&](int64_t q0, int64_t q1) {
       for (int64_t q = q0; q < q1; ++q) {
         const int64_t u0 = q * kLstmSliceUnits, w = slice_units(hs, q), col0 = q * 4 * kLstmSliceUnits;
         if (panels) {
-          rows_times_panels(weights.r_panels[static_cast<size_t>(q)].data(), hs, 4 * w, h_cur, hs, batch, xwt + col0,
-                            gh);
+          rows_times_panels(weights.r_panels[static_cast<size_t>(q)].data(), hs, 4 * w, h_cur, hs, batch, group,
+                            xwt + col0, gh);
         } else if (h_packed) {
           const GemmOperand rq = GemmOperand::prepacked(weights.r[static_cast<size_t>(q)]);
           sgemm_ex(batch, 4 * w, hs, 1.f, GemmOperand::prepacked(*h_packed), rq, 1.f, xwt + col0, gh, nullptr);

@@ -30,13 +30,14 @@ inline constexpr int64_t kLstmSliceUnits = 32;
 int64_t lstm_slice_column(int64_t hidden, int64_t gate, int64_t unit);
 
 /// Batches up to this size multiply H_{t-1} by R with the sliced path's own
-/// kernel (all rows at once, R read once per step, accumulators in
-/// registers); larger ones use the SGEMM engine.
-inline constexpr int64_t kLstmSmallBatch = 3;
+/// kernel (rows in groups of 3, or 4 with AVX-512: R read once per group
+/// and step, accumulators in registers); larger ones use the SGEMM engine.
+/// lstm_small_batch() is the bound on this CPU (4 with AVX-512, else 3).
+int64_t lstm_small_batch();
 
 /// One direction's W and R (ONNX layout, [4H, I] and [4H, H], row-major
 /// float32) packed for the sliced step. R is held in one of two forms, per
-/// slice: for the engine (batches above kLstmSmallBatch), or as R^T in
+/// slice: for the engine (batches above lstm_small_batch()), or as R^T in
 /// panels of 32 columns ([panel][H][32], the last zero-padded) for the
 /// small-batch kernel. Either form runs any batch; the other one only
 /// slower.
@@ -48,7 +49,7 @@ struct LstmSlicedWeights {
 };
 
 /// `small_batch`: R in the small-batch form (the batch is known at load to
-/// be at most kLstmSmallBatch), else in the engine's.
+/// be at most lstm_small_batch()), else in the engine's.
 LstmSlicedWeights pack_lstm_sliced(int64_t hidden, int64_t input, const float* w, const float* r, bool small_batch);
 
 /// The cell's options (ONNX LSTM attributes); activations are the default

@@ -139,6 +139,7 @@ void lstm_cell_rows(const SliceRows& r) {
 }
 
 constexpr int64_t kPanel = 32;  // columns per panel of the small-batch form of R
+constexpr int64_t kMinChunkMacs = int64_t{1} << 17;
 
 // out[r][j] += sum_p h[r][p] * Rt[p][j] for R rows and j < ncols, Rt in
 // panels of kPanel columns. One row keeps two sets of accumulators (even and
@@ -271,6 +272,11 @@ void run_lstm_sliced(const LstmSlicedWeights& weights, const LstmCellOptions& op
   float* h_cur = s.h;
   float* h_next = h_other.data();
   const float lo = options.clip > 0 ? -options.clip : -INFINITY, hi = options.clip > 0 ? options.clip : INFINITY;
+  // Slices per chunk of a step: at least kMinChunkMacs multiply-adds, so a
+  // small step (batch 1, H = 128: 64K in all) runs on one thread instead of
+  // paying a pool round trip for a microsecond of work.
+  const int64_t slice_macs = batch * 4 * kLstmSliceUnits * hs;
+  const int64_t grain = std::max<int64_t>(1, kMinChunkMacs / std::max<int64_t>(1, slice_macs));
   for (int64_t step = 0; step < s.seq; ++step) {
     const int64_t t = s.reverse ? s.seq - 1 - step : step;
     float* xwt = xw.get() + t * batch * gh;  // becomes the gate pre-activations
@@ -279,7 +285,7 @@ void run_lstm_sliced(const LstmSlicedWeights& weights, const LstmCellOptions& op
     const int64_t group = row_group();
     std::optional<PackedMatrix> h_packed;
     if (!panels && batch > lstm_small_batch()) h_packed = PackedMatrix::pack_a(false, batch, hs, h_cur, hs);
-    parallel_for(pool, slices, 1, [&](int64_t q0, int64_t q1) {
+    parallel_for(pool, slices, grain, [&](int64_t q0, int64_t q1) {
       for (int64_t q = q0; q < q1; ++q) {
         const int64_t u0 = q * kLstmSliceUnits, w = slice_units(hs, q), col0 = q * 4 * kLstmSliceUnits;
         if (panels) {

@@ -25,6 +25,8 @@ int64_t slice_units(int64_t hidden, int64_t q) { return std::min(kLstmSliceUnits
 // (__builtin_bit_cast, not std::bit_cast: a function compiled outside this
 // pragma's options is not inlined here, and the call stops the vectorizer.)
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define KILN_LSTM_PRAGMAS 1
+#pragma GCC push_options
 #pragma GCC optimize("fp-contract=fast", "no-trapping-math")
 #define KILN_LSTM_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
@@ -166,7 +168,7 @@ template <int R>
         const float x = h[r * ldh + p];
         for (int64_t j = 0; j < kPanel; ++j) acc[0][r][j] += x * pn[p * kPanel + j];
       }
-    const int64_t nv = std::min(kPanel, ncols - c0);
+    const int64_t nv = ncols - c0 < kPanel ? ncols - c0 : kPanel;
     for (int r = 0; r < R; ++r) {
       float* o = out + r * ldo + c0;
       if constexpr (kChains == 2) {
@@ -186,7 +188,7 @@ void rows_times_panels(const float* panels, int64_t k, int64_t ncols, const floa
   for (int64_t r0 = 0; r0 < rows; r0 += group) {
     const float* hr = h + r0 * ldh;
     float* orow = out + r0 * ldo;
-    switch (std::min(group, rows - r0)) {
+    switch (rows - r0 < group ? rows - r0 : group) {
       case 1: panels_times_rows<1>(panels, k, ncols, hr, ldh, orow, ldo); break;
       case 2: panels_times_rows<2>(panels, k, ncols, hr, ldh, orow, ldo); break;
       case 3: panels_times_rows<3>(panels, k, ncols, hr, ldh, orow, ldo); break;
@@ -194,6 +196,10 @@ void rows_times_panels(const float* panels, int64_t k, int64_t ncols, const floa
     }
   }
 }
+
+#if defined(KILN_LSTM_PRAGMAS)
+#pragma GCC pop_options
+#endif
 
 int64_t row_group() {
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -4,7 +4,8 @@
 // TransposedMatMul (Transposes around a MatMul as strided operands). float32
 // runs on the SGEMM engine (gemm.h), float16/bfloat16 are staged through
 // float32, double and the integer types use gemm_generic. A constant B
-// (weights) is packed once when the kernel is made.
+// (weights), or MatMul's constant 2-D A, is packed once when the kernel is
+// made.
 #include "kernels/portable/util/matmul.h"
 
 #include <algorithm>
@@ -72,11 +73,11 @@ Result<MatMulPlan> plan_matmul(const Shape& a_in, const Shape& b_in) {
 }
 
 void matmul_f32(const MatMulPlan& plan, const float* a, const float* b, const PackedMatrix* packed_b, float* out,
-                ThreadPool* pool, const GemmEpilogue& epilogue) {
+                ThreadPool* pool, const GemmEpilogue& epilogue, const PackedMatrix* packed_a) {
   const int64_t m = plan.m, n = plan.n, k = plan.k;
   if (plan.batches == 0 || m == 0 || n == 0) return;
   const GemmOperand bop = packed_b ? GemmOperand::prepacked(*packed_b) : GemmOperand::raw(b, n);
-  if (plan.fold_a_batches) {
+  if (plan.fold_a_batches && !packed_a) {
     // One tall GEMM: the weights of a Linear layer applied to every token.
     sgemm_ex(plan.batches * m, n, k, 1.f, GemmOperand::raw(a, k), bop, 0.f, out, n, pool, epilogue);
     return;
@@ -85,7 +86,8 @@ void matmul_f32(const MatMulPlan& plan, const float* a, const float* b, const Pa
   auto one = [&](int64_t t, ThreadPool* p) {
     const size_t ti = static_cast<size_t>(t);
     const GemmOperand bt = packed_b ? bop : GemmOperand::raw(b + plan.b_offset[ti], n);
-    sgemm_ex(m, n, k, 1.f, GemmOperand::raw(a + plan.a_offset[ti], k), bt, 0.f, out + t * m * n, n, p, epilogue);
+    const GemmOperand at = packed_a ? GemmOperand::prepacked(*packed_a) : GemmOperand::raw(a + plan.a_offset[ti], k);
+    sgemm_ex(m, n, k, 1.f, at, bt, 0.f, out + t * m * n, n, p, epilogue);
   };
   if (flops >= 4e6 || plan.batches == 1) {
     for (int64_t t = 0; t < plan.batches; ++t) one(t, pool);
@@ -120,6 +122,10 @@ class MatMulKernel final : public Kernel {
     const Tensor* b = init.constant_input(1);
     if (b && b->dtype() == DType::kFloat32 && b->rank() == 2 && b->numel() > 0)
       packed_b_ = pack_b_for(init, "B", false, b->dim(0), b->dim(1), b->data<float>(), b->dim(1));
+    // A constant 2-D A (W x for every batch of x) is packed once too.
+    const Tensor* a = init.constant_input(0);
+    if (a && a->dtype() == DType::kFloat32 && a->rank() == 2 && a->numel() > 0)
+      packed_a_ = pack_a_for(init, "A", false, a->dim(0), a->dim(1), a->data<float>(), a->dim(1));
     return Status::ok();
   }
 
@@ -139,8 +145,10 @@ class MatMulKernel final : public Kernel {
       case DType::kFloat32: {
         const bool use_packed = !packed_b_.empty() && b.rank() == 2 && packed_b_.rows() == b.dim(0) &&
                                 packed_b_.cols() == b.dim(1);
+        const bool use_packed_a = !packed_a_.empty() && a.rank() == 2 && packed_a_.rows() == a.dim(0) &&
+                                  packed_a_.cols() == a.dim(1);
         matmul_f32(plan, a.data<float>(), b.data<float>(), use_packed ? &packed_b_ : nullptr, y->data<float>(),
-                   ctx.pool());
+                   ctx.pool(), {}, use_packed_a ? &packed_a_ : nullptr);
         return Status::ok();
       }
       case DType::kFloat16:
@@ -174,7 +182,7 @@ class MatMulKernel final : public Kernel {
   }
 
  private:
-  PackedMatrix packed_b_;
+  PackedMatrix packed_a_, packed_b_;
 };
 
 // ---------------------------------------------------------------- Gemm

@@ -65,10 +65,13 @@ TEST(MatMulTest, MatchesNaiveWithBroadcastAndVectors) {
       {{3, 4}, {4, 5}},          {{7}, {7, 3}},           {{2, 7}, {7}},         {{9}, {9}},
       {{2, 3, 5, 4}, {4, 6}},    {{5, 4}, {3, 4, 2}},     {{2, 1, 3, 4}, {5, 4, 2}}, {{4, 1, 8}, {1, 8, 3}},
       {{3, 2, 33, 70}, {3, 2, 70, 19}}, {{130, 300}, {300, 40}}, {{1, 20}, {20, 1}},  {{6, 3, 5}, {5}},
+      // A 2-D A against batches of B (packed once when A is a constant), with
+      // edge row panels, K past one cache block and one column.
+      {{37, 300}, {3, 300, 45}},      {{13, 9}, {2, 2, 9, 1}},
   };
   for (const auto& [as, bs] : cases) {
     for (bool constant : {false, true}) {
-      for (int threads : {1, 2}) {
+      for (int threads : {1, 2, 3}) {
         Tensor a = random_tensor(as, rng), b = random_tensor(bs, rng);
         testing::OpCall call;
         call.op_type = "MatMul";

@@ -12,6 +12,9 @@
 // elementwise_simd.h. The two directions of a bidirectional op run at the
 // same time when the pool has two threads or more. Everything is computed in
 // float32; float16 and double inputs are converted on the way in and out.
+// LSTM with constant W and R and the default activations takes the sliced
+// path instead (rnn_lstm_sliced.h): one parallel region per step, the GEMM
+// adding onto the input projection and the whole cell fused per slice.
 // Batch entries whose sequence_lens is shorter than the step stop updating:
 // their Y rows are zero and Y_h/Y_c keep their last state.
 #include <algorithm>
@@ -21,6 +24,7 @@
 #include <string>
 
 #include "kernels/portable/cpu/x86/elementwise_simd.h"
+#include "kernels/portable/rnn_lstm_sliced.h"
 #include "kernels/portable/util/cv_common.h"
 #include "kernels/portable/util/gemm.h"
 #include "kernels/registry.h"
@@ -214,6 +218,12 @@ class RecurrentKernel final : public Kernel {
     const std::vector<float> wf = to_float_vector(*w);
     const std::vector<float> rf = to_float_vector(*r);
     const bool split = kind_ == CellKind::kGru && !linear_before_reset_;
+    if (lstm_default_activations()) {
+      for (int64_t d = 0; d < nd; ++d)
+        sliced_.push_back(pack_lstm_sliced(hs, in_size, wf.data() + d * gh * in_size, rf.data() + d * gh * hs,
+                                           small_static_batch(init)));
+      return;
+    }
     for (int64_t d = 0; d < nd; ++d) {
       const float* wd = wf.data() + d * gh * in_size;
       const float* rd = rf.data() + d * gh * hs;
@@ -221,6 +231,24 @@ class RecurrentKernel final : public Kernel {
       packed_r_.push_back(PackedMatrix::pack_b(true, hs, split ? 2 * hs : gh, rd, hs));
       if (split) packed_rh_.push_back(PackedMatrix::pack_b(true, hs, hs, rd + 2 * hs * hs, hs));
     }
+  }
+
+  // Whether X's batch dim is known at load and at most lstm_small_batch().
+  bool small_static_batch(const KernelInit& init) const {
+    const ir::ValueType* x = init.inputs.empty() ? nullptr : init.inputs[0].type;
+    if (!x || !x->has_shape || x->dims.size() != 3) return false;
+    const ir::Dim& b = x->dims[layout_ == 0 ? 1 : 0];
+    return b.known() && b.value <= lstm_small_batch();
+  }
+
+  // LSTM whose every direction has the default activations (Sigmoid,
+  // Tanh, Tanh): the sliced path (rnn_lstm_sliced.h) runs it.
+  bool lstm_default_activations() const {
+    if (kind_ != CellKind::kLstm) return false;
+    using Fn = Activation::Fn;
+    for (size_t i = 0; i < acts_.size(); ++i)
+      if (acts_[i].fn != (i % 3 == 0 ? Fn::kSigmoid : Fn::kTanh)) return false;
+    return true;
   }
 
   // hr[b][col0 + j] = (H_{t-1} R^T)[b][col0 + j] for j < n: the rows of R
@@ -253,6 +281,7 @@ class RecurrentKernel final : public Kernel {
   bool input_forget_ = false;
   std::vector<Activation> acts_;
   std::vector<PackedMatrix> packed_w_, packed_r_, packed_rh_;  // per direction, or empty
+  std::vector<LstmSlicedWeights> sliced_;  // per direction, or empty
 };
 
 Status check_shape(const Tensor& t, size_t index, const char* name,
@@ -387,8 +416,10 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
                               ", expected ", dtype_name(dt), " like X");
     }
   }
-  const std::vector<float> x = to_float_vector(xt);
-  const bool packed = !packed_w_.empty();
+  // float32 X in layout 0 is read in place; anything else is converted.
+  const bool x_in_place = dt == DType::kFloat32 && layout_ == 0;
+  const std::vector<float> x = x_in_place ? std::vector<float>() : to_float_vector(xt);
+  const bool packed = !packed_w_.empty() || !sliced_.empty();
   const std::vector<float> w = packed ? std::vector<float>() : to_float_vector(ctx.input(1));
   const std::vector<float> r = packed ? std::vector<float>() : to_float_vector(ctx.input(2));
   std::vector<float> b, p;
@@ -412,10 +443,41 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
 
   // X as seq-major [seq][batch][input] for the step loop.
   std::vector<float> xs;
-  const float* xseq = x_seq_major(x, layout_, seq, batch, in_size, &xs);
+  const float* xseq = x_in_place ? xt.data<float>() : x_seq_major(x, layout_, seq, batch, in_size, &xs);
   // Y as [seq][num_directions][batch][hidden].
-  std::vector<float> y(static_cast<size_t>(seq * nd * batch * hs), 0.f);
+  // The sliced LSTM writes every element of Y: float32 Y in layout 0 is
+  // then the output itself (no cleared buffer, no copy).
+  float* y_out = nullptr;
+  if (!sliced_.empty() && dt == DType::kFloat32 && layout_ == 0 && ctx.wants_output(0)) {
+    KILN_ASSIGN_OR_RETURN(Tensor * yt, ctx.allocate_output(0, dt, Shape{seq, nd, batch, hs}));
+    y_out = yt->data<float>();
+  }
+  std::vector<float> y(y_out ? 0 : static_cast<size_t>(seq * nd * batch * hs), 0.f);
+  float* yd = y_out ? y_out : y.data();
   auto direction = [&](int64_t d, ThreadPool* pool) {
+    const bool reverse = d == 1 || reverse_only_;
+    if (!sliced_.empty()) {
+      LstmCellOptions opt;
+      opt.peepholes = p.empty() ? nullptr : p.data() + d * 3 * hs;
+      opt.input_forget = input_forget_;
+      opt.clip = clip_;
+      LstmSequence s;
+      s.seq = seq;
+      s.batch = batch;
+      s.reverse = reverse;
+      s.x = xseq;
+      s.lens = lens.data();
+      if (!b.empty()) {
+        s.wb = b.data() + d * 2 * g * hs;
+        s.rb = s.wb + g * hs;
+      }
+      s.h = h.data() + d * batch * hs;
+      s.c = c.data() + d * batch * hs;
+      s.y = yd + d * batch * hs;
+      s.y_step = nd * batch * hs;
+      run_lstm_sliced(sliced_[static_cast<size_t>(d)], opt, s, pool);
+      return;
+    }
     DirectionParams dp;
     if (packed) {
       dp.w_packed = &packed_w_[static_cast<size_t>(d)];
@@ -431,7 +493,6 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
     }
     if (!p.empty()) dp.p = p.data() + d * 3 * hs;
     dp.act = acts_.data() + d * num_activations(kind_);
-    const bool reverse = d == 1 || reverse_only_;
     run_direction(dp, reverse, seq, batch, in_size, hs, xseq, lens.data(), h.data() + d * batch * hs,
                   c.empty() ? nullptr : c.data() + d * batch * hs, y.data(), d, pool);
   };
@@ -447,7 +508,7 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
   }
 
   // Outputs in the requested layout.
-  KILN_RETURN_IF_ERROR(write_y(ctx, dt, layout_, seq, nd, batch, hs, y));
+  if (!y_out) KILN_RETURN_IF_ERROR(write_y(ctx, dt, layout_, seq, nd, batch, hs, y));
   KILN_RETURN_IF_ERROR(store_state(ctx, 1, dt, layout_, nd, batch, hs, h));
   if (kind_ == CellKind::kLstm) {
     KILN_RETURN_IF_ERROR(store_state(ctx, 2, dt, layout_, nd, batch, hs, c));

@@ -219,6 +219,36 @@ TEST(RnnReferenceTest, MatchesNaiveWithRowsSplitOverThreads) {
   }
 }
 
+// LSTM with the default activations and constant weights runs slice by
+// slice (rnn_lstm_sliced.h): several slices of 32 units and a partial last
+// one, batches the engine multiplies row by row (<= 3) and packed (> 3),
+// peepholes, input_forget, clip, sequence_lens, both directions.
+TEST(RnnReferenceTest, LstmSlicedPathMatchesNaive) {
+  std::mt19937 rng(11);
+  const int64_t hidden[] = {32, 45, 64, 100};
+  const int64_t batches[] = {1, 3, 4, 6};
+  for (int t = 0; t < 16; ++t) {
+    Case c;
+    c.op = "LSTM";
+    c.seq = 2 + t % 3;
+    c.batch = batches[t % 4];
+    c.in = 3 + t % 5;
+    c.hs = hidden[(t / 4) % 4];
+    c.nd = t % 3 == 2 ? 2 : 1;
+    c.reverse = c.nd == 1 && t % 5 == 1;
+    c.peep = t % 2 == 1;
+    c.input_forget = t % 7 == 3;
+    c.clip = t % 4 == 2 ? 0.9f : 0.f;
+    c.bias = t % 3 != 1;
+    c.lens = t % 2 == 0;
+    c.init = t % 3 != 0;
+    for (int64_t d = 0; d < c.nd; ++d)
+      for (int i = 0; i < 3; ++i) c.acts.push_back(Act{i == 0 ? "Sigmoid" : "Tanh", 0.f, 0.f});
+    check(c, rng, "sliced case " + std::to_string(t) + " hs " + std::to_string(c.hs) + " batch " +
+                      std::to_string(c.batch) + " nd " + std::to_string(c.nd));
+  }
+}
+
 TEST(RnnReferenceTest, MatchesNaiveOverAttributes) {
   std::mt19937 rng(31);
   const char* const ops[] = {"RNN", "GRU", "LSTM"};

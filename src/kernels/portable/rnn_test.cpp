@@ -222,22 +222,31 @@ TEST(RnnTest, LayoutOneTransposesInputsAndOutputs) {
   in[0] = transpose3(in[0].tensor());
   in[5] = transpose3(in[5].tensor());
   in[6] = transpose3(in[6].tensor());
-  auto res = run_rnn("LSTM", in,
-                     {attr("hidden_size", 2), attr("direction", "bidirectional"), attr("clip", 0.9f),
-                      attr("layout", 1)},
-                     3);
-  ASSERT_TRUE(res.ok()) << res.status().to_string();
-  const Tensor& y = (*res)[0].tensor();
-  ASSERT_EQ(y.shape(), (Shape{2, 3, 2, 2}));
-  for (int64_t t = 0; t < 3; ++t)
-    for (int64_t d = 0; d < 2; ++d)
-      for (int64_t b = 0; b < 2; ++b)
-        for (int64_t k = 0; k < 2; ++k)
-          EXPECT_NEAR(y.data<float>()[((b * 3 + t) * 2 + d) * 2 + k], kLstmY[static_cast<size_t>(((t * 2 + d) * 2 + b) * 2 + k)],
-                      1e-5f);
-  const Tensor& yc = (*res)[2].tensor();
-  ASSERT_EQ(yc.shape(), (Shape{2, 2, 2}));
-  EXPECT_NEAR(yc.data<float>()[2], kLstmYc[4], 1e-5f);  // batch 0, reverse direction
+  // Runtime weights (the general path) and constant ones (packed at load:
+  // the sliced path, which converts X and Y of layout 1 as well).
+  for (bool constant : {false, true}) {
+    OpCall call;
+    call.op_type = "LSTM";
+    call.inputs = in;
+    call.attrs = {attr("hidden_size", 2), attr("direction", "bidirectional"), attr("clip", 0.9f), attr("layout", 1)};
+    call.opset = 14;
+    call.num_outputs = 3;
+    call.inputs_are_constant = constant;
+    auto res = run_op(call);
+    ASSERT_TRUE(res.ok()) << res.status().to_string();
+    const Tensor& y = (*res)[0].tensor();
+    ASSERT_EQ(y.shape(), (Shape{2, 3, 2, 2}));
+    for (int64_t t = 0; t < 3; ++t)
+      for (int64_t d = 0; d < 2; ++d)
+        for (int64_t b = 0; b < 2; ++b)
+          for (int64_t k = 0; k < 2; ++k)
+            EXPECT_NEAR(y.data<float>()[((b * 3 + t) * 2 + d) * 2 + k],
+                        kLstmY[static_cast<size_t>(((t * 2 + d) * 2 + b) * 2 + k)], 1e-5f)
+                << (constant ? "constant weights" : "runtime weights");
+    const Tensor& yc = (*res)[2].tensor();
+    ASSERT_EQ(yc.shape(), (Shape{2, 2, 2}));
+    EXPECT_NEAR(yc.data<float>()[2], kLstmYc[4], 1e-5f);  // batch 0, reverse direction
+  }
 }
 
 TEST(RnnTest, ReverseEqualsForwardOnReversedInput) {

@@ -28,9 +28,10 @@ struct MatMulPlan {
 Result<MatMulPlan> plan_matmul(const Shape& a, const Shape& b);
 
 /// out = A x B for float32 following `plan`; `packed_b`, when not null, is B
-/// (2-D, K x N) packed once. Runs batches in parallel on `pool` when each is
-/// small. `epilogue` applies to every batch (col_bias: N values).
+/// (2-D, K x N) packed once, and `packed_a` A (2-D, M x K). Runs batches in
+/// parallel on `pool` when each is small. `epilogue` applies to every batch
+/// (col_bias: N values).
 void matmul_f32(const MatMulPlan& plan, const float* a, const float* b, const PackedMatrix* packed_b, float* out,
-                ThreadPool* pool, const GemmEpilogue& epilogue = {});
+                ThreadPool* pool, const GemmEpilogue& epilogue = {}, const PackedMatrix* packed_a = nullptr);
 
 }  // namespace kiln::kernels

@@ -38,8 +38,9 @@ enum class PaddedRowsMode { kAuto, kOff, kAlways };
 void set_padded_rows_mode(PaddedRowsMode mode);
 
 /// Whether the padded-rows path can run `g` (stride 1 or 2, rank 1 or 2) and, by
-/// the mode, should (its extra columns are few).
-bool padded_rows_gain(const WindowGeometry& g);
+/// the mode, should (its extra columns are few; with stride 2 also enough
+/// input channels per group `cg` or short rows).
+bool padded_rows_gain(const WindowGeometry& g, int64_t cg);
 
 /// One image and group: Y_g (mg x out) = A (mg x cg*taps) * im2col(X_g), then
 /// the epilogue `ep` (biases, clamp, apply), with FusedConv's sum input

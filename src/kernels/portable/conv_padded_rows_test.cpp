@@ -115,24 +115,27 @@ Tensor run_conv(const Case& c, const std::vector<Value>& inputs, bool constant, 
 
 TEST_F(PaddedRowsTest, WhenItIsTaken) {
   const Case grouped{1, 55, 8, 8, {7, 7}, {3, 3}, {1, 1}, {1, 1, 1, 1}};  // RegNet's last stage
-  EXPECT_TRUE(kernels::padded_rows_gain(grouped.geometry()));
-  EXPECT_TRUE(kernels::padded_rows_gain(Case{1, 1, 64, 64, {56, 56}, {3, 3}, {1, 1}, {1, 1, 1, 1}}.geometry()));
-  EXPECT_TRUE(kernels::padded_rows_gain(Case{1, 1, 8, 8, {40}, {7}, {3}, {9, 9}}.geometry()));  // 1-D: no extra columns
+  EXPECT_TRUE(kernels::padded_rows_gain(grouped.geometry(), grouped.cg));
+  EXPECT_TRUE(kernels::padded_rows_gain(Case{1, 1, 64, 64, {56, 56}, {3, 3}, {1, 1}, {1, 1, 1, 1}}.geometry(), 64));
+  EXPECT_TRUE(kernels::padded_rows_gain(Case{1, 1, 8, 8, {40}, {7}, {3}, {9, 9}}.geometry(), 8));  // 1-D: no extra columns
   // 5x5 on 7x7: 73 columns (5 vectors) for 49 (4 vectors), too many extra
-  EXPECT_FALSE(kernels::padded_rows_gain(Case{1, 1, 8, 8, {7, 7}, {5, 5}, {1, 1}, {2, 2, 2, 2}}.geometry()));
+  EXPECT_FALSE(kernels::padded_rows_gain(Case{1, 1, 8, 8, {7, 7}, {5, 5}, {1, 1}, {2, 2, 2, 2}}.geometry(), 8));
   // rows wider than 112: im2col's pieces are long enough
-  EXPECT_FALSE(kernels::padded_rows_gain(Case{1, 1, 8, 16, {224, 224}, {3, 3}, {1, 1}, {1, 1, 1, 1}}.geometry()));
+  EXPECT_FALSE(kernels::padded_rows_gain(Case{1, 1, 8, 16, {224, 224}, {3, 3}, {1, 1}, {1, 1, 1, 1}}.geometry(), 8));
   // stride 2: phase planes, one extra column per output row
-  EXPECT_TRUE(kernels::padded_rows_gain(Case{1, 1, 16, 32, {160, 160}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {2, 2}}.geometry()));
-  EXPECT_TRUE(kernels::padded_rows_gain(Case{1, 55, 8, 8, {14, 14}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {2, 2}}.geometry()));
+  EXPECT_TRUE(kernels::padded_rows_gain(Case{1, 1, 16, 32, {160, 160}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {2, 2}}.geometry(), 16));
+  EXPECT_TRUE(kernels::padded_rows_gain(Case{1, 55, 8, 8, {14, 14}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {2, 2}}.geometry(), 8));
+  // stride 2 on a 3-channel 3x3 stem with wide rows: im2col; with short rows, the phase planes
+  EXPECT_FALSE(kernels::padded_rows_gain(Case{1, 1, 3, 32, {224, 224}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {2, 2}}.geometry(), 3));
+  EXPECT_TRUE(kernels::padded_rows_gain(Case{1, 1, 3, 16, {80, 80}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {2, 2}}.geometry(), 3));
   // stride 3 takes im2col
-  EXPECT_FALSE(kernels::padded_rows_gain(Case{1, 1, 8, 8, {30, 30}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {3, 3}}.geometry()));
+  EXPECT_FALSE(kernels::padded_rows_gain(Case{1, 1, 8, 8, {30, 30}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {3, 3}}.geometry(), 8));
   WindowGeometry three_d = Case{1, 1, 8, 8, {4, 4, 4}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}}.geometry();
-  EXPECT_FALSE(kernels::padded_rows_gain(three_d));
+  EXPECT_FALSE(kernels::padded_rows_gain(three_d, 8));
   kernels::set_padded_rows_mode(PaddedRowsMode::kOff);
-  EXPECT_FALSE(kernels::padded_rows_gain(grouped.geometry()));
+  EXPECT_FALSE(kernels::padded_rows_gain(grouped.geometry(), grouped.cg));
   kernels::set_padded_rows_mode(PaddedRowsMode::kAlways);
-  EXPECT_TRUE(kernels::padded_rows_gain(Case{1, 1, 8, 8, {7, 7}, {5, 5}, {1, 1}, {2, 2, 2, 2}}.geometry()));
+  EXPECT_TRUE(kernels::padded_rows_gain(Case{1, 1, 8, 8, {7, 7}, {5, 5}, {1, 1}, {2, 2, 2, 2}}.geometry(), 8));
 }
 
 TEST_F(PaddedRowsTest, MatchesDirectAndIm2col) {
@@ -172,7 +175,7 @@ TEST_F(PaddedRowsTest, MatchesDirectAndIm2col) {
     kernels::set_padded_rows_mode(PaddedRowsMode::kOff);
     const Tensor im2col = run_conv(c, inputs, true, 1, false);
     kernels::set_padded_rows_mode(PaddedRowsMode::kAlways);
-    ASSERT_TRUE(kernels::padded_rows_gain(c.geometry())) << c.what();
+    ASSERT_TRUE(kernels::padded_rows_gain(c.geometry(), c.cg)) << c.what();
     for (int threads = 1; threads <= 3; ++threads) {
       for (bool constant : {true, false}) {
         const Tensor y = run_conv(c, inputs, constant, threads, false);

@@ -155,10 +155,10 @@ bool padded_rows_gain(const WindowGeometry& g, int64_t cg) {
   if (r.ow > 112) return false;
   // Stride 2, 1 thread: 1.45-1.5x faster on grouped convs (8 channels per
   // group, 56x56 to 14x14 inputs; ResNeXt's 4 per group), 0-6% on 16 to 256
-  // channels at 224x224 to 14x14, 9% on 3 channels at 80x80; but 10% slower
-  // on a 3-channel 3x3 stem at 224x224, where the GEMM (K = 27) is cheap
-  // against copying its wide rows out of the scratch.
-  if ((r.sh > 1 || r.sw > 1) && cg * r.kh * r.kw < 32 && r.ow > 64) return false;
+  // channels at 224x224 to 14x14; but 10% slower on a 3-channel 3x3 stem at
+  // 224x224 and 37% at 128x128, where the GEMM (K = 27) is cheap against
+  // splitting the input into phases and copying the rows out of the scratch.
+  if ((r.sh > 1 || r.sw > 1) && cg * r.kh * r.kw < 32) return false;
   const double overwork = static_cast<double>(vectors(r.cols())) / static_cast<double>(vectors(g.out_size()));
   return overwork <= 1.15;
 }

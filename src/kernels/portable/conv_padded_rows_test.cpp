@@ -125,9 +125,9 @@ TEST_F(PaddedRowsTest, WhenItIsTaken) {
   // stride 2: phase planes, one extra column per output row
   EXPECT_TRUE(kernels::padded_rows_gain(Case{1, 1, 16, 32, {160, 160}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {2, 2}}.geometry(), 16));
   EXPECT_TRUE(kernels::padded_rows_gain(Case{1, 55, 8, 8, {14, 14}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {2, 2}}.geometry(), 8));
-  // stride 2 on a 3-channel 3x3 stem with wide rows: im2col; with short rows, the phase planes
-  EXPECT_FALSE(kernels::padded_rows_gain(Case{1, 1, 3, 32, {224, 224}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {2, 2}}.geometry(), 3));
-  EXPECT_TRUE(kernels::padded_rows_gain(Case{1, 1, 3, 16, {80, 80}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {2, 2}}.geometry(), 3));
+  // stride 2 with K = cg * taps < 32 (a 3-channel 3x3 stem): im2col; a 6x6 one (K = 108): the phase planes
+  EXPECT_FALSE(kernels::padded_rows_gain(Case{1, 1, 3, 32, {128, 128}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {2, 2}}.geometry(), 3));
+  EXPECT_TRUE(kernels::padded_rows_gain(Case{1, 1, 3, 16, {80, 80}, {6, 6}, {1, 1}, {2, 2, 2, 2}, {2, 2}}.geometry(), 3));
   // stride 3 takes im2col
   EXPECT_FALSE(kernels::padded_rows_gain(Case{1, 1, 8, 8, {30, 30}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {3, 3}}.geometry(), 8));
   WindowGeometry three_d = Case{1, 1, 8, 8, {4, 4, 4}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}}.geometry();

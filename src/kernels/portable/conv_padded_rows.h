@@ -19,7 +19,8 @@
 // cost most).
 //
 // Used (auto) for stride-1 and stride-2 1-D/2-D convs with output rows of at most 112
-// where that overwork is small (padded_rows_gain); it gains most where im2col's per-piece cost is large
+// where that overwork is small (padded_rows_gain; stride 2 also needs K = channels per
+// group * taps >= 32); it gains most where im2col's per-piece cost is large
 // against the GEMM: grouped convs with few channels per group, small maps.
 // KILN_CONV_ROWS=off|always|auto sets the mode (comparisons, tests).
 #pragma once

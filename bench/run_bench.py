@@ -64,6 +64,10 @@ EXTRA_MODELS = {
     # transformer and recurrent families (famseq)
     "vit_tiny": 3, "convnext_tiny": 2, "bert_small_128": 3, "bert_mini_384": 3, "gpt2_small": 3,
     "mha_encoder": 3, "transformer_decoder": 5, "lstm_uni": 3, "gru_long": 3,
+    # families the sets above miss (pcover; export.py cover_models.py)
+    "yolo_small": 3, "wav2vec_fe": 3, "tcn": 5, "resnext50_32x4d": 2, "swin_t": 2, "conv_autoencoder": 5,
+    "mobilenet_v2_b4_160": 3, "resnet18_320": 2, "crnn": 5, "efficientnet_b1": 3, "squeezenet1_0": 3,
+    "shufflenet_v2_x0_5": 5,
 }
 EXTRA_OUT = os.path.join(REPO, "bench", "models", "extra")
 EXTRA_JSON = os.path.join(REPO, "bench", "results", "extra.json")

@@ -34,6 +34,11 @@ Extra models (only with --extra or --only NAME; see EXTRA_MODELS below):
   vit_tiny, convnext_tiny, bert_small_128, bert_mini_384, gpt2_small,
   mha_encoder, transformer_decoder, lstm_uni, gru_long
                                           transformer and recurrent nets (section famseq below)
+  yolo_small, wav2vec_fe, tcn, resnext50_32x4d, swin_t, conv_autoencoder,
+  mobilenet_v2_b4_160, resnet18_320, crnn, efficientnet_b1, squeezenet1_0,
+  shufflenet_v2_x0_5                      more families: detector, 1-D audio, grouped and
+                                          transposed convs, window attention, batch 4,
+                                          other resolutions, conv + LSTM (cover_models.py)
 
 Needs torch and torchvision (Debian: python3-torch, python3-torchvision) except
 for op_chain_500, which needs only onnx and numpy.
@@ -48,6 +53,8 @@ import time
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper, TensorProto
+
+from cover_models import COVER_MODELS
 
 SEED = 0
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -549,9 +556,27 @@ def export_extra_conv(name, model_dir, opset):
     write_test_data(model_dir, [("input", example.numpy())], [("output", expected.numpy())])
 
 
+# -- families the sets above miss (pcover): detector, 1-D audio convs, grouped
+# and transposed convs, window attention, batch 4, other resolutions, CRNN.
+# The list and the modules are in cover_models.py.
+def export_cover(name, model_dir, opset):
+    import torch
+    from cover_models import cover_model
+
+    model, example = cover_model(name, SEED)
+    calibrate_batch_norm(model, torch.randn(8, *example.shape[1:]))
+    model.eval()
+    with torch.no_grad():
+        expected = model(example)
+        torch.onnx.export(model, (example,), os.path.join(model_dir, "model.onnx"), opset_version=opset,
+                          input_names=["input"], output_names=["output"], do_constant_folding=True)
+    write_test_data(model_dir, [("input", example.numpy())], [("output", expected.numpy())])
+
+
 # name -> export function (model_dir, opset)
 EXTRA_MODELS = {name: (lambda d, o, n=name: export_extra_conv(n, d, o)) for name in EXTRA_CONV_MODELS}
 EXTRA_MODELS.update({name: (lambda d, o, n=name: export_famseq(n, d, o)) for name in FAMSEQ_MODELS})
+EXTRA_MODELS.update({name: (lambda d, o, n=name: export_cover(n, d, o)) for name in COVER_MODELS})
 
 
 def main(argv):

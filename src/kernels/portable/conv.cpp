@@ -261,7 +261,7 @@ void conv_f32(const ConvProblem& p, const float* x, const float* w, const std::v
   const int64_t mg = p.mg(), kg = p.kg(), cg = p.cg();
   const int64_t in_size = p.g.in_size(), out_size = p.g.out_size();
   const bool pointwise = p.pointwise();
-  const bool padded_rows = !pointwise && padded_rows_gain(p.g);
+  const bool padded_rows = !pointwise && padded_rows_gain(p.g, cg);
   auto one = [&](int64_t img, int64_t grp, ThreadPool* tp) {
     const float* xg = x + (img * p.c + grp * cg) * in_size;
     float* yg = y + (img * p.m + grp * mg) * out_size;

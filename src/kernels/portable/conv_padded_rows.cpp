@@ -1,4 +1,4 @@
-// Stride-1 Conv over the zero-bordered input read as rows (conv_padded_rows.h).
+// Conv over the zero-bordered input read as rows (conv_padded_rows.h).
 #include "kernels/portable/conv_padded_rows.h"
 
 #include <algorithm>
@@ -24,9 +24,17 @@ PaddedRowsMode initial_mode() {
 PaddedRowsMode g_mode = initial_mode();
 
 // The geometry as 2-D (rank 1: one row), padded to what the outputs read.
+// With stride s the padded input is split into s_h * s_w phase planes,
+// plane (a, b) holding padded rows a, a + s_h, ... and columns b, b + s_w,
+// ...: tap (kh, kw) of output (oy, ox) reads padded (oy * s_h + kh * dh,
+// ox * s_w + kw * dw), which is row oy + kh * dh / s_h, column ox + kw * dw
+// / s_w of plane (kh * dh % s_h, kw * dw % s_w). Numbered over the phase
+// plane's width, every tap's outputs are again one contiguous run. Stride 1
+// has one plane, the zero-bordered input itself.
 struct Rows {
-  int64_t ih, iw, oh, ow, kh, kw, dh, dw, pt, pl;
-  int64_t hp, wp;  // the padded input: oh + (kh - 1) * dh rows of ow + (kw - 1) * dw
+  int64_t ih, iw, oh, ow, kh, kw, dh, dw, pt, pl, sh, sw;
+  int64_t hp, wp;  // the padded input the outputs read: (oh - 1) * sh + (kh - 1) * dh + 1 rows, alike for columns
+  int64_t hq, wq;  // one phase plane: ceil(hp / sh) x ceil(wp / sw)
   explicit Rows(const WindowGeometry& g) {
     const bool two = g.rank() == 2;
     const size_t l = g.rank() - 1;
@@ -34,25 +42,31 @@ struct Rows {
     oh = two ? g.out[0] : 1;
     kh = two ? g.kernel[0] : 1;
     dh = two ? g.dilation[0] : 1;
+    sh = two ? g.stride[0] : 1;
     pt = two ? g.pad_begin[0] : 0;
     iw = g.in[l];
     ow = g.out[l];
     kw = g.kernel[l];
     dw = g.dilation[l];
+    sw = g.stride[l];
     pl = g.pad_begin[l];
-    hp = oh + (kh - 1) * dh;
-    wp = ow + (kw - 1) * dw;
+    hp = (oh - 1) * sh + (kh - 1) * dh + 1;
+    wp = (ow - 1) * sw + (kw - 1) * dw + 1;
+    hq = (hp + sh - 1) / sh;
+    wq = (wp + sw - 1) / sw;
   }
-  // Columns of the GEMM: every padded row but the last, which stops at ow
-  // (so the last tap's run ends at the padded plane's end).
-  int64_t cols() const { return (oh - 1) * wp + ow; }
+  int64_t plane() const { return hq * wq; }               // one phase plane
+  int64_t channel() const { return sh * sw * plane(); }  // all phase planes of one channel
+  // Columns of the GEMM: every plane row but the last, which stops at ow
+  // (so the last tap's run ends inside its phase plane).
+  int64_t cols() const { return (oh - 1) * wq + ow; }
 };
 
-// B row p = (c, kh, kw): `plane`-strided channels of the padded input, each
-// tap a run starting kh * dh * wp + kw * dw into it.
+// B row p = (c, kh, kw): `channel`-strided channels of the phase planes,
+// each tap a run into its plane (Rows).
 struct RowsSource final : BPanelSource {
   const float* xp;
-  int64_t plane, wp, kh, kw, dh, dw;
+  int64_t channel, plane, wq, kh, kw, dh, dw, sh, sw;
   void pack(int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* out) const override;
 };
 
@@ -62,7 +76,9 @@ KILN_CV_MULTIVERSION void pack_rows(const RowsSource& s, int64_t p0, int64_t kc,
   const int64_t taps = s.kh * s.kw;
   int64_t c = p0 / taps, t = p0 % taps;
   for (int64_t pp = 0; pp < kc; ++pp) {
-    const float* src = s.xp + c * s.plane + (t / s.kw) * s.dh * s.wp + (t % s.kw) * s.dw + j0;
+    const int64_t y = (t / s.kw) * s.dh, x = (t % s.kw) * s.dw;
+    const float* src = s.xp + c * s.channel + ((y % s.sh) * s.sw + x % s.sw) * s.plane + (y / s.sh) * s.wq +
+                       x / s.sw + j0;
     detail::PanelWriter<float> w{out + pp * nr, 0, nr, kc, 0.f, kZeros};
     w.emit(src, 1, nc);
     if (w.lane != 0) w.emit(nullptr, 0, nr - w.lane);
@@ -78,38 +94,55 @@ void RowsSource::pack(int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr
 }
 
 // xp[c] = X[c] with its zero border: pt rows above, pl columns left, and the
-// rest of hp x wp zero.
-void pad_input(const Rows& r, int64_t c0, int64_t c1, const float* x, float* xp) {
-  const int64_t plane = r.hp * r.wp, rows = std::min(r.ih, r.hp - r.pt), cols = std::min(r.iw, r.wp - r.pl);
+// rest of hp x wp zero, split into its phase planes (Rows).
+KILN_CV_MULTIVERSION void pad_input(const Rows& r, int64_t c0, int64_t c1, const float* x, float* xp) {
+  const int64_t plane = r.plane();
   for (int64_t c = c0; c < c1; ++c) {
-    float* dst = xp + c * plane;
     const float* src = x + c * r.ih * r.iw;
-    std::memset(dst, 0, static_cast<size_t>(r.pt * r.wp) * sizeof(float));
-    for (int64_t y = 0; y < rows; ++y) {
-      float* d = dst + (r.pt + y) * r.wp;
-      std::memset(d, 0, static_cast<size_t>(r.pl) * sizeof(float));
-      std::memcpy(d + r.pl, src + y * r.iw, static_cast<size_t>(cols) * sizeof(float));
-      std::memset(d + r.pl + cols, 0, static_cast<size_t>(r.wp - r.pl - cols) * sizeof(float));
+    for (int64_t a = 0; a < r.sh; ++a) {
+      for (int64_t b = 0; b < r.sw; ++b) {
+        float* dst = xp + c * r.channel() + (a * r.sw + b) * plane;
+        // Plane columns j read input column j * sw + b - pl: inside for j in [lo, hi).
+        const int64_t lo = std::min(r.wq, r.pl > b ? (r.pl - b + r.sw - 1) / r.sw : int64_t{0});
+        const int64_t hi = std::max(lo, std::min(r.wq, r.iw + r.pl - b > 0 ? (r.iw + r.pl - b - 1) / r.sw + 1 : 0));
+        for (int64_t i = 0; i < r.hq; ++i) {
+          float* d = dst + i * r.wq;
+          const int64_t y = i * r.sh + a - r.pt;
+          if (y < 0 || y >= r.ih || hi == lo) {
+            std::memset(d, 0, static_cast<size_t>(r.wq) * sizeof(float));
+            continue;
+          }
+          std::memset(d, 0, static_cast<size_t>(lo) * sizeof(float));
+          const float* s = src + y * r.iw + lo * r.sw + b - r.pl;
+          if (r.sw == 1)
+            std::memcpy(d + lo, s, static_cast<size_t>(hi - lo) * sizeof(float));
+          else if (r.sw == 2)
+            detail::PanelWriter<float>::copy_stride2(d + lo, s, hi - lo);
+          else
+            for (int64_t j = lo; j < hi; ++j) d[j] = s[(j - lo) * r.sw];
+          std::memset(d + hi, 0, static_cast<size_t>(r.wq - hi) * sizeof(float));
+        }
+      }
     }
-    std::memset(dst + (r.pt + rows) * r.wp, 0, static_cast<size_t>((r.hp - r.pt - rows) * r.wp) * sizeof(float));
   }
 }
 
 int64_t vectors(int64_t n) { return (n + 15) / 16; }
 
+// Strides above this take im2col: the phase planes multiply the passes over
+// the input and the strided copies into them.
+constexpr int64_t kMaxStride = 2;
+
 }  // namespace
 
 void set_padded_rows_mode(PaddedRowsMode mode) { g_mode = mode; }
 
-bool padded_rows_gain(const WindowGeometry& g) {
+bool padded_rows_gain(const WindowGeometry& g, int64_t cg) {
   if (g_mode == PaddedRowsMode::kOff || g.rank() < 1 || g.rank() > 2 || g.out_size() <= 0) return false;
   for (size_t d = 0; d < g.rank(); ++d)
-    if (g.stride[d] != 1 || g.pad_begin[d] < 0 || g.pad_end[d] < 0) return false;
+    if (g.stride[d] < 1 || g.stride[d] > kMaxStride || g.pad_begin[d] < 0 || g.pad_end[d] < 0) return false;
   const Rows r(g);
-  // Padding the input must cover every read: with stride 1 it does when the
-  // padded plane holds the input at (pt, pl) (pads that cut the input are
-  // handled by copying only what fits).
-  if (r.hp <= 0 || r.wp <= 0 || r.pt > r.hp || r.pl > r.wp) return false;
+  if (r.hp <= 0 || r.wp <= 0) return false;
   if (g_mode == PaddedRowsMode::kAlways) return true;
   // The GEMM's extra columns (in 16-lane vectors) against im2col's. Within
   // that, rows measured as fast or faster (1 thread, CPU time per run) from
@@ -120,6 +153,12 @@ bool padded_rows_gain(const WindowGeometry& g) {
   // passes (bordering, dropping columns) cost more: 128x128 1.04x and
   // 224x224 1.11x slower.
   if (r.ow > 112) return false;
+  // Stride 2, 1 thread: 1.45-1.5x faster on grouped convs (8 channels per
+  // group, 56x56 to 14x14 inputs; ResNeXt's 4 per group), 0-6% on 16 to 256
+  // channels at 224x224 to 14x14; but 10% slower on a 3-channel 3x3 stem at
+  // 224x224 and 37% at 128x128, where the GEMM (K = 27) is cheap against
+  // splitting the input into phases and copying the rows out of the scratch.
+  if ((r.sh > 1 || r.sw > 1) && cg * r.kh * r.kw < 32) return false;
   const double overwork = static_cast<double>(vectors(r.cols())) / static_cast<double>(vectors(g.out_size()));
   return overwork <= 1.15;
 }
@@ -127,7 +166,7 @@ bool padded_rows_gain(const WindowGeometry& g) {
 void conv_padded_rows(const WindowGeometry& g, int64_t cg, int64_t mg, const float* xg, const GemmOperand& a,
                       const GemmEpilogue& ep, const float* zg, float* yg, ThreadPool* pool) {
   const Rows r(g);
-  const int64_t plane = r.hp * r.wp, cols = r.cols(), taps = r.kh * r.kw;
+  const int64_t channel = r.channel(), cols = r.cols(), taps = r.kh * r.kw;
   // Scratch per nesting level: a thread waiting inside the GEMM below may run
   // another node's chunk (ThreadPool::wait_helping), which may be this
   // function again, on this thread, while these buffers are still read.
@@ -143,18 +182,21 @@ void conv_padded_rows(const WindowGeometry& g, int64_t cg, int64_t mg, const flo
     explicit Enter(size_t& depth_ref) : d(depth_ref) { ++d; }
     ~Enter() { --d; }
   } enter(depth);
-  float* xp = level.padded.get(cg * plane);
+  float* xp = level.padded.get(cg * channel);
   float* c = level.product.get(mg * cols);
-  parallel_for(pool, cg, std::max<int64_t>(1, 16384 / plane),
+  parallel_for(pool, cg, std::max<int64_t>(1, 16384 / channel),
                [&](int64_t c0, int64_t c1) { pad_input(r, c0, c1, xg, xp); });
   RowsSource src;
   src.xp = xp;
-  src.plane = plane;
-  src.wp = r.wp;
+  src.channel = channel;
+  src.plane = r.plane();
+  src.wq = r.wq;
   src.kh = r.kh;
   src.kw = r.kw;
   src.dh = r.dh;
   src.dw = r.dw;
+  src.sh = r.sh;
+  src.sw = r.sw;
   // With Z the clamp and the activation wait for the sum (they run below).
   GemmEpilogue gemm_ep = ep;
   if (zg) {
@@ -170,7 +212,7 @@ void conv_padded_rows(const WindowGeometry& g, int64_t cg, int64_t mg, const flo
     for (int64_t o = o0; o < o1; ++o) {
       float* yo = yg + o * out_plane;
       for (int64_t y = 0; y < r.oh; ++y) {
-        const float* co = c + o * cols + y * r.wp;
+        const float* co = c + o * cols + y * r.wq;
         if (!zg) {
           std::memcpy(yo + y * r.ow, co, static_cast<size_t>(r.ow) * sizeof(float));
           continue;

@@ -1,4 +1,4 @@
-// Stride-1 Conv as one GEMM over the zero-bordered input read as rows.
+// Conv as one GEMM over the zero-bordered input read as rows.
 //
 // With stride 1, output (oy, ox) of tap (kh, kw) reads the padded input at
 // (oy + kh * dh, ox + kw * dw). Number the outputs over the padded width Wp
@@ -12,8 +12,15 @@
 // computed and dropped (C goes to a scratch, then its rows are copied into
 // Y), and the input is first copied into a zero-bordered scratch.
 //
-// Used (auto) for stride-1 1-D/2-D convs with output rows of at most 112
-// where that overwork is small (padded_rows_gain); it gains most where im2col's per-piece cost is large
+// Stride 2 splits the padded input into its four phase planes (even/odd
+// rows x even/odd columns) while bordering it; each tap then reads one
+// plane as rows, as above, with about one extra column per output row
+// (YOLO/ResNet/MobileNet downsampling convs, where im2col's strided pieces
+// cost most).
+//
+// Used (auto) for stride-1 and stride-2 1-D/2-D convs with output rows of at most 112
+// where that overwork is small (padded_rows_gain; stride 2 also needs K = channels per
+// group * taps >= 32); it gains most where im2col's per-piece cost is large
 // against the GEMM: grouped convs with few channels per group, small maps.
 // KILN_CONV_ROWS=off|always|auto sets the mode (comparisons, tests).
 #pragma once
@@ -31,9 +38,10 @@ enum class PaddedRowsMode { kAuto, kOff, kAlways };
 /// Not thread-safe: call before running.
 void set_padded_rows_mode(PaddedRowsMode mode);
 
-/// Whether the padded-rows path can run `g` (stride 1, rank 1 or 2) and, by
-/// the mode, should (its extra columns are few).
-bool padded_rows_gain(const WindowGeometry& g);
+/// Whether the padded-rows path can run `g` (stride 1 or 2, rank 1 or 2) and, by
+/// the mode, should (its extra columns are few; with stride 2 also enough
+/// input channels per group `cg` or short rows).
+bool padded_rows_gain(const WindowGeometry& g, int64_t cg);
 
 /// One image and group: Y_g (mg x out) = A (mg x cg*taps) * im2col(X_g), then
 /// the epilogue `ep` (biases, clamp, apply), with FusedConv's sum input

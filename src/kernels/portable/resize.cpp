@@ -15,11 +15,13 @@
 // returns extrapolation_value for a coordinate outside [0, length - 1].
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "kernels/portable/util/cv_common.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -27,6 +29,38 @@
 namespace kiln::kernels {
 
 namespace {
+
+// One output row of a nearest resize along x: dst[o] = src[x0[o]]. When each
+// input column repeats `factor` times in order (an integer upsampling, as
+// nn.Upsample(scale_factor=2) exports; factor 1 is a copy), every value is
+// broadcast into its run with vector stores instead of a scalar gather;
+// factor 0 means no such pattern.
+KILN_CV_MULTIVERSION void nearest_row_f32(const float* src, const int64_t* x0, int64_t out_w, int64_t factor,
+                                          float* dst) {
+  if (factor == 1) {
+    std::memcpy(dst, src, static_cast<size_t>(out_w) * sizeof(float));
+  } else if (factor == 2) {
+    for (int64_t i = 0; i < out_w / 2; ++i) {
+      dst[2 * i] = src[i];
+      dst[2 * i + 1] = src[i];
+    }
+  } else if (factor > 2) {
+    for (int64_t i = 0; i < out_w / factor; ++i) std::fill_n(dst + i * factor, factor, src[i]);
+  } else {
+    for (int64_t o = 0; o < out_w; ++o) dst[o] = src[x0[o]];
+  }
+}
+
+// The repeat factor of a nearest x table (x0[o] == o / factor for every o),
+// else 0.
+int64_t nearest_factor(const std::vector<int64_t>& x0, int64_t in_w) {
+  const auto out_w = static_cast<int64_t>(x0.size());
+  if (in_w <= 0 || out_w % in_w != 0) return 0;
+  const int64_t f = out_w / in_w;
+  for (int64_t o = 0; o < out_w; ++o)
+    if (x0[static_cast<size_t>(o)] != o / f) return 0;
+  return f;
+}
 
 enum class Mode { kNearest, kLinear, kCubic };
 enum class CoordMode {
@@ -432,12 +466,14 @@ class ResizeKernel final : public Kernel {
     const float* in = x.data<float>();
     float* dst = out->data<float>();
     const bool nearest = mode_ == Mode::kNearest;
+    const int64_t factor = nearest ? nearest_factor(x0, x.shape()[rank - 1]) : 0;
     auto body = [&](int64_t r0, int64_t r1) {
       // Input rows blended along x, kept while consecutive output rows read
       // them (upsampling reads each input row for several output rows): the
       // same arithmetic, in the same order, once per input row.
       std::vector<float> blended(nearest ? 0 : static_cast<size_t>(2 * out_w));
       const float* cached[2] = {nullptr, nullptr};
+      const float* nearest_src = nullptr;  // the input row the previous output row read (nearest)
       auto horizontal = [&](const float* src) -> const float* {
         for (int s = 0; s < 2; ++s)
           if (cached[s] == src) return blended.data() + s * out_w;
@@ -457,7 +493,12 @@ class ResizeKernel final : public Kernel {
         const float wa = static_cast<float>(ty.weight[b]), wb = two ? static_cast<float>(ty.weight[b + 1]) : 0.f;
         float* row = dst + r * out_w;
         if (nearest) {
-          for (int64_t o = 0; o < out_w; ++o) row[o] = ra[x0[static_cast<size_t>(o)]];
+          // Upsampling along y repeats the output row just written: copy it.
+          if (ra == nearest_src)
+            std::memcpy(row, row - out_w, static_cast<size_t>(out_w) * sizeof(float));
+          else
+            nearest_row_f32(ra, x0.data(), out_w, factor, row);
+          nearest_src = ra;
           continue;
         }
         for (const float* src : {ra, rb}) {

@@ -233,6 +233,63 @@ TEST(ResizeTest, BilinearPlanarMatchesReference) {
   }
 }
 
+// Nearest NCHW resizes (the planar float path: integer x factors broadcast
+// each value, repeated y rows copy the row above, other tables gather)
+// against the ONNX formula computed here: factors 1, 2, 3 and 4, unequal x/y
+// factors, non-integer up- and downsampling, widths not a multiple of the
+// vector length, asymmetric/floor and half_pixel/round_prefer_floor, threads
+// 1/2/3.
+TEST(ResizeTest, NearestPlanarMatchesReference) {
+  struct Case {
+    int64_t h, w, oh, ow;
+    bool half_pixel;
+  };
+  const Case cases[] = {{20, 20, 40, 40, false}, {10, 13, 20, 26, true},  {7, 9, 21, 27, false}, {5, 6, 20, 24, true},
+                        {8, 8, 8, 8, false},     {6, 11, 12, 11, false},  {9, 5, 9, 10, true},   {5, 7, 8, 17, true},
+                        {12, 10, 7, 4, false},   {1, 3, 4, 6, false},     {33, 17, 66, 51, true}};
+  for (const Case& c : cases) {
+    const int64_t n = 2, ch = 3;
+    std::vector<float> v(static_cast<size_t>(n * ch * c.h * c.w));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 53) % 97) * 0.125f - 5.f;
+    // ONNX Resize: x_original from the output coordinate, then the nearest
+    // index (floor, or round with ties down), clamped into the input.
+    auto index = [&](int64_t o, int64_t in, int64_t out) {
+      const double scale = static_cast<double>(out) / static_cast<double>(in);
+      const double x = c.half_pixel ? (static_cast<double>(o) + 0.5) / scale - 0.5 : static_cast<double>(o) / scale;
+      const double r = c.half_pixel ? (x - std::floor(x) <= 0.5 ? std::floor(x) : std::floor(x) + 1) : std::floor(x);
+      return std::min(std::max(static_cast<int64_t>(r), int64_t{0}), in - 1);
+    };
+    std::vector<float> want;
+    for (int64_t p = 0; p < n * ch; ++p)
+      for (int64_t oy = 0; oy < c.oh; ++oy)
+        for (int64_t ox = 0; ox < c.ow; ++ox)
+          want.push_back(v[static_cast<size_t>((p * c.h + index(oy, c.h, c.oh)) * c.w + index(ox, c.w, c.ow))]);
+    for (int threads = 1; threads <= 3; ++threads) {
+      testing::OpCall call;
+      call.op_type = "Resize";
+      call.inputs = {Tensor::from_vector(v, Shape{n, ch, c.h, c.w}), Value::none(), Value::none(),
+                     sizes({n, ch, c.oh, c.ow})};
+      call.attrs = {attr("mode", "nearest")};
+      if (c.half_pixel) {
+        call.attrs.push_back(attr("nearest_mode", "round_prefer_floor"));
+      } else {
+        call.attrs.push_back(attr("coordinate_transformation_mode", "asymmetric"));
+        call.attrs.push_back(attr("nearest_mode", "floor"));
+      }
+      call.opset = 13;
+      call.threads = threads;
+      auto y = run_op(call);
+      ASSERT_TRUE(y.ok()) << y.status().to_string();
+      const Tensor& t = (*y)[0].tensor();
+      ASSERT_EQ(t.shape(), (Shape{n, ch, c.oh, c.ow}));
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_EQ(t.data<float>()[i], want[i]) << c.h << "x" << c.w << " -> " << c.oh << "x" << c.ow
+                                               << (c.half_pixel ? " half_pixel" : " asymmetric") << " threads "
+                                               << threads << " at " << i;
+    }
+  }
+}
+
 TEST(ResizeTest, RejectsBothScalesAndSizes) {
   Tensor x = Tensor::from_vector<float>({1, 2, 3, 4}, Shape{1, 1, 2, 2});
   auto y = run_op1("Resize", {x, Value::none(), scales({1, 1, 2, 2}), sizes({1, 1, 4, 4})}, {}, 13);

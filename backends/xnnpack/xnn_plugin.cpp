@@ -10,6 +10,7 @@
 
 #include "kiln/c/backend_sdk.hpp"
 #include "xnn_api.h"
+#include "xnn_claim.h"
 #include "xnn_lower.h"
 #include "xnn_runtime.h"
 
@@ -154,7 +155,7 @@ class XnnInstance final : public Instance {
       const GroupKind kind = group_kind(graph, nodes);
       if (kind == GroupKind::kSpatial || (kind == GroupKind::kDense && options_.get_bool("dense_groups")) ||
           (kind == GroupKind::kLight && !options_.get_bool("skip_light_groups"))) {
-        cap.add_group(nodes);
+        claim_parts(graph, nodes, kind == GroupKind::kSpatial, cap);
         continue;
       }
       const char* why = kind == GroupKind::kDense
@@ -162,6 +163,23 @@ class XnnInstance final : public Instance {
                               "(portable kernels are as fast there; option xnnpack.dense_groups=true claims it)"
                             : "only in a group of light element-wise/reshape ops, not worth a partition boundary";
       for (size_t i : nodes) cap.decline(i, why);
+    }
+  }
+
+  // The convex parts of a claimable group (as the host would split it);
+  // a part of a spatial group whose boundary transposes cost more than its
+  // heavy ops win is declined (xnn_claim.h). Groups claimed by option
+  // (dense, light) are taken as asked.
+  void claim_parts(const Graph& graph, const std::vector<size_t>& nodes, bool costed, Capability& cap) const {
+    const double min_macs = options_.get_float("min_macs_per_byte");
+    if (!costed || min_macs <= 0) return cap.add_group(nodes);
+    for (std::vector<size_t>& part : convex_parts(graph, nodes)) {
+      const std::string why = unpaid_reason(part_cost(graph, part), min_macs);
+      if (why.empty()) {
+        cap.add_group(std::move(part));
+        continue;
+      }
+      for (size_t i : part) cap.decline(i, why);
     }
   }
 
@@ -201,6 +219,9 @@ class XnnInstance final : public Instance {
   void check() const {
     const int64_t t = options_.get_int("threads");
     if (t < 0 || t > 1024) fail(KILN_STATUS_INVALID_ARGUMENT, "option 'threads' must be in [0, 1024], got " + options_.get("threads"));
+    const double m = options_.get_float("min_macs_per_byte");
+    if (!(m >= 0 && m <= 1e9))
+      fail(KILN_STATUS_INVALID_ARGUMENT, "option 'min_macs_per_byte' must be in [0, 1e9], got " + options_.get("min_macs_per_byte"));
     const int64_t rows = options_.get_int("block_rows");
     if (rows < 0 || rows > 4096)
       fail(KILN_STATUS_INVALID_ARGUMENT, "option 'block_rows' must be in [0, 4096], got " + options_.get("block_rows"));
@@ -233,6 +254,9 @@ class XnnPlugin final : public Plugin {
          "claim groups of Gemm/MatMul/Softmax with no conv or pooling (transformer layers)"},
         {"skip_light_groups", KILN_OPTION_BOOL, "true",
          "decline groups of only element-wise/reshape ops (not worth their boundary)"},
+        {"min_macs_per_byte", KILN_OPTION_FLOAT, kDefaultMinMacsPerByte,
+         "decline a partition whose convolution/fully connected MACs per byte transposed (NCHW<->NHWC) at its "
+         "boundary are fewer (0: claim every group)"},
         {"native_depthwise", KILN_OPTION_BOOL, "true",
          "run 3x3 depthwise convolutions (16n channels) on the plugin's AVX-512 kernel instead of XNNPACK's"},
         {"fuse_blocks", KILN_OPTION_BOOL, "true",

@@ -98,12 +98,13 @@ void Lowerer::lower_conv(const Node& n) {
   OpKind kind = OpKind::kConv;
   if (group > 1 && group == c) {  // depthwise: filter [1, kh, kw, M], output channel m reads input m / (M / C)
     kind = OpKind::kDepthwise;
-    // This XNNPACK has depthwise microkernels of 3, 4, 9 and 25 taps; any
-    // other window becomes a grouped convolution, one tiny GEMM per channel
-    // (convnext_tiny's 7x7 at 96x56x56: 8.3 ms against portable kernels' 0.68).
-    if (khw != 3 && khw != 4 && khw != 9 && khw != 25) {
+    // This XNNPACK has depthwise microkernels of 3, 4, 9 and 25 taps (and a
+    // per-channel multiply-add for 1x1); any other window becomes a grouped
+    // convolution, one tiny GEMM per channel (convnext_tiny's 7x7 at
+    // 96x56x56: 8.3 ms against portable kernels' 0.68).
+    if (khw != 1 && khw != 3 && khw != 4 && khw != 9 && khw != 25) {
       decline("depthwise Conv " + std::to_string(win.kh) + "x" + std::to_string(win.kw) +
-              ": this XNNPACK has depthwise kernels of 3, 4, 9 and 25 taps only (others run as one small GEMM "
+              ": this XNNPACK has depthwise kernels of 1, 3, 4, 9 and 25 taps only (others run as one small GEMM "
               "per channel, ~10x slower than portable kernels)");
     }
     for (size_t o = 0; o < static_cast<size_t>(m); ++o)

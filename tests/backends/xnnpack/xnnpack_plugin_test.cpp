@@ -95,7 +95,7 @@ std::shared_ptr<ir::Graph> small_net() {
 }
 
 TEST(XnnpackPlugin, RunsASmallNetInOnePartitionLikePortableKernels) {
-  auto x = build(small_net(), reg().get(), {"xnnpack"}, {}, FallbackPolicy::kRequire);
+  auto x = build(small_net(), reg().get(), {"xnnpack"}, {claim_all()}, FallbackPolicy::kRequire);
   ASSERT_TRUE(x.ok()) << x.status().to_string();
   EXPECT_EQ((*x)->placement().partitions.size(), 1u);
   auto p = build(small_net(), nullptr, {});
@@ -113,7 +113,7 @@ TEST(XnnpackPlugin, RunsASmallNetInOnePartitionLikePortableKernels) {
 // ONNX model; `kiln check-backend` also runs an imported handle against the
 // original. Here: the round trip is exact and bad blobs are refused.
 TEST(XnnpackPlugin, ExportImportRoundTripsWithAVersionCheck) {
-  auto x = build(small_net(), reg().get(), {"xnnpack"}, {}, FallbackPolicy::kRequire);
+  auto x = build(small_net(), reg().get(), {"xnnpack"}, {claim_all()}, FallbackPolicy::kRequire);
   ASSERT_TRUE(x.ok()) << x.status().to_string();
   const runtime::PartitionKernel* pk = nullptr;
   for (const runtime::Step& s : (*x)->steps())
@@ -160,7 +160,7 @@ TEST(XnnpackPlugin, OptionsAreChecked) {
   if (!x.ok()) {
     EXPECT_NE(x.status().message().find("threads"), std::string::npos) << x.status().message();
   }
-  auto two = build(small_net(), reg().get(), {"xnnpack"}, {{"xnnpack", "threads", "2"}}, FallbackPolicy::kRequire);
+  auto two = build(small_net(), reg().get(), {"xnnpack"}, {{"xnnpack", "threads", "2"}, claim_all()}, FallbackPolicy::kRequire);
   ASSERT_TRUE(two.ok()) << two.status().to_string();
 }
 

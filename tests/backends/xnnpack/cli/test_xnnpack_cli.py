@@ -110,7 +110,9 @@ def test_fallback_require_names_the_declined_nodes(models):
 
 
 def test_inspect_groups_portable_nodes_by_reason(models):
-    r = kiln("inspect", models["mixed"], "--backends", "xnnpack,portable")
+    # A toy model: claimed whatever its size (the policy has tests of its own).
+    claim_all = ("--backend-option", "xnnpack.min_macs_per_byte=0")
+    r = kiln("inspect", models["mixed"], "--backends", "xnnpack,portable", *claim_all)
     assert r.returncode == 0, r.stderr
     assert "on portable kernels (2 nodes, by reason" in r.stdout
     assert "  1 node (1 x Transpose): xnnpack: Transpose: this XNNPACK" in r.stdout
@@ -122,7 +124,7 @@ def test_inspect_groups_portable_nodes_by_reason(models):
     # transposed; the two Convs feeding the Concat write into its buffer.
     assert "    plugin:   compiled xnnpack:" in r.stdout, r.stdout
     assert "(2 convolutions write into their Concat, 0 depthwise run by the plugin's kernel, 0 inverted-residual blocks fused), 2 boundary transposes (NCHW<->NHWC)" in r.stdout, r.stdout
-    v = kiln("inspect", models["mixed"], "--backends", "xnnpack,portable", "--verbose")
+    v = kiln("inspect", models["mixed"], "--backends", "xnnpack,portable", "--verbose", *claim_all)
     assert v.returncode == 0, v.stderr
     assert "node by node:\n  Transpose\n    xnnpack: Transpose: this XNNPACK" in v.stdout, v.stdout
     # --verbose also logs them to stderr as they happen.

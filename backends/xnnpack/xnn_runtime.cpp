@@ -201,7 +201,9 @@ void Runtime::plan_direct_concat() {
     int64_t offset = 0;
     for (uint32_t v : cat.in) {
       const int64_t pi = producer[v];
-      if (pi >= 0 && readers[v] == 1 && p.ops[static_cast<size_t>(pi)].kind == OpKind::kConv) {
+      // A Conv that ends a fused block is run by the block (its input has no buffer).
+      if (pi >= 0 && readers[v] == 1 && p.ops[static_cast<size_t>(pi)].kind == OpKind::kConv &&
+          !blocks_->covers(static_cast<size_t>(pi))) {
         into_concat_[static_cast<size_t>(pi)] = static_cast<int64_t>(c);
         channel_offset_[static_cast<size_t>(pi)] = offset;
       }

@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include "xnn_lower.h"
+
 namespace kiln_xnnpack {
 
 using kiln::sdk::Graph;
@@ -67,7 +69,7 @@ double heavy_macs(const Node& n) {
     const int64_t c = n.input(0).rank() == 4 ? n.input(0).dim(1) : -1;
     const int64_t group = n.attr_int("group", 1);
     if (w.size() != 4 || c <= 0 || (group > 1 && group == c)) return 0;  // depthwise: no faster than portable's
-    return numel_of(n.output(0)) * static_cast<double>(w[1] * w[2] * w[3]);
+    return numel_of(n.output(0)) * static_cast<double>(w[1] * w[2] * w[3]) * conv_tap_density(n);
   }
   if ((op == "Gemm" || op == "MatMul") && n.num_inputs() >= 2 && n.input(0)) {
     const std::vector<int64_t> a = n.input(0).dims();
@@ -131,6 +133,18 @@ PartCost part_cost(const Graph& g, const std::vector<size_t>& part) {
     }
   }
   return c;
+}
+
+std::string padding_reason(const Node& n) {
+  if (n.op_type() != "Conv") return "";
+  const double live = conv_tap_density(n);
+  if (live >= kMinTapDensity) return "";
+  char buf[200];
+  std::snprintf(buf, sizeof(buf),
+                "Conv whose taps read padding more often than the input (%.0f%% live); XNNPACK multiplies every tap, "
+                "portable kernels skip those",
+                live * 100);
+  return buf;
 }
 
 std::string unpaid_reason(const PartCost& cost, double min_macs_per_byte) {

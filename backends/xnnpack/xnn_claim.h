@@ -43,6 +43,17 @@ std::vector<std::vector<size_t>> convex_parts(const kiln::sdk::Graph& graph, con
 /// The cost of running `part` (sorted view indices) as one partition.
 PartCost part_cost(const kiln::sdk::Graph& graph, const std::vector<size_t>& part);
 
+/// XNNPACK multiplies every tap, padding included; portable kernels skip
+/// taps that read only padding. A Conv whose taps read padding more often
+/// than not (deeplabv3's ASPP: 3x3 with dilation 12-36 on 16x16 maps, 1/9 to
+/// 1/4 of its taps live; the model ran 2.2x slower than on portable kernels
+/// with them claimed, 1.16x without) is left to them.
+constexpr double kMinTapDensity = 0.5;
+
+/// "" unless `node` is a Conv with fewer than kMinTapDensity of its taps
+/// reading the input; then the reason.
+std::string padding_reason(const kiln::sdk::Node& node);
+
 /// "" when `cost` pays for its partition at `min_macs_per_byte`, else the
 /// reason (kiln inspect shows it for each node of the part).
 std::string unpaid_reason(const PartCost& cost, double min_macs_per_byte);

@@ -127,9 +127,11 @@ class XnnInstance final : public Instance {
     const size_t n = graph.num_nodes();
     std::vector<int8_t> ok(n, 0);
     const bool concat = options_.get_bool("concat");
+    const bool costed = options_.get_float("min_macs_per_byte") > 0;
     for (size_t i = 0; i < n; ++i) {
       kiln::sdk::Node node = graph.node(i);
       std::string why = node.op_type() == "Concat" && !concat ? "Concat (option xnnpack.concat=false)" : decline_reason(node);
+      if (why.empty() && costed) why = padding_reason(node);
       if (why.empty()) ok[i] = 1;
       else cap.decline(i, why);
     }
@@ -203,7 +205,8 @@ class XnnInstance final : public Instance {
                                           std::to_string(t) +
                                           " boundary transpose" + (t == 1 ? "" : "s") + " (NCHW<->NHWC), " +
                                           std::to_string(r.scratch_bytes()) + " bytes of plugin buffers; " +
-                                          r.winograd().summary());
+                                          r.winograd().summary() + "; " + std::to_string(r.num_silu()) +
+                                          " SiLU (x * sigmoid(x)) by the plugin's " + r.silu_isa() + " kernel");
     }
     return c;
   }
@@ -256,7 +259,7 @@ class XnnPlugin final : public Plugin {
          "decline groups of only element-wise/reshape ops (not worth their boundary)"},
         {"min_macs_per_byte", KILN_OPTION_FLOAT, kDefaultMinMacsPerByte,
          "decline a partition whose convolution/fully connected MACs per byte transposed (NCHW<->NHWC) at its "
-         "boundary are fewer (0: claim every group)"},
+         "boundary are fewer, and convolutions that mostly read padding (0: no cost rules, claim all it can run)"},
         {"native_depthwise", KILN_OPTION_BOOL, "true",
          "run 3x3 depthwise convolutions (16n channels) on the plugin's AVX-512 kernel instead of XNNPACK's"},
         {"fuse_blocks", KILN_OPTION_BOOL, "true",

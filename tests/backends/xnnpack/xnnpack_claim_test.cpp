@@ -4,6 +4,8 @@
 // does not, and whatever is claimed matches portable kernels.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -146,11 +148,83 @@ TEST(XnnpackClaim, EachConvexPartIsJudgedOnItsOwnBoundary) {
   EXPECT_EQ(r.partitions.size(), 1u);
 }
 
+// A 3x3 Conv with dilation 6 (pads 6) on an 8x8 map reads padding with 3/4
+// of its (output, tap) pairs: left to portable kernels, which skip those
+// taps; with dilation 1 it is claimed, and with the cost rules off too.
+TEST(XnnpackClaim, ConvsThatMostlyReadPaddingStayOnPortable) {
+  for (int64_t dil : {1, 6}) {
+    for (const char* threshold : {"40", "0"}) {
+      SCOPED_TRACE("dilation " + std::to_string(dil) + ", min " + threshold);
+      GraphBuilder b;
+      ir::ValueId x = b.input("x", {1, 64, 8, 8});
+      b.output(b.node("Conv", {x, b.constant("w", scaled({64, 64, 3, 3}, 3, 0.1f))}, "conv", {1, 64, 8, 8},
+                      DType::kFloat32, "",
+                      {a_ints("kernel_shape", {3, 3}), a_ints("dilations", {dil, dil}), a_ints("pads", {dil, dil, dil, dil})}));
+      const PlacementReport r = run_both(b.graph(), {1, 64, 8, 8}, {{"xnnpack", "min_macs_per_byte", threshold}});
+      const std::string why = reason_of(r, "conv");
+      if (dil == 6 && std::string(threshold) != "0") EXPECT_NE(why.find("(25% live)"), std::string::npos) << why;
+      else EXPECT_EQ(why, "");
+    }
+  }
+}
+
 TEST(XnnpackClaim, MinMacsPerByteIsChecked) {
   GraphBuilder b;
   ir::ValueId x = b.input("x", {1, 8, 4, 4});
   b.output(conv(b, x, "conv", 8, 8, 3, 4, 4));
   EXPECT_FALSE(build(b.graph(), reg().get(), {"xnnpack"}, {{"xnnpack", "min_macs_per_byte", "-1"}}, FallbackPolicy::kAllow).ok());
+}
+
+}  // namespace
+}  // namespace kiln::abi_test
+
+namespace kiln::abi_test {
+namespace {
+
+// x * Sigmoid(x) runs as the plugin's one-pass SiLU kernel (xnn_silu.h), on
+// every variant this CPU has, against SiLU in double: values over
+// [-100, 100] (both clamps of e^-x), sizes with and without a vector tail,
+// more than one chunk of 16K floats, 1 and 2 threads.
+TEST(XnnpackClaim, SelfGatedSigmoidRunsAsTheSiluKernel) {
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  for (const char* isa : {"avx512", "avx2", "baseline"}) {
+    const char* runs = std::string(isa) == "avx512" && avx512 ? "avx512" : (std::string(isa) != "baseline" && avx2 ? "avx2" : "baseline");
+    for (const std::vector<int64_t>& d : {std::vector<int64_t>{1, 3, 7, 5}, std::vector<int64_t>{2, 16, 33, 31}}) {
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(std::string(isa) + " " + std::to_string(d[1]) + "x" + std::to_string(d[2]) + " t" + std::to_string(threads));
+        ScopedEnv env("KILN_XNNPACK_SILU_ISA", isa);
+        GraphBuilder b;
+        ir::ValueId x = b.input("x", d);
+        ir::ValueId s = b.node("Sigmoid", {x}, "gate", d);
+        b.output(b.node("Mul", {x, s}, "mul", d));
+        auto prog = build(b.graph(), reg().get(), {"xnnpack"},
+                          {claim_all(), {"xnnpack", "skip_light_groups", "false"}, {"xnnpack", "threads", std::to_string(threads)}},
+                          FallbackPolicy::kRequire);
+        ASSERT_TRUE(prog.ok()) << prog.status().to_string();
+        const PlacementReport& r = (*prog)->placement();
+        ASSERT_EQ(r.partitions.size(), 1u);
+        ASSERT_EQ(r.partitions[0].diagnostics.size(), 1u);
+        const std::string want = std::string("1 SiLU (x * sigmoid(x)) by the plugin's ") + runs + " kernel";
+        EXPECT_NE(r.partitions[0].diagnostics[0].find(want), std::string::npos) << r.partitions[0].diagnostics[0];
+        Tensor in = random_tensor(d, 9);
+        for (int64_t k = 0; k < in.numel(); ++k) in.data<float>()[k] *= 100.f;  // [-100, 100)
+        in.data<float>()[0] = 0.f;
+        std::vector<Value> ins{Value(in)};
+        auto out = (*prog)->run(ins, {}, nullptr);
+        ASSERT_TRUE(out.ok()) << out.status().to_string();
+        const Tensor& y = out.value()[0].tensor();
+        double worst = 0;
+        for (int64_t k = 0; k < in.numel(); ++k) {
+          const double v = in.data<float>()[k], ref = v / (1.0 + std::exp(-v));
+          const double err = std::fabs(y.data<float>()[k] - ref);
+          ASSERT_LE(err, 1e-6 * std::fabs(ref) + 1e-30) << "x = " << v << ": " << y.data<float>()[k] << " vs " << ref;
+          if (ref != 0) worst = std::max(worst, err / std::fabs(ref));
+        }
+        RecordProperty(std::string("worst_relative_error_") + isa, std::to_string(worst));
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,26 @@
+// SiLU, y = x * sigmoid(x) = x / (1 + e^-x), in one pass: the plugin's own
+// kernel for x * Sigmoid(x) (efficientnet's activation), which this XNNPACK
+// has no op for (Sigmoid then Mul: three passes over the tensor). Vectorized
+// over 16 (AVX-512), 8 (AVX2+FMA) or 4 (baseline) lanes, picked at run time.
+// Error: e^t by range reduction and a degree-6 polynomial, within 2 ulp of
+// float's e^t on [-87, 88]; y within 4e-7 relative of the exact SiLU
+// (tests compare against double).
+#pragma once
+
+#include <cstddef>
+
+namespace kiln_xnnpack {
+
+/// y[i] = x[i] * sigmoid(x[i]) for i in [0, n); x and y may be the same.
+using SiluFn = void (*)(const float* x, float* y, size_t n);
+
+struct SiluKernel {
+  SiluFn fn;
+  const char* isa;  // "avx512", "avx2" or "baseline"
+};
+
+/// The widest variant this CPU runs, capped by $KILN_XNNPACK_SILU_ISA
+/// (avx512, avx2 or baseline; tests run each). Read when called.
+SiluKernel pick_silu();
+
+}  // namespace kiln_xnnpack

@@ -186,8 +186,12 @@ namespace {
 // [-100, 100] (both clamps of e^-x), sizes with and without a vector tail,
 // more than one chunk of 16K floats, 1 and 2 threads.
 TEST(XnnpackClaim, SelfGatedSigmoidRunsAsTheSiluKernel) {
+#if defined(__x86_64__) || defined(__i386__)
   const bool avx512 = __builtin_cpu_supports("avx512f");
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  const bool avx512 = false, avx2 = false;
+#endif
   for (const char* isa : {"avx512", "avx2", "baseline"}) {
     const char* runs = std::string(isa) == "avx512" && avx512 ? "avx512" : (std::string(isa) != "baseline" && avx2 ? "avx2" : "baseline");
     for (const std::vector<int64_t>& d : {std::vector<int64_t>{1, 3, 7, 5}, std::vector<int64_t>{2, 16, 33, 31}}) {

@@ -2,11 +2,13 @@
 // cost side of the claim policy. Every 4-D value that enters or leaves a
 // partition is transposed (NCHW <-> NHWC) at its boundary, and those copies
 // are paid on every run; what a partition wins back is the speed of its
-// heavy ops (dense and grouped convolutions, fully connected layers) over
-// portable kernels'. Element-wise ops, pooling and depthwise convolutions
-// win nothing measurable on their own (portable kernels fuse activations
-// into the convolution and run depthwise as fast), so a group pays when its
-// heavy MACs per transposed byte reach a threshold.
+// heavy ops (dense and grouped convolutions with a window, 1x1s in an
+// inverted-residual block) over portable kernels'. Element-wise ops,
+// pooling, lone 1x1 convolutions, fully connected layers and depthwise
+// convolutions win nothing measurable on their own (portable kernels fuse
+// activations into the convolution and run those GEMMs and depthwise as
+// fast), so a group pays when its heavy MACs per transposed byte reach a
+// threshold.
 //
 // The host splits a group that is not convex (a path leaves it and comes
 // back) into parts; the plugin makes the same split first, so each part is
@@ -31,7 +33,7 @@ constexpr const char kDefaultMinMacsPerByte[] = "40";  // the option's default (
 
 /// What one part would cost and win.
 struct PartCost {
-  double heavy_macs = 0;        // MACs of dense/grouped Conv, Gemm and MatMul nodes
+  double heavy_macs = 0;        // MACs of KxK dense/grouped Convs and of 1x1s next to a depthwise
   double transposed_bytes = 0;  // bytes of the 4-D values crossing the part's boundary
 };
 

@@ -130,6 +130,30 @@ TEST(XnnpackClaim, PartitionsTooSmallForTheirTransposesAreDeclined) {
   }
 }
 
+// A 1x1 Conv is a GEMM portable kernels run as fast: alone (512 -> 512 on
+// 4x4: 64 MACs per transposed byte) it is declined; next to a depthwise
+// Conv (an inverted-residual block the plugin fuses: 1x1 -> Relu -> 3x3
+// depthwise -> 1x1, 256 channels on 4x4, also 64 per byte) it counts.
+TEST(XnnpackClaim, PointwiseConvsCountOnlyInInvertedResidualBlocks) {
+  {
+    GraphBuilder b;
+    ir::ValueId x = b.input("x", {1, 512, 4, 4});
+    b.output(conv(b, x, "pw", 512, 512, 1, 4, 4));
+    const PlacementReport r = run_both(b.graph(), {1, 512, 4, 4}, {});
+    EXPECT_NE(reason_of(r, "pw").find("0 MACs of convolutions XNNPACK runs faster"), std::string::npos) << reason_of(r, "pw");
+  }
+  {
+    GraphBuilder b;
+    ir::ValueId x = b.input("x", {1, 256, 4, 4});
+    ir::ValueId e = b.node("Relu", {conv(b, x, "expand", 256, 256, 1, 4, 4)}, "relu", {1, 256, 4, 4});
+    ir::ValueId d = conv(b, e, "dw", 256, 256, 3, 4, 4, 256);
+    b.output(conv(b, d, "project", 256, 256, 1, 4, 4));
+    const PlacementReport r = run_both(b.graph(), {1, 256, 4, 4}, {});
+    EXPECT_EQ(reason_of(r, "expand"), "");
+    EXPECT_EQ(reason_of(r, "project"), "");
+  }
+}
+
 // convA -> Tanh (not claimable) -> Add(convA, tanh) -> convB: the group
 // {convA, add, convB} is not convex, so the host would split it; each part
 // is judged with its own boundary: convA (3x3 64 -> 64 on 8x8) pays, the

@@ -258,8 +258,9 @@ class XnnPlugin final : public Plugin {
         {"skip_light_groups", KILN_OPTION_BOOL, "true",
          "decline groups of only element-wise/reshape ops (not worth their boundary)"},
         {"min_macs_per_byte", KILN_OPTION_FLOAT, kDefaultMinMacsPerByte,
-         "decline a partition whose convolution/fully connected MACs per byte transposed (NCHW<->NHWC) at its "
-         "boundary are fewer, and convolutions that mostly read padding (0: no cost rules, claim all it can run)"},
+         "decline a partition with fewer MACs of convolutions it runs faster (KxK; 1x1 in inverted-residual blocks) "
+         "per byte transposed (NCHW<->NHWC) at its boundary, and convolutions that mostly read padding (0: no cost "
+         "rules, claim all it can run)"},
         {"native_depthwise", KILN_OPTION_BOOL, "true",
          "run 3x3 depthwise convolutions (16n channels) on the plugin's AVX-512 kernel instead of XNNPACK's"},
         {"fuse_blocks", KILN_OPTION_BOOL, "true",

@@ -179,6 +179,8 @@ void Lowerer::lower(const Node& n) {
     if (!(lo <= hi)) decline("Clip with min > max");
     return lower_clamp(n, lo, hi);
   }
+  if (op == "Mul" && lower_self_gated_mul(n)) return;
+  if (op == "Sigmoid" && defer_self_gate(n, OpKind::kSiLU)) return;
   for (const Binary& b : kBinary)
     if (op == b.op) return lower_binary(n, b.kind);
   for (const Unary& u : kUnary)
@@ -287,7 +289,42 @@ void Lowerer::lower_prelu(const Node& n) {
   emit(OpKind::kPRelu, {x, s}, out(n));
 }
 
+// x * HardSigmoid(x) with alpha 1/6 and beta 1/2 is HardSwish (torch
+// exports nn.Hardswish so before opset 14): one XNNPACK op and one pass over
+// the tensor instead of three; x * Sigmoid(x) is SiLU, which this XNNPACK
+// lacks: the plugin's one-pass kernel (xnn_silu.h). The gate is deferred
+// when the Mul by its own input is its only reader (and so is in the
+// partition: the gate is not a partition output).
+bool Lowerer::defer_self_gate(const Node& n, OpKind fused) {
+  if (standalone_ || n.opset() < 6) return false;
+  if (fused == OpKind::kHardSwish &&
+      (std::fabs(n.attr_float("alpha", 0.2f) - 1.0f / 6.0f) > 1e-6f || n.attr_float("beta", 0.5f) != 0.5f))
+    return false;
+  Value gate = n.output(0), x = n.input(0);
+  if (!x || part_outputs_.count(gate.raw()) || gate.consumers().size() != 1) return false;
+  Node mul = gate.consumers()[0];
+  if (mul.op_type() != "Mul" || mul.num_inputs() != 2 || mul.num_outputs() != 1) return false;
+  Value a = mul.input(0), b = mul.input(1);
+  if (!a || !b || !((a.raw() == gate.raw() && b.raw() == x.raw()) || (b.raw() == gate.raw() && a.raw() == x.raw())))
+    return false;
+  if (dims(mul.output(0)) != dims(x)) return false;
+  self_gate_[gate.raw()] = {x.raw(), fused};
+  return true;
+}
+
+bool Lowerer::lower_self_gated_mul(const Node& n) {
+  for (size_t g = 0; g < 2; ++g) {
+    auto it = self_gate_.find(n.input(g).raw());
+    if (it == self_gate_.end() || n.input(1 - g).raw() != it->second.first) continue;
+    const uint32_t x = in(n, 1 - g);
+    emit(it->second.second, {x}, out(n));
+    return true;
+  }
+  return false;
+}
+
 void Lowerer::lower_hardsigmoid(const Node& n) {
+  if (defer_self_gate(n, OpKind::kHardSwish)) return;
   const size_t rank = dims(n.output(0)).size();
   const uint32_t x = in(n, 0);
   const std::vector<int64_t> ones(rank, 1);

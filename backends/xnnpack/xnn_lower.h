@@ -22,6 +22,10 @@ namespace kiln_xnnpack {
 /// Why the plugin would not run `node`; "" when it would.
 std::string decline_reason(const kiln::sdk::Node& node);
 
+/// The share of a Conv's (output, tap) pairs that read the input, not
+/// padding (1 for other nodes and windows the plugin declines).
+double conv_tap_density(const kiln::sdk::Node& node);
+
 /// Lowers a partition; throws kiln::sdk::Error for a node it would not claim.
 Program lower_partition(const kiln::sdk::Graph& graph, const kiln::sdk::Partition& part);
 

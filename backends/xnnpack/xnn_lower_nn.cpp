@@ -71,7 +71,35 @@ void check_out(const Node& n, const std::vector<int64_t>& y, int64_t oh, int64_t
   }
 }
 
+// Of the (output, tap) pairs along one axis, the share whose tap reads the
+// input rather than padding.
+double axis_density(int64_t in, int64_t out, int64_t k, int64_t s, int64_t d, int64_t pad) {
+  int64_t live = 0;
+  for (int64_t t = 0; t < k; ++t)
+    for (int64_t o = 0; o < out; ++o) {
+      const int64_t i = o * s - pad + t * d;
+      live += i >= 0 && i < in;
+    }
+  return out * k > 0 ? static_cast<double>(live) / static_cast<double>(out * k) : 1.0;
+}
+
+double density_of(const Window& w, const std::vector<int64_t>& x, const std::vector<int64_t>& y) {
+  return axis_density(x[2], y[2], w.kh, w.sh, w.dh, w.pt) * axis_density(x[3], y[3], w.kw, w.sw, w.dw, w.pl);
+}
+
 }  // namespace
+
+double conv_tap_density(const Node& n) {
+  try {
+    if (n.op_type() != "Conv" || n.num_inputs() < 2 || !n.input(0) || !n.input(1)) return 1.0;
+    const std::vector<int64_t> x = n.input(0).dims(), y = n.output(0).dims(), wd = n.input(1).dims();
+    if (x.size() != 4 || y.size() != 4 || wd.size() != 4 || !n.input(0).is_static() || !n.output(0).is_static())
+      return 1.0;
+    return density_of(window(n, x, {wd[2], wd[3]}, true), x, y);
+  } catch (const kiln::sdk::Error&) {
+    return 1.0;  // a window the plugin declines anyway
+  }
+}
 
 void Lowerer::lower_conv(const Node& n) {
   const std::vector<int64_t> x = dims(n.input(0)), y = dims(n.output(0));
@@ -98,6 +126,15 @@ void Lowerer::lower_conv(const Node& n) {
   OpKind kind = OpKind::kConv;
   if (group > 1 && group == c) {  // depthwise: filter [1, kh, kw, M], output channel m reads input m / (M / C)
     kind = OpKind::kDepthwise;
+    // This XNNPACK has depthwise microkernels of 3, 4, 9 and 25 taps (and a
+    // per-channel multiply-add for 1x1); any other window becomes a grouped
+    // convolution, one tiny GEMM per channel (convnext_tiny's 7x7 at
+    // 96x56x56: 8.3 ms against portable kernels' 0.68).
+    if (khw != 1 && khw != 3 && khw != 4 && khw != 9 && khw != 25) {
+      decline("depthwise Conv " + std::to_string(win.kh) + "x" + std::to_string(win.kw) +
+              ": this XNNPACK has depthwise kernels of 1, 3, 4, 9 and 25 taps only (others run as one small GEMM "
+              "per channel, ~10x slower than portable kernels)");
+    }
     for (size_t o = 0; o < static_cast<size_t>(m); ++o)
       for (size_t k = 0; k < khw; ++k) f[k * static_cast<size_t>(m) + o] = w[o * khw + k];
     ints.insert(ints.end(), {m / c, c});

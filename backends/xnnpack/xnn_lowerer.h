@@ -70,12 +70,18 @@ class Lowerer {
   void lower_concat(const Node& n);
   void lower_depth_to_space(const Node& n);
   uint32_t broadcast_operand(const Node& n, size_t i, size_t rank);
+  bool defer_self_gate(const Node& n, OpKind fused);
+  bool lower_self_gated_mul(const Node& n);
 
   bool standalone_;
   Program prog_;
   std::map<const kiln_value_t*, uint32_t> values_;
   std::map<uint32_t, size_t> producer_;  // program value -> op index
   std::set<const kiln_value_t*> part_outputs_;
+  // Gates (HardSigmoid(alpha 1/6, beta 1/2), Sigmoid) whose only reader is
+  // a Mul by the gate's own input: the Mul becomes one HardSwish or SiLU op
+  // (gate value -> its input and the fused op).
+  std::map<const kiln_value_t*, std::pair<const kiln_value_t*, OpKind>> self_gate_;
 };
 
 }  // namespace kiln_xnnpack

@@ -10,6 +10,7 @@
 
 #include "kiln/c/backend_sdk.hpp"
 #include "xnn_api.h"
+#include "xnn_claim.h"
 #include "xnn_lower.h"
 #include "xnn_runtime.h"
 
@@ -126,9 +127,11 @@ class XnnInstance final : public Instance {
     const size_t n = graph.num_nodes();
     std::vector<int8_t> ok(n, 0);
     const bool concat = options_.get_bool("concat");
+    const bool costed = options_.get_float("min_macs_per_byte") > 0;
     for (size_t i = 0; i < n; ++i) {
       kiln::sdk::Node node = graph.node(i);
       std::string why = node.op_type() == "Concat" && !concat ? "Concat (option xnnpack.concat=false)" : decline_reason(node);
+      if (why.empty() && costed) why = padding_reason(node);
       if (why.empty()) ok[i] = 1;
       else cap.decline(i, why);
     }
@@ -154,7 +157,7 @@ class XnnInstance final : public Instance {
       const GroupKind kind = group_kind(graph, nodes);
       if (kind == GroupKind::kSpatial || (kind == GroupKind::kDense && options_.get_bool("dense_groups")) ||
           (kind == GroupKind::kLight && !options_.get_bool("skip_light_groups"))) {
-        cap.add_group(nodes);
+        claim_parts(graph, nodes, kind == GroupKind::kSpatial, cap);
         continue;
       }
       const char* why = kind == GroupKind::kDense
@@ -162,6 +165,23 @@ class XnnInstance final : public Instance {
                               "(portable kernels are as fast there; option xnnpack.dense_groups=true claims it)"
                             : "only in a group of light element-wise/reshape ops, not worth a partition boundary";
       for (size_t i : nodes) cap.decline(i, why);
+    }
+  }
+
+  // The convex parts of a claimable group (as the host would split it);
+  // a part of a spatial group whose boundary transposes cost more than its
+  // heavy ops win is declined (xnn_claim.h). Groups claimed by option
+  // (dense, light) are taken as asked.
+  void claim_parts(const Graph& graph, const std::vector<size_t>& nodes, bool costed, Capability& cap) const {
+    const double min_macs = options_.get_float("min_macs_per_byte");
+    if (!costed || min_macs <= 0) return cap.add_group(nodes);
+    for (std::vector<size_t>& part : convex_parts(graph, nodes)) {
+      const std::string why = unpaid_reason(part_cost(graph, part), min_macs);
+      if (why.empty()) {
+        cap.add_group(std::move(part));
+        continue;
+      }
+      for (size_t i : part) cap.decline(i, why);
     }
   }
 
@@ -185,7 +205,9 @@ class XnnInstance final : public Instance {
                                           std::to_string(t) +
                                           " boundary transpose" + (t == 1 ? "" : "s") + " (NCHW<->NHWC), " +
                                           std::to_string(r.scratch_bytes()) + " bytes of plugin buffers; " +
-                                          r.winograd().summary() + "; plugin kernels: " + isa_name(r.kernel_isa()));
+                                          r.winograd().summary() + "; " + std::to_string(r.num_silu()) +
+                                          " SiLU (x * sigmoid(x)) by the plugin's " + r.silu_isa() +
+                                          " kernel; plugin kernels: " + isa_name(r.kernel_isa()));
     }
     return c;
   }
@@ -201,6 +223,9 @@ class XnnInstance final : public Instance {
   void check() const {
     const int64_t t = options_.get_int("threads");
     if (t < 0 || t > 1024) fail(KILN_STATUS_INVALID_ARGUMENT, "option 'threads' must be in [0, 1024], got " + options_.get("threads"));
+    const double m = options_.get_float("min_macs_per_byte");
+    if (!(m >= 0 && m <= 1e9))
+      fail(KILN_STATUS_INVALID_ARGUMENT, "option 'min_macs_per_byte' must be in [0, 1e9], got " + options_.get("min_macs_per_byte"));
     const int64_t rows = options_.get_int("block_rows");
     if (rows < 0 || rows > 4096)
       fail(KILN_STATUS_INVALID_ARGUMENT, "option 'block_rows' must be in [0, 4096], got " + options_.get("block_rows"));
@@ -233,6 +258,10 @@ class XnnPlugin final : public Plugin {
          "claim groups of Gemm/MatMul/Softmax with no conv or pooling (transformer layers)"},
         {"skip_light_groups", KILN_OPTION_BOOL, "true",
          "decline groups of only element-wise/reshape ops (not worth their boundary)"},
+        {"min_macs_per_byte", KILN_OPTION_FLOAT, kDefaultMinMacsPerByte,
+         "decline a partition with fewer MACs of convolutions it runs faster (KxK; 1x1 in inverted-residual blocks) "
+         "per byte transposed (NCHW<->NHWC) at its boundary, and convolutions that mostly read padding (0: no cost "
+         "rules, claim all it can run)"},
         {"native_depthwise", KILN_OPTION_BOOL, "true",
          "run 3x3 depthwise convolutions (16n channels) on the plugin's AVX-512/AVX2 kernel instead of XNNPACK's"},
         {"fuse_blocks", KILN_OPTION_BOOL, "true",

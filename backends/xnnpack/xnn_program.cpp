@@ -15,7 +15,7 @@ const char* op_name(OpKind k) {
       "Mul",    "Sub",           "Div",            "Max",     "Min",         "Clamp",             "Elu",
       "LeakyRelu", "HardSwish",  "Sigmoid",        "Softmax", "Abs",         "Neg",               "Sqrt",
       "Floor",  "Ceil",          "PRelu",          "Reshape", "Pad",         "Resize",            "DepthToSpace",
-      "Concat"};
+      "Concat", "SiLU"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(OpKind::kCount), "one name per op");
   const size_t i = static_cast<size_t>(k);
   return i < static_cast<size_t>(OpKind::kCount) ? names[i] : "?";

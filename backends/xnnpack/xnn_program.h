@@ -44,6 +44,7 @@ enum class OpKind : uint8_t {
   kResize,         // ints {height, width, mode (kResize*)}
   kDepthToSpace,   // ints {block}
   kConcat,         // in {parts...}; ints {axis}: run by the plugin, not by XNNPACK
+  kSiLU,           // x * sigmoid(x): run by the plugin (xnn_silu.h)
   kCount
 };
 

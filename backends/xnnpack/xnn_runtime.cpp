@@ -7,6 +7,7 @@
 #include <string>
 
 #include "xnn_dwconv.h"
+#include "xnn_silu.h"
 #include "xnn_tsan.h"
 #include "xnn_winograd.h"
 
@@ -202,7 +203,9 @@ void Runtime::plan_direct_concat() {
     int64_t offset = 0;
     for (uint32_t v : cat.in) {
       const int64_t pi = producer[v];
-      if (pi >= 0 && readers[v] == 1 && p.ops[static_cast<size_t>(pi)].kind == OpKind::kConv) {
+      // A Conv that ends a fused block is run by the block (its input has no buffer).
+      if (pi >= 0 && readers[v] == 1 && p.ops[static_cast<size_t>(pi)].kind == OpKind::kConv &&
+          !blocks_->covers(static_cast<size_t>(pi))) {
         into_concat_[static_cast<size_t>(pi)] = static_cast<int64_t>(c);
         channel_offset_[static_cast<size_t>(pi)] = offset;
       }
@@ -248,7 +251,7 @@ void Runtime::plan_segments() {
   for (size_t i = 0; i < ops.size();) {
     Segment seg;
     auto native = [&](size_t k) {
-      return ops[k].kind == OpKind::kConcat || into_concat_[k] >= 0 || native_dw_[k] || blocks_->covers(k) ||
+      return ops[k].kind == OpKind::kConcat || ops[k].kind == OpKind::kSiLU || into_concat_[k] >= 0 || native_dw_[k] || blocks_->covers(k) ||
              wino_.conv[k] || wino_.fused[k];
     };
     seg.native = native(i);
@@ -520,6 +523,36 @@ void Runtime::run_depthwise(size_t index, bool last) {
   tsan_acquire(&t);
 }
 
+namespace {
+
+// SiLU over chunks of 16K floats (64 KB: L2-sized, many per thread).
+struct SiluTask {
+  static constexpr size_t kChunk = 16384;
+  SiluFn fn;
+  const float* in;
+  float* out;
+  size_t n;
+  static void run(void* ctx, size_t chunk) {
+    tsan_acquire(ctx);
+    const auto* t = static_cast<const SiluTask*>(ctx);
+    const size_t b = chunk * kChunk;
+    t->fn(t->in + b, t->out + b, std::min(kChunk, t->n - b));
+    tsan_release(ctx);
+  }
+};
+
+}  // namespace
+
+void Runtime::run_silu(size_t index, bool last) {
+  const Op& op = program_->ops[index];
+  SiluTask t{silu_.fn, ptr_[op.in[0]], ptr_[op.out], static_cast<size_t>(numel(program_->values[op.out].dims))};
+  if (!t.in || !t.out) fail(KILN_STATUS_INTERNAL, "a SiLU lacks a buffer");
+  tsan_release(&t);
+  api().pthreadpool_parallelize_1d(pool_->get(), &SiluTask::run, &t, (t.n + SiluTask::kChunk - 1) / SiluTask::kChunk,
+                                   last ? PTHREADPOOL_FLAG_YIELD_WORKERS : 0);
+  tsan_acquire(&t);
+}
+
 void Runtime::run_winograd(size_t index) {
   const Program& p = *program_;
   const Op& op = p.ops[index];
@@ -540,6 +573,12 @@ void Runtime::run_winograd(size_t index) {
   wino_.conv[index]->run(ptr_[op.in[0]], residual, y, wino_.scratch_data(), pool_->get(), last + 1 == p.ops.size());
 }
 
+size_t Runtime::num_silu() const {
+  size_t n = 0;
+  for (const Op& op : program_->ops) n += op.kind == OpKind::kSiLU;
+  return n;
+}
+
 void Runtime::run(kiln::sdk::ExecContext& ctx, const kiln::sdk::Inputs& inputs) {
   const Program& p = *program_;
   bind_inputs(inputs);
@@ -557,6 +596,7 @@ void Runtime::run(kiln::sdk::ExecContext& ctx, const kiln::sdk::Inputs& inputs) 
       } else if (wino_.conv[i]) run_winograd(i);
       else if (wino_.fused[i]) continue;  // run by the Winograd Conv before it
       else if (native_dw_[i]) run_depthwise(i, i + 1 == p.ops.size());
+      else if (p.ops[i].kind == OpKind::kSiLU) run_silu(i, i + 1 == p.ops.size());
       else run_concat(i);
     }
   }

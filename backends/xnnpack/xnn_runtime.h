@@ -17,6 +17,7 @@
 #include "xnn_block.h"
 #include "xnn_isa.h"
 #include "xnn_program.h"
+#include "xnn_silu.h"
 #include "xnn_winograd.h"
 
 namespace kiln_xnnpack {
@@ -73,6 +74,9 @@ class Runtime {
   size_t num_fused_blocks() const { return blocks_ ? blocks_->count() : 0; }
   /// Convolutions run with Winograd, and the residual Adds fused into them.
   const WinogradOps& winograd() const { return wino_; }
+  /// x * sigmoid(x) ops run by the plugin's kernel, and its variant.
+  size_t num_silu() const;
+  const char* silu_isa() const { return silu_.isa; }
 
  private:
   struct Segment {
@@ -95,6 +99,7 @@ class Runtime {
   void run_concat(size_t op_index);
   void run_depthwise(size_t op_index, bool last);
   void run_winograd(size_t op_index);
+  void run_silu(size_t op_index, bool last);
   void transpose(const float* src, float* dst, const std::vector<int64_t>& nhwc, bool to_nhwc) const;
 
   std::shared_ptr<const Program> program_;
@@ -109,6 +114,7 @@ class Runtime {
   Isa isa_ = Isa::kNone;                   // the plugin's kernels' variant (xnn_isa.h), read when built
   std::unique_ptr<FusedBlocks> blocks_;    // inverted-residual blocks run fused (xnn_block.h)
   WinogradOps wino_;                       // per op: a convolution run by xnn_winograd (+ its fused Add)
+  SiluKernel silu_ = pick_silu();          // the SiLU variant this CPU runs
   std::vector<int64_t> producer_;          // per value: the op writing it (-1: none)
   int64_t producer_of(uint32_t v) const { return producer_[v]; }
   std::vector<float*> ptr_;                   // per value: where its data is this run (nullptr: XNNPACK's own)

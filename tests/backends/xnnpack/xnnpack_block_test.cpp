@@ -108,7 +108,7 @@ TEST_P(XnnpackFusedBlock, MatchesPortableKernels) {
     auto x = build(g, reg().get(), {"xnnpack"},
                    {{"xnnpack", "threads", std::to_string(c.threads)},
                     {"xnnpack", "block_rows", std::to_string(c.band_rows)},
-                    {"xnnpack", "fuse_blocks", fuse ? "true" : "false"}},
+                    {"xnnpack", "fuse_blocks", fuse ? "true" : "false"}, claim_all()},
                    FallbackPolicy::kRequire);
     ASSERT_TRUE(x.ok()) << x.status().to_string();
     const PlacementReport& r = (*x)->placement();

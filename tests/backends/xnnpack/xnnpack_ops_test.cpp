@@ -93,7 +93,8 @@ TEST_P(XnnpackOp, MatchesPortableKernels) {
   // Light and dense groups (element-wise, fully connected) are claimed too,
   // so each op is tested alone.
   auto x = build(g, reg().get(), {"xnnpack"},
-                 {{"xnnpack", "skip_light_groups", "false"}, {"xnnpack", "dense_groups", "true"}}, FallbackPolicy::kRequire);
+                 {{"xnnpack", "skip_light_groups", "false"}, {"xnnpack", "dense_groups", "true"}, claim_all()},
+                 FallbackPolicy::kRequire);
   ASSERT_TRUE(x.ok()) << x.status().to_string();
   auto p = build(g, nullptr, {});
   ASSERT_TRUE(p.ok()) << p.status().to_string();
@@ -302,7 +303,7 @@ TEST_P(XnnpackNativeDepthwise, MatchesPortableKernels) {
   std::vector<Value> values;
   std::shared_ptr<ir::Graph> g = graph_of(c, &values);
   ScopedEnv isa("KILN_XNNPACK_ISA", d.isa);
-  auto x = build(g, reg().get(), {"xnnpack"}, {}, FallbackPolicy::kRequire);
+  auto x = build(g, reg().get(), {"xnnpack"}, {claim_all()}, FallbackPolicy::kRequire);
   ASSERT_TRUE(x.ok()) << x.status().to_string();
   const PlacementReport& r = (*x)->placement();
   ASSERT_EQ(r.partitions.size(), 1u);

@@ -17,6 +17,10 @@ inline std::shared_ptr<BackendRegistry> reg() {
   return r;
 }
 
+/// Claims every group, whatever its size (option min_macs_per_byte=0): for
+/// tests of what the plugin computes, not of what it chooses to claim.
+inline BackendOption claim_all() { return {"xnnpack", "min_macs_per_byte", "0"}; }
+
 inline ir::Attribute a_int(const char* n, int64_t v) { return optimizer::testing::attr_int(n, v); }
 inline ir::Attribute a_ints(const char* n, std::vector<int64_t> v) {
   return optimizer::testing::attr_ints(n, std::move(v));

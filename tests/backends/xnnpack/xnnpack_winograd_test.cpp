@@ -179,7 +179,7 @@ TEST_P(XnnpackWinograd, MatchesFloat64DirectConvolutionWithinTheBound) {
   g.output(y);
   ScopedEnv isa("KILN_XNNPACK_WINOGRAD_ISA", c.isa);
   auto prog = build(g.graph(), reg().get(), {"xnnpack"},
-                    {{"xnnpack", "winograd", "always"}, {"xnnpack", "threads", std::to_string(c.threads)}},
+                    {{"xnnpack", "winograd", "always"}, {"xnnpack", "threads", std::to_string(c.threads)}, claim_all()},
                     FallbackPolicy::kRequire);
   ASSERT_TRUE(prog.ok()) << prog.status().to_string();
   const PlacementReport& rep = (*prog)->placement();
@@ -227,7 +227,7 @@ std::shared_ptr<ir::Graph> fire(int64_t cin) {
 TEST(XnnpackWinogradPlan, WritesIntoItsConcatSlice) {
   for (int threads : {1, 2}) {
     auto x = build(fire(24), reg().get(), {"xnnpack"},
-                   {{"xnnpack", "winograd", "always"}, {"xnnpack", "threads", std::to_string(threads)}},
+                   {{"xnnpack", "winograd", "always"}, {"xnnpack", "threads", std::to_string(threads)}, claim_all()},
                    FallbackPolicy::kRequire);
     ASSERT_TRUE(x.ok()) << x.status().to_string();
     const std::string& d = (*x)->placement().partitions.at(0).diagnostics.at(0);
@@ -247,7 +247,8 @@ TEST(XnnpackWinogradPlan, WritesIntoItsConcatSlice) {
 // loses to XNNPACK's igemm), a bad value is refused with its name.
 TEST(XnnpackWinogradPlan, OptionPicksTheConvolutions) {
   auto count = [](int64_t cin, const char* mode) -> std::string {
-    auto x = build(fire(cin), reg().get(), {"xnnpack"}, {{"xnnpack", "winograd", mode}}, FallbackPolicy::kRequire);
+    auto x = build(fire(cin), reg().get(), {"xnnpack"}, {{"xnnpack", "winograd", mode}, claim_all()},
+                    FallbackPolicy::kRequire);
     if (!x.ok()) return x.status().message();
     const std::string& d = (*x)->placement().partitions.at(0).diagnostics.at(0);
     const size_t at = d.find(" 3x3 convolutions by Winograd");

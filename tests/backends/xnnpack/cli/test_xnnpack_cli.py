@@ -17,6 +17,11 @@ KILN = os.environ.get("KILN_BIN", "kiln")
 PLUGIN = os.environ.get("KILN_XNNPACK", "")
 
 
+# The toy models here are claimed whatever their size (the claim policy,
+# which would leave them to portable kernels, has tests of its own).
+CLAIM_ALL = ("--backend-option", "xnnpack.min_macs_per_byte=0")
+
+
 def kiln(*args, env=None):
     e = dict(os.environ)
     e["KILN_BACKEND_PATH"] = PLUGIN
@@ -83,9 +88,9 @@ def test_backends_shows_the_plugin_and_its_options():
 
 
 def test_run_fallback_require_on_a_model_it_covers(models):
-    r = kiln("run", models["net"], "--backends", "xnnpack", "--fallback", "require")
+    r = kiln("run", models["net"], "--backends", "xnnpack", "--fallback", "require", *CLAIM_ALL)
     assert r.returncode == 0, r.stderr
-    ins = kiln("inspect", models["net"], "--backends", "xnnpack")
+    ins = kiln("inspect", models["net"], "--backends", "xnnpack", *CLAIM_ALL)
     assert ins.returncode == 0, ins.stderr
     # The BatchNormalization is folded into the Conv at load (src/optimizer).
     assert "nodes: 10 (10 in 1 partitions, 0 on portable" in ins.stdout
@@ -94,7 +99,7 @@ def test_run_fallback_require_on_a_model_it_covers(models):
 
 def test_outputs_match_portable_kernels(models):
     d = models["dir"]
-    a = kiln("run", models["net"], "--backends", "xnnpack", "--output-dir", str(d / "a"), "--threads", "2")
+    a = kiln("run", models["net"], "--backends", "xnnpack", "--output-dir", str(d / "a"), "--threads", "2", *CLAIM_ALL)
     b = kiln("run", models["net"], "--backends", "portable", "--output-dir", str(d / "b"))
     assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
     ya = numpy_helper.to_array(onnx.load_tensor(str(d / "a" / "output_0.pb")))
@@ -110,7 +115,7 @@ def test_fallback_require_names_the_declined_nodes(models):
 
 
 def test_inspect_groups_portable_nodes_by_reason(models):
-    r = kiln("inspect", models["mixed"], "--backends", "xnnpack,portable")
+    r = kiln("inspect", models["mixed"], "--backends", "xnnpack,portable", *CLAIM_ALL)
     assert r.returncode == 0, r.stderr
     assert "on portable kernels (2 nodes, by reason" in r.stdout
     assert "  1 node (1 x Transpose): xnnpack: Transpose: this XNNPACK" in r.stdout
@@ -122,7 +127,7 @@ def test_inspect_groups_portable_nodes_by_reason(models):
     # transposed; the two Convs feeding the Concat write into its buffer.
     assert "    plugin:   compiled xnnpack:" in r.stdout, r.stdout
     assert "(2 convolutions write into their Concat, 0 depthwise run by the plugin's kernel, 0 inverted-residual blocks fused), 2 boundary transposes (NCHW<->NHWC)" in r.stdout, r.stdout
-    v = kiln("inspect", models["mixed"], "--backends", "xnnpack,portable", "--verbose")
+    v = kiln("inspect", models["mixed"], "--backends", "xnnpack,portable", "--verbose", *CLAIM_ALL)
     assert v.returncode == 0, v.stderr
     assert "node by node:\n  Transpose\n    xnnpack: Transpose: this XNNPACK" in v.stdout, v.stdout
     # --verbose also logs them to stderr as they happen.

@@ -1,0 +1,49 @@
+// The AVX-512F wide-map depthwise kernels: blocks of 4 rows x 4 zmm (64
+// columns), 16 accumulators, the taps of one kernel column in registers.
+// Built with -mavx512f (CMakeLists.txt); conv_depthwise_rows.cpp calls them
+// only on CPUs that have it.
+#if defined(__x86_64__) || defined(__i386__)
+// GCC 12's avx512fintrin.h initializes _mm512_undefined_ps() from itself,
+// which -Wmaybe-uninitialized reports inside min/max; the value is unused.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include "kernels/portable/cpu/x86/depthwise_rows_kernel.h"
+
+namespace kiln::kernels {
+namespace {
+
+struct Avx512 {
+  using Reg = __m512;
+  static constexpr int64_t kLanes = 16;
+  static constexpr int kRows = 4, kVecs = 4;
+  static Reg set1(float x) { return _mm512_set1_ps(x); }
+  static Reg load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
+  static unsigned mask(int64_t n) { return (1u << n) - 1u; }
+  static Reg load_window(const float* row, int64_t start, int64_t n) {
+    const int64_t lo = std::max<int64_t>(0, -start), hi = std::min<int64_t>(kLanes, n - start);
+    if (hi <= lo) return _mm512_setzero_ps();
+    // The address may lie before the row; the masked-off lanes are never read.
+    const auto* at = reinterpret_cast<const float*>(reinterpret_cast<uintptr_t>(row) + start * 4);
+    return _mm512_maskz_loadu_ps(static_cast<__mmask16>(mask(hi) & ~mask(lo)), at);
+  }
+  static void store_part(float* p, Reg v, int64_t n) { _mm512_mask_storeu_ps(p, static_cast<__mmask16>(mask(n)), v); }
+  static void deinterleave(Reg a, Reg b, Reg& even, Reg& odd) {
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    even = _mm512_permutex2var_ps(a, ie, b);
+    odd = _mm512_permutex2var_ps(a, io, b);
+  }
+  static Reg fmadd(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static Reg min(Reg a, Reg b) { return _mm512_min_ps(a, b); }
+  static Reg max(Reg a, Reg b) { return _mm512_max_ps(a, b); }
+};
+static_assert(Avx512::kLanes <= kDwRowsMaxLanes && Avx512::kRows - 1 <= kDwRowsSlackRows);
+
+}  // namespace
+
+DwRowsKernels depthwise_rows_kernels_avx512(int64_t k_h, int64_t s_h) { return dw_rows::kernels_for<Avx512>(k_h, s_h); }
+
+}  // namespace kiln::kernels
+#endif

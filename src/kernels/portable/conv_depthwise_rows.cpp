@@ -75,11 +75,18 @@ bool depthwise_rows_force_isa(int isa) {
   return true;
 }
 
+int phase_rows_isa() {
+  const int forced = g_forced_isa.load(std::memory_order_relaxed);
+  if (forced != 2 && cpu_avx512()) return 1;
+  if (forced != 1 && cpu_avx2()) return 2;
+  return 0;
+}
+
 DwRowsKernels depthwise_rows_kernels(int64_t k_h, int64_t s_h) {
 #if defined(__x86_64__) || defined(__i386__)
-  const int forced = g_forced_isa.load(std::memory_order_relaxed);
-  if (forced != 2 && cpu_avx512()) return depthwise_rows_kernels_avx512(k_h, s_h);
-  if (forced != 1 && cpu_avx2()) return depthwise_rows_kernels_avx2(k_h, s_h);
+  const int isa = phase_rows_isa();
+  if (isa == 1) return depthwise_rows_kernels_avx512(k_h, s_h);
+  if (isa == 2) return depthwise_rows_kernels_avx2(k_h, s_h);
 #else
   (void)k_h;
   (void)s_h;

@@ -1,6 +1,6 @@
 // Depthwise convolution on wide maps, vectorized along the output row: the
 // interface between the driver (conv_depthwise_rows.cpp) and the register
-// kernels compiled once per ISA (cpu/x86/depthwise_rows_{avx512,avx2}.cpp).
+// kernels compiled once per ISA (cpu/x86/phase_rows_{avx512,avx2}.cpp).
 #pragma once
 
 #include <cstdint>
@@ -43,11 +43,12 @@ struct DwRowsBand {
 /// The phase rows of one band, copied from one input channel. Phase plane
 /// (qh, qw), row j, column c gets padded[row0 + j * s_h + qh][c * s_w + qw]
 /// for j < rows: the input at row row0 + j s_h + qh - p_h, column
-/// c s_w + qw - p_w, or zero outside it
-/// (every column up to wq is written).
+/// c s_w + qw - p_w, or `pad` outside it (every column up to wq is
+/// written). The pools share it (pool_rows.h), with -inf for MaxPool.
 struct DwRowsFill {
   const float* x = nullptr;  // the channel, [in_h][in_w]
   int64_t in_h = 0, in_w = 0, p_h = 0, p_w = 0, s_h = 1, s_w = 1;
+  float pad = 0.f;
   int64_t row0 = 0, rows = 0;
   float* phases = nullptr;
   int64_t wq = 0, plane = 0;
@@ -73,9 +74,13 @@ DwRowsKernels depthwise_rows_kernels_avx2(int64_t k_h, int64_t s_h);
 #endif
 
 /// For tests and benchmarks: run only the AVX-512 (1) or the AVX2 (2)
-/// kernels, or pick by the CPU (0). False, changing nothing, where the CPU
-/// lacks that ISA.
+/// kernels (the depthwise ones and the pools), or pick by the CPU (0).
+/// False, changing nothing, where the CPU lacks that ISA.
 bool depthwise_rows_force_isa(int isa);
+
+/// The ISA the phase-row kernels run with now: 1 AVX-512, 2 AVX2 + FMA, 0
+/// none (no kernels on this CPU).
+int phase_rows_isa();
 
 /// Whether depthwise_rows_f32 takes p on this CPU: dilation 1, k_h in
 /// {3, 5, 7}, s_h in {1, 2}, and rows wide enough to fill vectors.

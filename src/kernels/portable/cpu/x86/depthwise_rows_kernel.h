@@ -1,11 +1,11 @@
 // The register kernel of the wide-map depthwise convolution
 // (conv_depthwise_rows.h), written once over a vector-traits type V and
-// instantiated per ISA in depthwise_rows_avx512.cpp and depthwise_rows_avx2.cpp,
+// instantiated per ISA in phase_rows_avx512.cpp and phase_rows_avx2.cpp,
 // each compiled with its own -m flags. Include only from those files.
 //
 // V provides: Reg, kLanes, kRows (output rows per block), kVecs (vectors
 // per block), set1, load, store, store_part(p, v, n) (the first n lanes),
-// load_window(row, start, n) (row[start + i], zero where start + i is
+// load_window(row, start, n, pad) (row[start + i], pad where start + i is
 // outside [0, n), without touching those floats), fmadd(a, b, c)
 // (a * b + c), min, max, deinterleave(a, b, even, odd) (the even and the
 // odd lanes of the 2 kLanes floats a, b).
@@ -112,13 +112,14 @@ void band(const DwRowsBand& b) {
   }
 }
 
-// The kLanes floats src[start + i] (i < kLanes) of a row of n floats, zero
+// The kLanes floats src[start + i] (i < kLanes) of a row of n floats, `pad`
 // where start + i falls outside [0, n): masked loads never touch those.
 template <class V>
-__attribute__((always_inline)) inline typename V::Reg load_range(const float* src, int64_t start, int64_t n) {
+__attribute__((always_inline)) inline typename V::Reg load_range(const float* src, int64_t start, int64_t n,
+                                                                 float pad) {
   constexpr int64_t L = V::kLanes;
   if (start >= 0 && start + L <= n) return V::load(src + start);
-  return V::load_window(src, start, n);
+  return V::load_window(src, start, n, pad);
 }
 
 // Phase rows of one input row, written whole (every column up to wq, a
@@ -127,10 +128,10 @@ template <class V>
 __attribute__((always_inline)) inline void fill_row_s1(const DwRowsFill& f, const float* xr, float* d) {
   constexpr int64_t L = V::kLanes;
   if (!xr) {
-    for (int64_t c = 0; c < f.wq; c += L) V::store(d + c, V::set1(0.f));
+    for (int64_t c = 0; c < f.wq; c += L) V::store(d + c, V::set1(f.pad));
     return;
   }
-  for (int64_t c = 0; c < f.wq; c += L) V::store(d + c, load_range<V>(xr, c - f.p_w, f.in_w));
+  for (int64_t c = 0; c < f.wq; c += L) V::store(d + c, load_range<V>(xr, c - f.p_w, f.in_w, f.pad));
 }
 
 template <class V>
@@ -139,15 +140,15 @@ __attribute__((always_inline)) inline void fill_row_s2(const DwRowsFill& f, cons
   constexpr int64_t L = V::kLanes;
   if (!xr) {
     for (int64_t c = 0; c < f.wq; c += L) {
-      V::store(d + c, V::set1(0.f));
-      V::store(d + f.plane + c, V::set1(0.f));
+      V::store(d + c, V::set1(f.pad));
+      V::store(d + f.plane + c, V::set1(f.pad));
     }
     return;
   }
   for (int64_t c = 0; c < f.wq; c += L) {
     const int64_t start = 2 * c - f.p_w;
     Reg e, o;
-    V::deinterleave(load_range<V>(xr, start, f.in_w), load_range<V>(xr, start + L, f.in_w), e, o);
+    V::deinterleave(load_range<V>(xr, start, f.in_w, f.pad), load_range<V>(xr, start + L, f.in_w, f.pad), e, o);
     V::store(d + c, e);
     V::store(d + f.plane + c, o);
   }
@@ -158,7 +159,7 @@ inline void fill_row_any(const DwRowsFill& f, const float* xr, float* d) {
   for (int64_t qw = 0; qw < f.s_w; ++qw)
     for (int64_t c = 0; c < f.wq; ++c) {
       const int64_t iw = c * f.s_w + qw - f.p_w;
-      d[qw * f.plane + c] = xr && iw >= 0 && iw < f.in_w ? xr[iw] : 0.f;
+      d[qw * f.plane + c] = xr && iw >= 0 && iw < f.in_w ? xr[iw] : f.pad;
     }
 }
 

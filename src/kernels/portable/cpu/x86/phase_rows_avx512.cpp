@@ -1,5 +1,6 @@
-// The AVX-512F wide-map depthwise kernels: blocks of 4 rows x 4 zmm (64
-// columns), 16 accumulators, the taps of one kernel column in registers.
+// The AVX-512F phase-row kernels: the wide-map depthwise convolution in
+// blocks of 4 rows x 4 zmm (64 columns), 16 accumulators, the taps of one
+// kernel column in registers; the pools; the phase-row fill.
 // Built with -mavx512f (CMakeLists.txt); conv_depthwise_rows.cpp calls them
 // only on CPUs that have it.
 #if defined(__x86_64__) || defined(__i386__)
@@ -9,6 +10,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include "kernels/portable/cpu/x86/depthwise_rows_kernel.h"
+#include "kernels/portable/cpu/x86/pool_rows_kernel.h"
 
 namespace kiln::kernels {
 namespace {
@@ -21,12 +23,12 @@ struct Avx512 {
   static Reg load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
   static unsigned mask(int64_t n) { return (1u << n) - 1u; }
-  static Reg load_window(const float* row, int64_t start, int64_t n) {
+  static Reg load_window(const float* row, int64_t start, int64_t n, float pad) {
     const int64_t lo = std::max<int64_t>(0, -start), hi = std::min<int64_t>(kLanes, n - start);
-    if (hi <= lo) return _mm512_setzero_ps();
+    if (hi <= lo) return _mm512_set1_ps(pad);
     // The address may lie before the row; the masked-off lanes are never read.
     const auto* at = reinterpret_cast<const float*>(reinterpret_cast<uintptr_t>(row) + start * 4);
-    return _mm512_maskz_loadu_ps(static_cast<__mmask16>(mask(hi) & ~mask(lo)), at);
+    return _mm512_mask_loadu_ps(_mm512_set1_ps(pad), static_cast<__mmask16>(mask(hi) & ~mask(lo)), at);
   }
   static void store_part(float* p, Reg v, int64_t n) { _mm512_mask_storeu_ps(p, static_cast<__mmask16>(mask(n)), v); }
   static void deinterleave(Reg a, Reg b, Reg& even, Reg& odd) {
@@ -38,12 +40,23 @@ struct Avx512 {
   static Reg fmadd(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
   static Reg min(Reg a, Reg b) { return _mm512_min_ps(a, b); }
   static Reg max(Reg a, Reg b) { return _mm512_max_ps(a, b); }
+  static Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
+  static Reg mul(Reg a, Reg b) { return _mm512_mul_ps(a, b); }
+  using Mask = __mmask16;
+  static Mask no_nan() { return 0; }
+  static Mask nan_lanes(Reg x) { return _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q); }
+  static Mask mask_or(Mask a, Mask b) { return static_cast<Mask>(a | b); }
+  static Reg with_nan(Reg v, Mask m) { return _mm512_mask_mov_ps(v, m, _mm512_set1_ps(__builtin_nanf(""))); }
+  static Reg div_or_zero(Reg a, Reg b) {
+    return _mm512_maskz_div_ps(_mm512_cmp_ps_mask(b, _mm512_setzero_ps(), _CMP_GT_OQ), a, b);
+  }
 };
 static_assert(Avx512::kLanes <= kDwRowsMaxLanes && Avx512::kRows - 1 <= kDwRowsSlackRows);
 
 }  // namespace
 
 DwRowsKernels depthwise_rows_kernels_avx512(int64_t k_h, int64_t s_h) { return dw_rows::kernels_for<Avx512>(k_h, s_h); }
+PoolRowsKernels pool_rows_kernels_avx512() { return pool_rows::kernels_for<Avx512>(); }
 
 }  // namespace kiln::kernels
 #endif

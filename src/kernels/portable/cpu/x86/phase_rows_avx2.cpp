@@ -1,9 +1,11 @@
-// The AVX2 + FMA wide-map depthwise kernels: blocks of 4 rows x 2 ymm (16
-// columns), 8 accumulators, the taps of one kernel column in registers.
+// The AVX2 + FMA phase-row kernels: the wide-map depthwise convolution in
+// blocks of 4 rows x 2 ymm (16 columns), 8 accumulators, the taps of one
+// kernel column in registers; the pools; the phase-row fill.
 // Built with -mavx2 -mfma (CMakeLists.txt); conv_depthwise_rows.cpp calls
 // them only on CPUs that have both.
 #if defined(__x86_64__) || defined(__i386__)
 #include "kernels/portable/cpu/x86/depthwise_rows_kernel.h"
+#include "kernels/portable/cpu/x86/pool_rows_kernel.h"
 
 namespace kiln::kernels {
 namespace {
@@ -18,12 +20,13 @@ struct Avx2 {
   static __m256i mask(int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
-  static Reg load_window(const float* row, int64_t start, int64_t n) {
+  static Reg load_window(const float* row, int64_t start, int64_t n, float pad) {
     const int64_t lo = std::max<int64_t>(0, -start), hi = std::min<int64_t>(kLanes, n - start);
-    if (hi <= lo) return _mm256_setzero_ps();
+    if (hi <= lo) return _mm256_set1_ps(pad);
     // The address may lie before the row; the masked-off lanes are never read.
     const auto* at = reinterpret_cast<const float*>(reinterpret_cast<uintptr_t>(row) + start * 4);
-    return _mm256_maskload_ps(at, _mm256_andnot_si256(mask(lo), mask(hi)));
+    const __m256i in = _mm256_andnot_si256(mask(lo), mask(hi));
+    return _mm256_blendv_ps(_mm256_set1_ps(pad), _mm256_maskload_ps(at, in), _mm256_castsi256_ps(in));
   }
   static void store_part(float* p, Reg v, int64_t n) { _mm256_maskstore_ps(p, mask(n), v); }
   static void deinterleave(Reg a, Reg b, Reg& even, Reg& odd) {
@@ -37,12 +40,23 @@ struct Avx2 {
   static Reg fmadd(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
   static Reg min(Reg a, Reg b) { return _mm256_min_ps(a, b); }
   static Reg max(Reg a, Reg b) { return _mm256_max_ps(a, b); }
+  static Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
+  static Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
+  using Mask = __m256;
+  static Mask no_nan() { return _mm256_setzero_ps(); }
+  static Mask nan_lanes(Reg x) { return _mm256_cmp_ps(x, x, _CMP_UNORD_Q); }
+  static Mask mask_or(Mask a, Mask b) { return _mm256_or_ps(a, b); }
+  static Reg with_nan(Reg v, Mask m) { return _mm256_blendv_ps(v, _mm256_set1_ps(__builtin_nanf("")), m); }
+  static Reg div_or_zero(Reg a, Reg b) {
+    return _mm256_and_ps(_mm256_div_ps(a, b), _mm256_cmp_ps(b, _mm256_setzero_ps(), _CMP_GT_OQ));
+  }
 };
 static_assert(Avx2::kLanes <= kDwRowsMaxLanes && Avx2::kRows - 1 <= kDwRowsSlackRows);
 
 }  // namespace
 
 DwRowsKernels depthwise_rows_kernels_avx2(int64_t k_h, int64_t s_h) { return dw_rows::kernels_for<Avx2>(k_h, s_h); }
+PoolRowsKernels pool_rows_kernels_avx2() { return pool_rows::kernels_for<Avx2>(); }
 
 }  // namespace kiln::kernels
 #endif

@@ -5,7 +5,8 @@
 //   g++ -O2 -std=c++20 -Isrc -Iinclude bench/depthwise_bench.cpp build/lib/libkiln_kernels.a
 //       build/lib/libkiln_kernel_api.a build/lib/libkiln_ir.a build/lib/libkiln_core.a -lpthread
 //       -o build/depthwise_bench
-// Run: build/depthwise_bench [threads] [filter]   (filter: a substring of the shape's name)
+// Run: build/depthwise_bench [threads] [filter] [isa]   (filter: a substring of the shape's name;
+//      isa: 1 AVX-512, 2 AVX2 for the wide-map row kernels, 0 by the CPU)
 // Prints, per shape, best-of-N GMAC/s by wall time and (one thread) by thread
 // CPU time, which on a shared machine does not count time other processes ran.
 #include <time.h>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "kernels/portable/conv_depthwise.h"
+#include "kernels/portable/conv_depthwise_rows.h"
 
 using namespace kiln;
 using namespace kiln::kernels;
@@ -38,6 +40,10 @@ struct Shape {
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
   const std::string filter = argc > 2 ? argv[2] : "";
+  if (argc > 3 && !depthwise_rows_force_isa(std::atoi(argv[3]))) {
+    std::fprintf(stderr, "ISA %s not available\n", argv[3]);
+    return 1;
+  }
   std::unique_ptr<ThreadPool> pool;
   if (threads > 1) pool = std::make_unique<ThreadPool>(threads);
   const Shape shapes[] = {

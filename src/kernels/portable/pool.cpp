@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "kernels/portable/pool_rows.h"
 #include "kernels/portable/util/cv_common.h"

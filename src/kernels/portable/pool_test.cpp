@@ -250,7 +250,8 @@ TEST(PoolTest, PhaseRowPathOverShapes) {
   const Pool2D cases[] = {
       {3, 3, 2, 2, 1, 1, 0, 0, 0, 0, true, false},   // squeezenet, googlenet
       {3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, true},   // resnet stem
-      {3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, false},   // inception branch pool
+      {3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, false},   // inception branch pool (average only)
+      {3, 3, 1, 2, 1, 1, 1, 1, 1, 1, true, false},
       {2, 2, 2, 2, 1, 1, 0, 0, 0, 0, true, false},
       {5, 5, 1, 1, 1, 1, 2, 2, 2, 2, false, false},
       {7, 3, 3, 2, 1, 1, 3, 0, 1, 2, true, true},
@@ -291,7 +292,7 @@ TEST(PoolTest, PhaseRowPathPropagatesNaN) {
     Tensor x = random_tensor({1, 2, h, w}, rng);
     const int64_t nans[2][2] = {{5, 17}, {0, w - 1}};  // (row, column) in channel 0 and 1
     for (int64_t c = 0; c < 2; ++c) x.data<float>()[(c * h + nans[c][0]) * w + nans[c][1]] = NAN;
-    for (const Pool2D& p : {Pool2D{3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, false}, Pool2D{3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false}}) {
+    for (const Pool2D& p : {Pool2D{3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, false}, Pool2D{3, 3, 1, 2, 1, 1, 1, 1, 1, 1, false, false}}) {
       ASSERT_TRUE(on_phase_rows(p, h, w, true));
       std::vector<float> want;
       std::vector<int64_t> idx;
@@ -312,7 +313,7 @@ TEST(PoolTest, PhaseRowPathPropagatesNaN) {
             const int64_t r0 = i * p.sh - p.pt, c0 = j * p.sw - p.pl;
             const bool covers = r0 <= nans[c][0] && nans[c][0] <= r0 + 2 && c0 <= nans[c][1] && nans[c][1] <= c0 + 2;
             const size_t at = static_cast<size_t>((c * oh + i) * ow + j);
-            const std::string where = "isa " + std::to_string(isa) + " s " + std::to_string(p.sh) + " channel " +
+            const std::string where = "isa " + std::to_string(isa) + " s_w " + std::to_string(p.sw) + " channel " +
                                       std::to_string(c) + " at " + std::to_string(i) + "," + std::to_string(j);
             if (covers) {
               EXPECT_TRUE(std::isnan(y.data<float>()[at])) << where;

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/portable/conv_depthwise_packed.h"
 #include "kernels/portable/conv_depthwise_rows.h"
 #include "kernels/portable/util/cv_common.h"
 
@@ -474,6 +475,10 @@ void depthwise_out_width(const DepthwiseConv& p, const OutLayout& l, const float
 
 void depthwise_conv_f32(const DepthwiseConv& p, const float* x, const float* w, const float* bias, float* y,
                         ThreadPool* pool, const DepthwiseEpilogue& ep) {
+  if (depthwise_packed_applies(p)) {
+    depthwise_packed_f32(p, x, w, bias, y, pool, ep);
+    return;
+  }
   if (depthwise_rows_applies(p)) {
     depthwise_rows_f32(p, x, w, bias, y, pool, ep);
     return;

@@ -33,8 +33,9 @@ struct DepthwiseEpilogue {
 /// y[img][oc] = act(bias[oc] + sum_{kh,kw} w[oc][kh][kw] * x[img][oc / mult][..])
 /// with zero padding. x is [n][c][in_h][in_w], w is [c * mult][k_h][k_w],
 /// bias is [c * mult] or null, y is [n][c * mult][out_h][out_w]; act is `ep`.
-/// Parallel over (image, input channel) in balanced chunks, and over bands
-/// of output rows where channels are few (wide maps, conv_depthwise_rows.h).
+/// Parallel over (image, input channel) in balanced chunks, over bands of
+/// output rows where channels are few (wide maps, conv_depthwise_rows.h),
+/// over (image, group of channels) on small maps (conv_depthwise_packed.h).
 void depthwise_conv_f32(const DepthwiseConv& p, const float* x, const float* w, const float* bias, float* y,
                         ThreadPool* pool, const DepthwiseEpilogue& ep = {});
 

@@ -21,7 +21,8 @@ namespace kiln::kernels {
 
 namespace {
 
-// Set by the tests to run one ISA's kernels: 0 auto, 1 AVX-512, 2 AVX2.
+// Set by the tests to run one ISA's kernels: 0 auto, 1 AVX-512, 2 AVX2,
+// 3 none (the baseline kernels of conv_depthwise.cpp and pool.cpp).
 std::atomic<int> g_forced_isa{0};
 
 bool cpu_avx512() {
@@ -70,13 +71,14 @@ BandPlan plan_bands(const DepthwiseConv& p, int64_t threads) {
 }  // namespace
 
 bool depthwise_rows_force_isa(int isa) {
-  if ((isa == 1 && !cpu_avx512()) || (isa == 2 && !cpu_avx2()) || isa < 0 || isa > 2) return false;
+  if ((isa == 1 && !cpu_avx512()) || (isa == 2 && !cpu_avx2()) || isa < 0 || isa > 3) return false;
   g_forced_isa.store(isa);
   return true;
 }
 
 int phase_rows_isa() {
   const int forced = g_forced_isa.load(std::memory_order_relaxed);
+  if (forced == 3) return 0;
   if (forced != 2 && cpu_avx512()) return 1;
   if (forced != 1 && cpu_avx2()) return 2;
   return 0;

@@ -74,8 +74,9 @@ DwRowsKernels depthwise_rows_kernels_avx2(int64_t k_h, int64_t s_h);
 #endif
 
 /// For tests and benchmarks: run only the AVX-512 (1) or the AVX2 (2)
-/// kernels (the depthwise ones and the pools), or pick by the CPU (0).
-/// False, changing nothing, where the CPU lacks that ISA.
+/// kernels (the depthwise ones and the pools), none of them (3: the
+/// baseline paths), or pick by the CPU (0). False, changing nothing, where
+/// the CPU lacks that ISA.
 bool depthwise_rows_force_isa(int isa);
 
 /// The ISA the phase-row kernels run with now: 1 AVX-512, 2 AVX2 + FMA, 0

@@ -3,12 +3,14 @@
 // 1-D, maps from 1x1 to wider than one vector step, one to three threads;
 // both of its layouts (output-wide phase planes where every input column
 // fits one, padded phase planes otherwise), the 3x3 column-stride-2 kernel
-// and the wide-map row kernels (conv_depthwise_rows.h) of each ISA the CPU
-// has, each with the epilogue (clamp in registers, a callback).
+// the wide-map row kernels (conv_depthwise_rows.h) and the channel-packed
+// small-map kernels (conv_depthwise_packed.h) of each ISA the CPU has, each
+// with the epilogue (clamp in registers, a callback).
 #include "kernels/portable/conv_depthwise.h"
 
 #include <gtest/gtest.h>
 
+#include "kernels/portable/conv_depthwise_packed.h"
 #include "kernels/portable/conv_depthwise_rows.h"
 
 #include <atomic>
@@ -20,6 +22,14 @@
 
 namespace kiln::kernels {
 namespace {
+
+// Runs the phase-row and packed kernels of one ISA (1 AVX-512, 2 AVX2) or
+// none of them (3: the baseline paths) while alive.
+struct ForcedIsa {
+  explicit ForcedIsa(int isa) : ok(depthwise_rows_force_isa(isa)) {}
+  ~ForcedIsa() { (void)depthwise_rows_force_isa(0); }
+  bool ok;
+};
 
 std::vector<float> naive(const DepthwiseConv& p, const std::vector<float>& x, const std::vector<float>& w,
                          const std::vector<float>* b) {
@@ -98,7 +108,16 @@ int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_
   return in + pb + pe < span ? 0 : (in + pb + pe - span) / s + 1;
 }
 
-TEST(DepthwiseConvTest, MatchesNaiveOverGeometries) {
+// The baseline kernels as well: on CPUs without AVX2 every shape runs them.
+class DepthwiseConvIsaTest : public ::testing::TestWithParam<int> {
+ protected:
+  ForcedIsa forced_{GetParam()};
+};
+
+INSTANTIATE_TEST_SUITE_P(Kernels, DepthwiseConvIsaTest, ::testing::Values(0, 3),
+                         [](const ::testing::TestParamInfo<int>& i) { return i.param == 0 ? "ByCpu" : "Baseline"; });
+
+TEST_P(DepthwiseConvIsaTest, MatchesNaiveOverGeometries) {
   std::mt19937 rng(21);
   std::uniform_int_distribution<int> u(0, 1000);
   int checked = 0;
@@ -130,7 +149,7 @@ TEST(DepthwiseConvTest, MatchesNaiveOverGeometries) {
   EXPECT_GE(checked, 100);
 }
 
-TEST(DepthwiseConvTest, EfficientNetAndMobileNetShapes) {
+TEST_P(DepthwiseConvIsaTest, EfficientNetAndMobileNetShapes) {
   std::mt19937 rng(22);
   // (channels, in, kernel, stride, pad): 5x5 stride 2 and 3x3 stride 1 and 2
   // on maps from 112 down to 7.
@@ -172,7 +191,7 @@ DepthwiseConv same_geometry(int64_t c, int64_t in_h, int64_t in_w, int64_t k, in
 // "Same" padding, as the mobile and segmentation families use it: kernels
 // 3/5/7, strides 1/2, dilations 1/2/4, maps from 1x1 to wider than a vector
 // step, odd and even, channel counts off the vector width.
-TEST(DepthwiseConvTest, SamePaddingKernelsStridesDilations) {
+TEST_P(DepthwiseConvIsaTest, SamePaddingKernelsStridesDilations) {
   std::mt19937 rng(23);
   const int64_t maps[][2] = {{1, 1}, {2, 3}, {7, 7}, {9, 5}, {14, 14}, {13, 17}, {28, 28}, {5, 33}, {40, 19}};
   int n = 0;
@@ -192,7 +211,7 @@ TEST(DepthwiseConvTest, SamePaddingKernelsStridesDilations) {
 // A tap that falls outside a row reads a neighbour (the row before or after,
 // or the next phase plane) and is masked off: Inf and NaN there must not
 // reach outputs whose windows do not cover them.
-TEST(DepthwiseConvTest, MaskedNeighboursDoNotLeak) {
+TEST_P(DepthwiseConvIsaTest, MaskedNeighboursDoNotLeak) {
   for (int64_t s : {1, 2}) {
     DepthwiseConv p = same_geometry(2, 6, 6, 3, s, 1);
     std::vector<float> x(static_cast<size_t>(p.c * 36), 1.f), w(static_cast<size_t>(p.c * 9), 1.f);
@@ -225,12 +244,6 @@ TEST(DepthwiseConvTest, MaskedNeighboursDoNotLeak) {
 namespace kiln::kernels {
 namespace {
 
-// Runs the wide-map row kernels of one ISA (1 AVX-512, 2 AVX2) while alive.
-struct ForcedIsa {
-  explicit ForcedIsa(int isa) : ok(depthwise_rows_force_isa(isa)) {}
-  ~ForcedIsa() { (void)depthwise_rows_force_isa(0); }
-  bool ok;
-};
 
 // The row kernels over their parameter space: k_h 3/5/7 with any k_w,
 // row strides 1/2 with column strides 1/2/3, "same" and uneven explicit
@@ -325,6 +338,94 @@ TEST(DepthwiseConvTest, RowKernelsKeepNanAndInfInTheirWindows) {
             EXPECT_TRUE(std::isfinite(y[i])) << "channel 1";
           ++run;
         }
+  }
+  if (run == 0) GTEST_SKIP() << "this CPU has neither AVX-512 nor AVX2+FMA";
+}
+
+}  // namespace
+}  // namespace kiln::kernels
+
+namespace kiln::kernels {
+namespace {
+
+// The channel-packed kernels over their parameter space: kernels 1..7 (not
+// square too), strides 1..3, "same" and uneven pads, maps from 1x1 to the
+// widest they take, channel counts around the lane counts (8, 16) so the
+// last group is partial, two images; for each ISA, 1..3 threads, every
+// epilogue.
+TEST(DepthwiseConvTest, PackedKernelsMatchNaive) {
+  std::mt19937 rng(25);
+  const int64_t channels[] = {1, 3, 7, 8, 9, 15, 16, 17, 33};
+  const int64_t maps[] = {1, 2, 5, 7, 9, 14, 17, 20};
+  int run = 0;
+  for (int isa : {1, 2}) {
+    ForcedIsa forced(isa);
+    if (!forced.ok) continue;
+    int n = 0;
+    for (int64_t k_h : {1, 3, 5, 7})
+      for (int64_t s : {1, 2, 3})
+        for (int64_t m : maps) {
+          DepthwiseConv p;
+          p.n = 1 + n % 2;
+          p.c = channels[static_cast<size_t>(n) % std::size(channels)];
+          p.k_h = k_h;
+          p.k_w = n % 3 == 0 ? 1 + (n * 5) % 7 : k_h;
+          p.s_h = s;
+          p.s_w = 1 + (s + n) % 3;
+          p.p_h = n % 2 == 0 ? p.k_h / 2 : (n * 3) % (p.k_h + 1);
+          p.p_w = n % 2 == 0 ? p.k_w / 2 : (n * 7) % (p.k_w + 1);
+          const int64_t pe_h = n % 2 == 0 ? p.k_h / 2 : n % (p.k_h + 1), pe_w = n % 2 == 0 ? p.k_w / 2 : (n * 5) % (p.k_w + 1);
+          p.in_h = m + (n % 3);
+          p.in_w = m;
+          p.out_h = out_size(p.in_h, p.k_h, p.s_h, 1, p.p_h, pe_h);
+          p.out_w = out_size(p.in_w, p.k_w, p.s_w, 1, p.p_w, pe_w);
+          ++n;
+          if (p.out_h <= 0 || p.out_w <= 0) continue;
+          ASSERT_TRUE(depthwise_packed_applies(p)) << "case " << n;
+          check(p, rng, "isa " + std::to_string(isa) + " c " + std::to_string(p.c) + " k " + std::to_string(p.k_h) +
+                            "x" + std::to_string(p.k_w) + " s " + std::to_string(p.s_h) + "," + std::to_string(p.s_w) +
+                            " in " + std::to_string(p.in_h) + "x" + std::to_string(p.in_w));
+          ++run;
+        }
+  }
+  if (run == 0) GTEST_SKIP() << "this CPU has neither AVX-512 nor AVX2+FMA";
+  EXPECT_GT(run, 100);
+}
+
+// Channels share vectors in the packed kernels: Inf and NaN in one channel
+// reach only that channel's outputs whose windows cover them.
+TEST(DepthwiseConvTest, PackedKernelsKeepNanAndInfInTheirChannel) {
+  int run = 0;
+  for (int isa : {1, 2}) {
+    ForcedIsa forced(isa);
+    if (!forced.ok) continue;
+    for (int64_t s : {1, 2}) {
+      DepthwiseConv p = same_geometry(19, 7, 7, 3, s, 1);
+      ASSERT_TRUE(depthwise_packed_applies(p));
+      std::vector<float> x(static_cast<size_t>(p.c * 49), 1.f), w(static_cast<size_t>(p.c * 9), 1.f);
+      x[5 * 49 + 6] = std::numeric_limits<float>::infinity();    // channel 5, row 0, last column
+      x[16 * 49 + 7] = std::numeric_limits<float>::quiet_NaN();  // channel 16, row 1, first column
+      std::vector<float> y(static_cast<size_t>(p.c * p.out_h * p.out_w));
+      depthwise_conv_f32(p, x.data(), w.data(), nullptr, y.data(), nullptr);
+      for (int64_t c = 0; c < p.c; ++c)
+        for (int64_t oh = 0; oh < p.out_h; ++oh)
+          for (int64_t ow = 0; ow < p.out_w; ++ow) {
+            const int64_t r0 = oh * s - 1, c0 = ow * s - 1;
+            const bool sees_inf = c == 5 && r0 <= 0 && 0 <= r0 + 2 && c0 <= 6 && 6 <= c0 + 2;
+            const bool sees_nan = c == 16 && r0 <= 1 && 1 <= r0 + 2 && c0 <= 0 && 0 <= c0 + 2;
+            const float v = y[static_cast<size_t>((c * p.out_h + oh) * p.out_w + ow)];
+            const std::string where = "isa " + std::to_string(isa) + " s " + std::to_string(s) + " channel " +
+                                      std::to_string(c) + " at " + std::to_string(oh) + "," + std::to_string(ow);
+            if (sees_nan) {
+              EXPECT_TRUE(std::isnan(v)) << where;
+            } else if (sees_inf) {
+              EXPECT_TRUE(std::isinf(v)) << where;
+            } else {
+              EXPECT_TRUE(std::isfinite(v)) << where << ": " << v;
+            }
+          }
+      ++run;
+    }
   }
   if (run == 0) GTEST_SKIP() << "this CPU has neither AVX-512 nor AVX2+FMA";
 }

@@ -4,6 +4,7 @@
 // Built with -mavx2 -mfma (CMakeLists.txt); conv_depthwise_rows.cpp calls
 // them only on CPUs that have both.
 #if defined(__x86_64__) || defined(__i386__)
+#include "kernels/portable/cpu/x86/depthwise_packed_kernel.h"
 #include "kernels/portable/cpu/x86/depthwise_rows_kernel.h"
 #include "kernels/portable/cpu/x86/pool_rows_kernel.h"
 
@@ -15,6 +16,27 @@ struct Avx2 {
   static constexpr int64_t kLanes = 8;
   static constexpr int kRows = 4, kVecs = 2;
   static Reg set1(float x) { return _mm256_set1_ps(x); }
+  static Reg zero() { return _mm256_setzero_ps(); }
+  // r[i] lane j <-> r[j] lane i: pairs of rows interleaved, then quads
+  // within 128-bit lanes, then the 128-bit lanes across two registers.
+  static void transpose(Reg (&r)[8]) {
+    Reg t[8];
+    for (int i = 0; i < 4; ++i) {
+      t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+      t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int g = 0; g < 2; ++g) {  // r[4g + m], 128-bit lane k: column 4k + m of rows 4g..4g+3
+      r[4 * g] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+      r[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+      r[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+      r[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+    }
+    for (int m = 0; m < 4; ++m) {
+      t[m] = _mm256_permute2f128_ps(r[m], r[4 + m], 0x20);
+      t[4 + m] = _mm256_permute2f128_ps(r[m], r[4 + m], 0x31);
+    }
+    for (int i = 0; i < 8; ++i) r[i] = t[i];
+  }
   static Reg load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
   static __m256i mask(int64_t n) {
@@ -57,6 +79,7 @@ static_assert(Avx2::kLanes <= kDwRowsMaxLanes && Avx2::kRows - 1 <= kDwRowsSlack
 
 DwRowsKernels depthwise_rows_kernels_avx2(int64_t k_h, int64_t s_h) { return dw_rows::kernels_for<Avx2>(k_h, s_h); }
 PoolRowsKernels pool_rows_kernels_avx2() { return pool_rows::kernels_for<Avx2>(); }
+DwPackedKernel depthwise_packed_kernel_avx2() { return {&dw_packed::group<Avx2>, Avx2::kLanes}; }
 
 }  // namespace kiln::kernels
 #endif

@@ -9,6 +9,7 @@
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
+#include "kernels/portable/cpu/x86/depthwise_packed_kernel.h"
 #include "kernels/portable/cpu/x86/depthwise_rows_kernel.h"
 #include "kernels/portable/cpu/x86/pool_rows_kernel.h"
 
@@ -20,6 +21,32 @@ struct Avx512 {
   static constexpr int64_t kLanes = 16;
   static constexpr int kRows = 4, kVecs = 4;
   static Reg set1(float x) { return _mm512_set1_ps(x); }
+  static Reg zero() { return _mm512_setzero_ps(); }
+  // r[i] lane j <-> r[j] lane i: pairs of rows interleaved, then quads
+  // within 128-bit lanes, then the 128-bit lanes across four registers.
+  static void transpose(Reg (&r)[16]) {
+    Reg t[16];
+    for (int i = 0; i < 8; ++i) {
+      t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+      t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int g = 0; g < 4; ++g) {  // r[4g + m], 128-bit lane k: column 4k + m of rows 4g..4g+3
+      r[4 * g] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+      r[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+      r[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+      r[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+    }
+    for (int m = 0; m < 4; ++m) {
+      const Reg v0 = _mm512_shuffle_f32x4(r[m], r[4 + m], 0x44), v1 = _mm512_shuffle_f32x4(r[m], r[4 + m], 0xEE);
+      const Reg v2 = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0x44);
+      const Reg v3 = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0xEE);
+      t[m] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+      t[4 + m] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
+      t[8 + m] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+      t[12 + m] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
+    }
+    for (int i = 0; i < 16; ++i) r[i] = t[i];
+  }
   static Reg load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
   static unsigned mask(int64_t n) { return (1u << n) - 1u; }
@@ -57,6 +84,7 @@ static_assert(Avx512::kLanes <= kDwRowsMaxLanes && Avx512::kRows - 1 <= kDwRowsS
 
 DwRowsKernels depthwise_rows_kernels_avx512(int64_t k_h, int64_t s_h) { return dw_rows::kernels_for<Avx512>(k_h, s_h); }
 PoolRowsKernels pool_rows_kernels_avx512() { return pool_rows::kernels_for<Avx512>(); }
+DwPackedKernel depthwise_packed_kernel_avx512() { return {&dw_packed::group<Avx512>, Avx512::kLanes}; }
 
 }  // namespace kiln::kernels
 #endif

@@ -68,6 +68,31 @@ BandPlan plan_bands(const DepthwiseConv& p, int64_t threads) {
   return b;
 }
 
+// Asks for the input rows the next fill reads (the next sub-band, or the
+// next task's first one) while the kernel computes this one: the fill reads
+// each input float once, so without this it waits on memory (maps of
+// 56..112 at stride 2 measured 10-20% faster with it).
+void prefetch_next(const DepthwiseConv& p, const DwRowsFill& fill, int64_t rows, int64_t sub_rows, int64_t band1,
+                   bool next_task) {
+  const int64_t next0 = fill.row0 / p.s_h + rows;  // next sub-band's first output row
+  const float* xc = fill.x;
+  int64_t first_ih = 0, count = 0;
+  if (next0 < band1) {
+    first_ih = next0 * p.s_h - p.p_h + (p.k_h - 1) + 1 - p.s_h;  // rows not read yet
+    count = std::min(sub_rows, band1 - next0) * p.s_h;
+  } else if (next_task) {
+    xc += p.in_h * p.in_w;  // the next channel (band splits aside, the next task's)
+    first_ih = 0;
+    count = std::min(sub_rows * p.s_h + p.k_h, p.in_h);
+  }
+  first_ih = std::max<int64_t>(0, first_ih);
+  const int64_t last_ih = std::min(p.in_h, first_ih + count);
+  if (last_ih <= first_ih) return;
+  const char* a = reinterpret_cast<const char*>(xc + first_ih * p.in_w);
+  const char* b = reinterpret_cast<const char*>(xc + last_ih * p.in_w);
+  for (; a < b; a += 64) __builtin_prefetch(a, 0, 3);
+}
+
 }  // namespace
 
 bool depthwise_rows_force_isa(int isa) {
@@ -156,6 +181,7 @@ void depthwise_rows_f32(const DepthwiseConv& p, const float* x, const float* w, 
         fill.row0 = oh0 * p.s_h;
         fill.rows = rows + halo;
         kernels.fill(fill);
+        prefetch_next(p, fill, rows, sub_rows, band1, t + 1 < end);
         band.rows = rows;
         for (int64_t j = 0; j < p.mult; ++j) {
           const int64_t oc = ic * p.mult + j;

@@ -476,7 +476,7 @@ void depthwise_out_width(const DepthwiseConv& p, const OutLayout& l, const float
 void depthwise_conv_f32(const DepthwiseConv& p, const float* x, const float* w, const float* bias, float* y,
                         ThreadPool* pool, const DepthwiseEpilogue& ep) {
   // With AVX2 or AVX-512: small maps with the channels in the lanes, wide
-  // maps along the rows (measured 1.3-2.5x faster than the kernels below,
+  // maps along the rows (measured 1.2-2.5x faster than the kernels below,
   // which remain for other CPUs, depth multipliers > 1 with narrow maps,
   // dilations, and k_h outside 3/5/7 on wide maps).
   if (depthwise_packed_applies(p)) {

@@ -15,8 +15,6 @@
 #include <atomic>
 #include <vector>
 
-#include "kernels/portable/util/cv_common.h"
-
 namespace kiln::kernels {
 
 namespace {
@@ -43,8 +41,8 @@ bool cpu_avx2() {
 #endif
 }
 
-// Narrower rows waste most of a vector's lanes; the flat-plane kernels of
-// conv_depthwise.cpp take them.
+// Narrower rows waste most of a vector's lanes (the channel-packed kernels
+// of conv_depthwise_packed.h take maps up to 20 wide).
 constexpr int64_t kMinOutputWidth = 8;
 // Output rows per kernel block (both ISAs), the unit of a band.
 constexpr int64_t kBlockRows = 4;

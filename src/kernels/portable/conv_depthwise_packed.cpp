@@ -44,6 +44,12 @@ void depthwise_packed_f32(const DepthwiseConv& p, const float* x, const float* w
   const int64_t grain = std::max<int64_t>(1, std::min((tasks + threads - 1) / threads, (int64_t{1} << 16) / per_task));
   parallel_for(pool, tasks, grain, [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> packed, scratch;
+    struct Release {  // tall maps: buffers past 1M floats are not kept for the process
+      ~Release() {
+        for (std::vector<float>* v : {&packed, &scratch})
+          if (v->capacity() > (size_t{1} << 20)) std::vector<float>().swap(*v);
+      }
+    } release;
     // Zeroed once per chunk: every group writes the same interior positions.
     packed.assign(static_cast<size_t>(hp * wp * lanes), 0.f);
     scratch.resize(static_cast<size_t>((taps + out_plane) * lanes));

@@ -52,7 +52,7 @@ PoolRowsKernels pool_rows_kernels_avx2();
 
 /// Whether pool_rows_f32 takes g on this CPU and is the faster path for it
 /// (kernel widths up to kDwRowsMaxKw, rows wide enough to fill vectors; not
-/// max pools of stride 1 on rows wider than 16, which pool.cpp runs faster).
+/// max pools of stride 1, which pool.cpp's separable passes run faster).
 bool pool_rows_applies(const PoolRows2D& g);
 
 /// The pool of every plane, split over (plane, band of output rows). NaN in

@@ -1,5 +1,6 @@
 // Standalone benchmark of the portable depthwise convolution on the layer
-// shapes of mobilenet_v2, mobilenet_v3_large, mnasnet1_0 and efficientnet_b0.
+// shapes of mobilenet_v2, mobilenet_v3_large, mnasnet1_0 and efficientnet_b0
+// ("same" padding, Relu6 epilogue), plus three few-channel probes.
 //
 // Build (from the repo root, after `ninja -C build kiln_kernels`), one line:
 //   g++ -O2 -std=c++20 -Isrc -Iinclude bench/depthwise_bench.cpp build/lib/libkiln_kernels.a

@@ -26,7 +26,8 @@ constexpr int64_t kDwRowsSlackRows = 3;
 /// every tap is a unit-stride read. The planes hold rows up to
 /// rows + (k_h - 1) / s_h + kDwRowsSlackRows and wq >= out_w + (k_w - 1) / s_w
 /// columns, wq a multiple of kDwRowsMaxLanes, and kDwRowsMaxLanes floats
-/// after the last plane, all finite: lanes past out_w read on into them.
+/// after the last plane, all initialized: the lanes past out_w and the rows
+/// past `rows` read on into them, and their results are discarded.
 struct DwRowsBand {
   const float* phases = nullptr;
   int64_t wq = 0, plane = 0;  // phase row stride and phase plane stride, in floats

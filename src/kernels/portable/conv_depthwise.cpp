@@ -23,6 +23,8 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/portable/conv_depthwise_packed.h"
+#include "kernels/portable/conv_depthwise_rows.h"
 #include "kernels/portable/util/cv_common.h"
 
 namespace kiln::kernels {
@@ -473,6 +475,18 @@ void depthwise_out_width(const DepthwiseConv& p, const OutLayout& l, const float
 
 void depthwise_conv_f32(const DepthwiseConv& p, const float* x, const float* w, const float* bias, float* y,
                         ThreadPool* pool, const DepthwiseEpilogue& ep) {
+  // With AVX2 or AVX-512: small maps with the channels in the lanes, wide
+  // maps along the rows (measured 1.2-2.5x faster than the kernels below,
+  // which remain for other CPUs, depth multipliers > 1 with narrow maps,
+  // dilations, and k_h outside 3/5/7 on wide maps).
+  if (depthwise_packed_applies(p)) {
+    depthwise_packed_f32(p, x, w, bias, y, pool, ep);
+    return;
+  }
+  if (depthwise_rows_applies(p)) {
+    depthwise_rows_f32(p, x, w, bias, y, pool, ep);
+    return;
+  }
   // 3x3 column-stride-2 keeps its in-place kernel where one vector covers an
   // output row (measured on 28 -> 14 maps: 15% faster; 56 -> 28 maps: the
   // output-wide planes 14% faster).

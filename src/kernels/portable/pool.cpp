@@ -11,7 +11,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
+#include "kernels/portable/pool_rows.h"
 #include "kernels/portable/util/cv_common.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
@@ -220,6 +222,49 @@ void divide_by_count(float* y, const float* count, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = count[i] > 0 ? y[i] / count[i] : 0.f;
 }
 
+// The average's divisor in one dim: taps inside the input (or inside the
+// pads, count_include_pad; ceil_mode overhang is never counted) of output o.
+int64_t taps_counted(const Window3& w, const PoolParams& pp, int dim, int64_t o) {
+  int64_t s, a, b;
+  tap_range(w, dim, o, &s, &a, &b);
+  if (!pp.count_include_pad) return b - a;
+  const int64_t lo = std::max<int64_t>(s, -w.pb[dim]);
+  const int64_t hi = std::min<int64_t>(s + (w.k[dim] - 1) * w.d[dim] + 1, w.in[dim] + w.pe[dim]);
+  return hi > lo ? (hi - lo + w.d[dim] - 1) / w.d[dim] : int64_t{0};
+}
+
+// 1-D/2-D float32 max (without Indices) and average pools of dilation 1 on
+// the phase-row kernels (pool_rows.h), where they apply: false otherwise.
+bool pool_on_phase_rows(const Window3& w, const PoolParams& pp, int64_t planes, const float* x, float* y,
+                        ThreadPool* pool) {
+  if (w.in[0] != 1 || w.out[0] != 1 || w.d[1] != 1 || w.d[2] != 1 || pp.kind == PoolKind::kLp) return false;
+  PoolRows2D g;
+  g.planes = planes;
+  g.in_h = w.in[1];
+  g.in_w = w.in[2];
+  g.out_h = w.out[1];
+  g.out_w = w.out[2];
+  g.k_h = w.k[1];
+  g.k_w = w.k[2];
+  g.s_h = w.s[1];
+  g.s_w = w.s[2];
+  g.p_t = w.pb[1];
+  g.p_l = w.pb[2];
+  g.is_max = pp.kind == PoolKind::kMax;
+  thread_local std::vector<float> row_count, col_count;
+  if (!g.is_max) {
+    row_count.resize(static_cast<size_t>(g.out_h));
+    col_count.resize(static_cast<size_t>(g.out_w));
+    for (int64_t o = 0; o < g.out_h; ++o) row_count[static_cast<size_t>(o)] = static_cast<float>(taps_counted(w, pp, 1, o));
+    for (int64_t o = 0; o < g.out_w; ++o) col_count[static_cast<size_t>(o)] = static_cast<float>(taps_counted(w, pp, 2, o));
+    g.row_count = row_count.data();
+    g.col_count = col_count.data();
+  }
+  if (!pool_rows_applies(g)) return false;
+  pool_rows_f32(g, x, y, pool);
+  return true;
+}
+
 // The float32 path for 1-D/2-D max (without Indices) and average pools. A
 // plane whose windows all lie inside it is read in place; otherwise it is
 // copied once into a buffer with its padding (-inf or 0) around it. The
@@ -258,16 +303,7 @@ void pool_plane_fast(const Window3& w, const PoolParams& pp, const float* x, flo
   }
   pool_flat(is_max, src, stride, out_h, sh, kh, dh, kw, dw, buf.v.data(), buf.h.data(), buf.at.data(), out_n, y);
   if (is_max) return;
-  // Taps inside the input (or inside the pads, count_include_pad; ceil_mode
-  // overhang is never counted), per output, as rows x columns.
-  auto counted = [&](int dim, int64_t o) {
-    int64_t s, a, b;
-    tap_range(w, dim, o, &s, &a, &b);
-    if (!pp.count_include_pad) return b - a;
-    const int64_t lo = std::max<int64_t>(s, -w.pb[dim]);
-    const int64_t hi = std::min<int64_t>(s + (w.k[dim] - 1) * w.d[dim] + 1, w.in[dim] + w.pe[dim]);
-    return hi > lo ? (hi - lo + w.d[dim] - 1) / w.d[dim] : int64_t{0};
-  };
+  auto counted = [&](int dim, int64_t o) { return taps_counted(w, pp, dim, o); };
   buf.count.resize(static_cast<size_t>(out_n));
   for (int64_t oh = 0; oh < out_h; ++oh) {
     const int64_t r = counted(1, oh);
@@ -322,6 +358,9 @@ class PoolKernel final : public Kernel {
     const Window3 w = to_window3(g);
     const int64_t planes = x.dim(0) * x.dim(1), in_size = w.in_size(), out_size = w.out_size();
     if (planes == 0 || out_size == 0) return Status::ok();
+    if (x.dtype() == DType::kFloat32 && !indices &&
+        pool_on_phase_rows(w, params_, planes, x.data<float>(), y->data<float>(), ctx.pool()))
+      return Status::ok();
     const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, out_size * g.kernel_size()));
     Status st;
     visit_dtype(x.dtype(), [&](auto tag) {

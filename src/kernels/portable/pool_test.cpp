@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/portable/conv_depthwise_rows.h"
+#include "kernels/portable/pool_rows.h"
 #include "kernels/testing/tensor_builders.h"
 
 namespace kiln {
@@ -211,6 +213,118 @@ TEST(PoolTest, SeparablePathPropagatesNaN) {
           }
         }
   }
+}
+
+// Runs the phase-row kernels of one ISA (1 AVX-512, 2 AVX2) while alive.
+struct ForcedIsa {
+  explicit ForcedIsa(int isa) : ok(kernels::depthwise_rows_force_isa(isa)) {}
+  ~ForcedIsa() { (void)kernels::depthwise_rows_force_isa(0); }
+  bool ok;
+};
+
+// Whether the op on an h x w map takes the phase-row kernels (pool_rows.h).
+bool on_phase_rows(const Pool2D& p, int64_t h, int64_t w, bool max) {
+  kernels::PoolRows2D g;
+  g.in_h = h;
+  g.in_w = w;
+  g.out_h = out_dim(h, p.kh, p.sh, p.dh, p.pt, p.pbm, p.ceil);
+  g.out_w = out_dim(w, p.kw, p.sw, p.dw, p.pl, p.pr, p.ceil);
+  g.k_h = p.kh;
+  g.k_w = p.kw;
+  g.s_h = p.sh;
+  g.s_w = p.sw;
+  g.p_t = p.pt;
+  g.p_l = p.pl;
+  g.is_max = max;
+  const float one = 1.f;
+  g.row_count = g.col_count = &one;
+  return p.dh == 1 && p.dw == 1 && kernels::pool_rows_applies(g);
+}
+
+// The phase-row kernels for each ISA the CPU has: kernels 2/3/5/7 (square
+// and not), strides 1/2/3, pads, ceil_mode overhang, count_include_pad,
+// output widths around the vector widths (8, 16) and their pairs, odd
+// plane counts, one to three threads, max and average.
+TEST(PoolTest, PhaseRowPathOverShapes) {
+  std::mt19937 rng(34);
+  const Pool2D cases[] = {
+      {3, 3, 2, 2, 1, 1, 0, 0, 0, 0, true, false},   // squeezenet, googlenet
+      {3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, true},   // resnet stem
+      {3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, false},   // inception branch pool (average only)
+      {3, 3, 1, 2, 1, 1, 1, 1, 1, 1, true, false},
+      {2, 2, 2, 2, 1, 1, 0, 0, 0, 0, true, false},
+      {5, 5, 1, 1, 1, 1, 2, 2, 2, 2, false, false},
+      {7, 3, 3, 2, 1, 1, 3, 0, 1, 2, true, true},
+      {2, 7, 1, 3, 1, 1, 1, 3, 0, 2, false, true},
+  };
+  const int64_t widths[] = {8, 9, 15, 16, 17, 31, 33, 56, 112};
+  int run = 0;
+  for (int isa : {1, 2}) {
+    ForcedIsa forced(isa);
+    if (!forced.ok) continue;
+    int n = 0;
+    for (const Pool2D& p : cases)
+      for (int64_t ow : widths)
+        for (bool max : {true, false}) {
+          const int64_t w = (ow - 1) * p.sw + p.kw - p.pl - p.pr + (n % 2), h = 5 + (n * 7) % 20;
+          ++n;
+          if (w < p.kw - p.pl - p.pr || w < 1 || !on_phase_rows(p, h, w, max)) continue;
+          Tensor x = random_tensor({1 + n % 2, 1 + (n * 2) % 5, h, w}, rng);
+          check_pool2d(p, x, max, 1 + n % 3, "isa " + std::to_string(isa) + " case " + std::to_string(n) + " map " +
+                                                 std::to_string(h) + "x" + std::to_string(w) + (max ? " max" : " average"));
+          ++run;
+        }
+    EXPECT_GT(n, 0);
+  }
+  if (run == 0) GTEST_SKIP() << "this CPU has neither AVX-512 nor AVX2+FMA";
+  EXPECT_GT(run, 150);
+}
+
+// On the phase-row kernels too, a NaN wins its windows and only those, and
+// -inf padding never reaches an output.
+TEST(PoolTest, PhaseRowPathPropagatesNaN) {
+  int run = 0;
+  for (int isa : {1, 2}) {
+    ForcedIsa forced(isa);
+    if (!forced.ok) continue;
+    std::mt19937 rng(35);
+    const int64_t h = 12, w = 40;
+    Tensor x = random_tensor({1, 2, h, w}, rng);
+    const int64_t nans[2][2] = {{5, 17}, {0, w - 1}};  // (row, column) in channel 0 and 1
+    for (int64_t c = 0; c < 2; ++c) x.data<float>()[(c * h + nans[c][0]) * w + nans[c][1]] = NAN;
+    for (const Pool2D& p : {Pool2D{3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, false}, Pool2D{3, 3, 1, 2, 1, 1, 1, 1, 1, 1, false, false}}) {
+      ASSERT_TRUE(on_phase_rows(p, h, w, true));
+      std::vector<float> want;
+      std::vector<int64_t> idx;
+      for (int64_t c = 0; c < 2; ++c) naive_pool(p, x.data<float>() + c * h * w, h, w, true, &want, &idx);
+      testing::OpCall call;
+      call.op_type = "MaxPool";
+      call.inputs = {x};
+      call.attrs = {attr("kernel_shape", std::vector<int64_t>{3, 3}), attr("strides", std::vector<int64_t>{p.sh, p.sw}),
+                    attr("pads", std::vector<int64_t>{p.pt, p.pl, p.pbm, p.pr}), attr("ceil_mode", int64_t{p.ceil})};
+      auto r = run_op(call);
+      ASSERT_TRUE(r.ok()) << r.status().to_string();
+      const Tensor& y = (*r)[0].tensor();
+      const int64_t oh = out_dim(h, 3, p.sh, 1, p.pt, p.pbm, p.ceil), ow = out_dim(w, 3, p.sw, 1, p.pl, p.pr, p.ceil);
+      ASSERT_EQ(y.numel(), 2 * oh * ow);
+      for (int64_t c = 0; c < 2; ++c)
+        for (int64_t i = 0; i < oh; ++i)
+          for (int64_t j = 0; j < ow; ++j) {
+            const int64_t r0 = i * p.sh - p.pt, c0 = j * p.sw - p.pl;
+            const bool covers = r0 <= nans[c][0] && nans[c][0] <= r0 + 2 && c0 <= nans[c][1] && nans[c][1] <= c0 + 2;
+            const size_t at = static_cast<size_t>((c * oh + i) * ow + j);
+            const std::string where = "isa " + std::to_string(isa) + " s_w " + std::to_string(p.sw) + " channel " +
+                                      std::to_string(c) + " at " + std::to_string(i) + "," + std::to_string(j);
+            if (covers) {
+              EXPECT_TRUE(std::isnan(y.data<float>()[at])) << where;
+            } else {
+              EXPECT_EQ(y.data<float>()[at], want[at]) << where;
+            }
+          }
+      ++run;
+    }
+  }
+  if (run == 0) GTEST_SKIP() << "this CPU has neither AVX-512 nor AVX2+FMA";
 }
 
 TEST(PoolTest, ColumnMajorIndices) {

@@ -23,6 +23,15 @@ constexpr size_t kBandBytes = 512 * 1024;
 // (one GEMM call: fewer re-read the weights too often).
 constexpr size_t kChunkPixels = 24;
 
+// Banded split: each thread's run of rows is dealt in about kItemsPerRun
+// items of at least kItemPixels output pixels; bands are used when the
+// input rows expanded twice are at most 1 / kHaloShare of the input rows.
+constexpr size_t kItemsPerRun = 4;
+constexpr size_t kItemPixels = 48;
+constexpr size_t kHaloShare = 8;
+
+size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
 size_t round16(size_t c) { return (c + 15) / 16 * 16; }
 
 const std::vector<float>& constant_of(const Program& p, uint32_t v) {
@@ -66,12 +75,21 @@ const float* bias_of(const Program& p, const Op& op) {
 
 }  // namespace
 
+// Which expanded rows a thread's ring holds: output row g (of all images)
+// is the next row it would compute, input rows [0, next) of that image have
+// been expanded (the last `ring` of them are in the ring).
+struct RingCursor {
+  size_t g = SIZE_MAX, next = 0;
+};
+
 struct FusedBlocks::Block {
   size_t first = 0, end = 0;  // ops [first, end)
   uint32_t input = kNoValue, output = kNoValue;
   bool expand = false, residual = false;
   size_t n = 0, h = 0, w = 0, cin = 0, ce = 0, oh = 0, ow = 0, cout = 0;
   size_t band = 1, ring = 0;  // output rows per band step; expanded rows in the ring
+  bool banded = false;        // 2+ threads: bands end to end (else the two phases)
+  size_t item = 1;            // banded: output rows a thread takes at a time
   PackedGemm expand_gemm, project_gemm;
   PackedGemm::Epilogue expand_epi{}, project_epi{};
   DepthwiseShape dw{};
@@ -83,9 +101,11 @@ struct FusedBlocks::Block {
   /// Output rows [g0, g1) of all images (row g is image g / oh, row g % oh).
   /// `expanded`: the whole expanded input (n x h x w x ce16), else null
   /// (the band expands its own rows).
-  /// `row_ptrs`: room for 3 pointers per band row.
+  /// `row_ptrs`: room for 3 pointers per band row. `ring`: where the
+  /// ring of `scratch` stands (null: start it afresh); rows that continue
+  /// from the last call keep its expanded rows instead of recomputing them.
   void run_rows(const float* x, float* y, float* scratch, const float** row_ptrs, size_t g0, size_t g1,
-                const float* expanded) const;
+                const float* expanded, RingCursor* ring) const;
 };
 
 namespace {
@@ -184,6 +204,20 @@ void prepare(const Program& p, FusedBlocks::Block& b, size_t band_rows) {
   }
 }
 
+// How `threads` threads share a block: bands, unless the halo rows the
+// runs' edges expand twice are a large share of the expand (small maps:
+// each edge of a run expands 3 - stride input rows twice), and items of
+// output rows small enough that each run has a few (a preempted thread
+// holds back one) and large enough for the GEMMs (a few dozen pixels).
+void plan_split(FusedBlocks::Block& b, BlockSplit split, size_t threads) {
+  if (threads < 2) return;
+  const size_t halo = (threads - 1) * (3 - b.dw.stride);
+  b.banded = split == BlockSplit::kBands ||
+             (split == BlockSplit::kAuto && (!b.expand || halo * kHaloShare <= b.n * b.h));
+  const size_t rows = b.n * b.oh;
+  b.item = std::min(rows, std::max(ceil_div(kItemPixels, b.ow), ceil_div(rows, threads * kItemsPerRun)));
+}
+
 }  // namespace
 
 FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
@@ -204,7 +238,9 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
       continue;
     }
     prepare(p, *b, f.band_rows);
-    if (threads_ > 1 && b->expand) expanded_size = std::max(expanded_size, b->n * b->h * b->w * b->ce16());
+    plan_split(*b, f.split, threads_);
+    if (threads_ > 1 && b->expand && !b->banded)
+      expanded_size = std::max(expanded_size, b->n * b->h * b->w * b->ce16());
     for (size_t k = b->first; k < b->end; ++k) {
       block_of_[k] = static_cast<int32_t>(blocks_.size());
       if (k + 1 < b->end) hidden_[p.ops[k].out] = 1;
@@ -217,6 +253,7 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
   scratch_.assign(per_task_ * threads_, 0.0f);
   row_ptrs_.assign(max_band_ * 3 * threads_, nullptr);
   expanded_.assign(expanded_size, 0.0f);
+  if (threads_ > 1) runs_ = std::make_unique<ItemRun[]>(threads_);
 }
 
 FusedBlocks::~FusedBlocks() = default;
@@ -229,8 +266,17 @@ bool FusedBlocks::starts(size_t op) const {
 
 size_t FusedBlocks::end(size_t op) const { return blocks_[static_cast<size_t>(block_of_[op])]->end; }
 
+size_t FusedBlocks::first(size_t op) const { return blocks_[static_cast<size_t>(block_of_[op])]->first; }
+
+std::string FusedBlocks::describe(size_t op) const {
+  const Block& b = *blocks_[static_cast<size_t>(block_of_[op])];
+  auto s = [](size_t v) { return std::to_string(v); };
+  return s(b.h) + "x" + s(b.w) + "x" + s(b.cin) + (b.expand ? " -> " + s(b.ce) : "") + " -> " + s(b.oh) + "x" + s(b.ow) +
+         "x" + s(b.cout) + " s" + s(b.dw.stride) + (b.residual ? " +res" : "") + " band " + s(b.band);
+}
+
 void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, const float** row_ptrs, size_t g0,
-                                  size_t g1, const float* expanded) const {
+                                  size_t g1, const float* expanded, RingCursor* ring_at) const {
   const size_t ce16 = this->ce16(), s = dw.stride, pt = dw.pad_top;
   // The ring holds expanded rows by blocks of 16 channels ([ce16 / 16][ring][w][16]):
   // the depthwise reads a block's rows contiguously, not one 64-byte line per pixel.
@@ -244,6 +290,7 @@ void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, cons
     float* yn = y + n * oh * ow * cout;
     // Input rows [0, next) have been expanded into the ring (row r in slot r % ring).
     size_t next = oy0 * s > pt ? oy0 * s - pt : 0;
+    if (ring_at && ring_at->g == g && oy0 > 0) next = std::max(next, ring_at->next);
     for (size_t oy = oy0; oy < oy_end; oy += band) {
       const size_t oe = std::min(oy + band, oy_end);
       if (expand && !expanded) {
@@ -286,17 +333,16 @@ void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, cons
       project_gemm.run((oe - oy) * ow, dw_out, ce16, yn + oy * ow * cout, cout, pe);
     }
     g += oy_end - oy0;
+    if (ring_at && ring_mode) *ring_at = RingCursor{g, next};
   }
 }
 
 namespace {
 
-size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
-
-// One pthreadpool task per thread (t picks its scratch); each takes chunks
-// of rows from a shared counter until none is left. A worker the OS has not
-// scheduled yet holds no work back (the caller takes its chunks), and one
-// preempted holds one chunk, not half the block.
+// Phases: one pthreadpool task per thread (t picks its scratch); each takes
+// chunks of rows from a shared counter until none is left. A worker the OS
+// has not scheduled yet holds no work back (the caller takes its chunks),
+// and one preempted holds one chunk, not half the block.
 struct ChunkTask {
   const FusedBlocks::Block* block;
   const float* x;
@@ -322,52 +368,122 @@ struct ChunkTask {
         b.expand_gemm.run((r1 - r0) * b.w, c->x + r0 * b.w * b.cin, b.cin, c->expanded + r0 * b.w * b.ce16(), b.ce16(),
                           b.expand_epi);
       } else {
-        b.run_rows(c->x, c->y, c->scratch + t * c->per_task, c->row_ptrs + t * c->ptrs_per_task, r0, r1, c->expanded);
+        b.run_rows(c->x, c->y, c->scratch + t * c->per_task, c->row_ptrs + t * c->ptrs_per_task, r0, r1, c->expanded,
+                   nullptr);
       }
     }
     tsan_release(ctx);
   }
 };
 
-void parallelize(pthreadpool_t pool, ChunkTask& task, size_t threads, uint32_t flags) {
+// Bands: the block's items (`item` output rows each) are dealt out in
+// contiguous runs, one per thread; a thread takes its run's items from the
+// front, in order, so its ring of expanded rows carries over from one item
+// to the next and only the rows at the edge of its run are expanded twice.
+// A thread whose run is done takes items from the back of the run with the
+// most left (expanding their halo rows afresh), so a thread the OS preempts
+// holds back the item it is in, not the rest of its run.
+struct BandTask {
+  const FusedBlocks::Block* block;
+  const float* x;
+  float* y;
+  float* scratch;
+  size_t per_task;
+  const float** row_ptrs;
+  size_t ptrs_per_task;
+  size_t rows;                    // output rows of all images
+  FusedBlocks::ItemRun* runs;     // per thread: [front, back) of its items, packed (front low, back high)
+  size_t threads;
+
+  static constexpr uint64_t kLow = 0xFFFFFFFFu;
+  static bool take(std::atomic<uint64_t>& run, bool front, size_t& item) {
+    uint64_t v = run.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint64_t f = v & kLow, b = v >> 32;
+      if (f >= b) return false;
+      const uint64_t want = front ? v + 1 : v - (uint64_t{1} << 32);
+      if (run.compare_exchange_weak(v, want, std::memory_order_relaxed)) {
+        item = static_cast<size_t>(front ? f : b - 1);
+        return true;
+      }
+    }
+  }
+
+  void rows_of(size_t item, size_t t, RingCursor* ring) const {
+    const FusedBlocks::Block& b = *block;
+    const size_t g0 = item * b.item, g1 = std::min(rows, g0 + b.item);
+    b.run_rows(x, y, scratch + t * per_task, row_ptrs + t * ptrs_per_task, g0, g1, nullptr, ring);
+  }
+
+  static void run(void* ctx, size_t t) {
+    tsan_acquire(ctx);
+    auto* c = static_cast<BandTask*>(ctx);
+    RingCursor ring;
+    size_t item = 0;
+    while (take(c->runs[t].items, true, item)) c->rows_of(item, t, &ring);
+    for (;;) {  // steal from the back of the run with the most items left
+      size_t victim = c->threads, most = 0;
+      for (size_t r = 0; r < c->threads; ++r) {
+        const uint64_t v = c->runs[r].items.load(std::memory_order_relaxed);
+        const uint64_t left = (v >> 32) > (v & kLow) ? (v >> 32) - (v & kLow) : 0;
+        if (left > most) most = left, victim = r;
+      }
+      if (victim == c->threads) break;
+      if (take(c->runs[victim].items, false, item)) c->rows_of(item, t, nullptr);
+    }
+    tsan_release(ctx);
+  }
+};
+
+template <typename Task>
+void parallelize(pthreadpool_t pool, Task& task, size_t threads, uint32_t flags) {
   tsan_release(&task);
-  api().pthreadpool_parallelize_1d(pool, &ChunkTask::run, &task, threads, flags);
+  api().pthreadpool_parallelize_1d(pool, &Task::run, &task, threads, flags);
   tsan_acquire(&task);
 }
 
 }  // namespace
 
+BlockSplit parse_block_split(const std::string& s) {
+  if (s == "auto") return BlockSplit::kAuto;
+  if (s == "bands") return BlockSplit::kBands;
+  if (s == "phases") return BlockSplit::kPhases;
+  kiln::sdk::fail(KILN_STATUS_INVALID_ARGUMENT, "option 'block_split' must be auto, bands or phases, got '" + s + "'");
+}
+
 // One thread: the block in bands, each expanding its rows into the ring.
-// More: the expand first, all input rows in chunks, then the depthwise and
-// project in chunks of output rows; split into bands instead, each thread
-// would recompute halo rows and hold a large share of the block.
+// More: bands end to end per thread (BandTask), or the two phases.
 void FusedBlocks::run(size_t op, const std::vector<float*>& ptr, pthreadpool_t pool, uint32_t flags) {
   const Block& b = *blocks_[static_cast<size_t>(block_of_[op])];
   const float* x = ptr[b.input];
   float* y = ptr[b.output];
   if (!x || !y) kiln::sdk::fail(KILN_STATUS_INTERNAL, "a fused block lacks a buffer");
   const size_t out_rows = b.n * b.oh;
+  if (threads_ == 1) {
+    RingCursor ring;
+    b.run_rows(x, y, scratch_.data(), row_ptrs_.data(), 0, out_rows, nullptr, &ring);
+    return;
+  }
+  if (b.banded) {
+    const size_t items = ceil_div(out_rows, b.item);
+    for (size_t t = 0; t < threads_; ++t) {
+      const uint64_t f = items * t / threads_, e = items * (t + 1) / threads_;
+      runs_[t].items.store(f | (e << 32), std::memory_order_relaxed);
+    }
+    BandTask task{&b, x, y, scratch_.data(), per_task_, row_ptrs_.data(), max_band_ * 3, out_rows, runs_.get(), threads_};
+    parallelize(pool, task, threads_, flags);
+    return;
+  }
   ChunkTask rows{&b,      x,     y,        scratch_.data(), per_task_, row_ptrs_.data(), max_band_ * 3,
                  nullptr, false, out_rows, out_rows};
-  if (threads_ > 1) {
-    if (b.expand) {
-      const size_t in_rows = b.n * b.h;
-      ChunkTask e{&b,
-                  x,
-                  y,
-                  nullptr,
-                  0,
-                  nullptr,
-                  0,
-                  expanded_.data(),
-                  true,
-                  in_rows,
-                  std::min(ceil_div(kChunkPixels, b.w), ceil_div(in_rows, threads_))};
-      parallelize(pool, e, threads_, 0);
-      rows.expanded = expanded_.data();
-    }
-    rows.chunk = std::min({b.band, ceil_div(kChunkPixels, b.ow), ceil_div(out_rows, threads_)});
+  if (b.expand) {
+    const size_t in_rows = b.n * b.h;
+    ChunkTask e{&b,      x,    y,       nullptr, 0, nullptr, 0,
+                expanded_.data(), true, in_rows, std::min(ceil_div(kChunkPixels, b.w), ceil_div(in_rows, threads_))};
+    parallelize(pool, e, threads_, 0);
+    rows.expanded = expanded_.data();
   }
+  rows.chunk = std::min({b.band, ceil_div(kChunkPixels, b.ow), ceil_div(out_rows, threads_)});
   parallelize(pool, rows, threads_, flags);
 }
 

@@ -23,9 +23,11 @@
 // block. The ring of rows saves the memory round trip at one thread.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "xnn_api.h"
@@ -34,9 +36,19 @@
 
 namespace kiln_xnnpack {
 
+/// How threads share a block (option block_split).
+enum class BlockSplit : uint8_t {
+  kAuto,    // bands where the halo rows they recompute cost less than the phases' memory round trip
+  kBands,   // each thread runs bands of output rows end to end (expand -> depthwise -> project)
+  kPhases,  // the expand of all rows, then the depthwise + project of chunks of rows
+};
+/// auto, bands or phases; throws kiln::sdk::Error naming the option otherwise.
+BlockSplit parse_block_split(const std::string& s);
+
 struct BlockFusion {
   bool enabled = true;   // option fuse_blocks
   size_t band_rows = 0;  // output rows a band computes at a time (option block_rows; 0: sized to the cache)
+  BlockSplit split = BlockSplit::kAuto;
 };
 
 class FusedBlocks {
@@ -54,6 +66,10 @@ class FusedBlocks {
   /// Whether op i is the first op of a block, and the index past its last.
   bool starts(size_t op) const;
   size_t end(size_t op) const;
+  /// The first op of the block op i belongs to.
+  size_t first(size_t op) const;
+  /// The block starting at op i in words (shapes, stride, residual), for profiles.
+  std::string describe(size_t op) const;
   /// Values only written and read inside a block (never in memory).
   bool hidden(uint32_t value) const { return value < hidden_.size() && hidden_[value] != 0; }
   /// Runs the block starting at op i; `ptr` holds where each value is.
@@ -61,6 +77,9 @@ class FusedBlocks {
   size_t scratch_bytes() const { return (scratch_.size() + expanded_.size()) * sizeof(float); }
 
   struct Block;
+  struct ItemRun {  // one thread's items of a banded block (xnn_block.cpp)
+    alignas(64) std::atomic<uint64_t> items{0};
+  };
 
  private:
   std::vector<std::unique_ptr<Block>> blocks_;
@@ -72,6 +91,7 @@ class FusedBlocks {
   size_t max_band_ = 0;                 // rows of the tallest band
   std::vector<const float*> row_ptrs_;  // threads_ x max_band_ x 3: the input rows of each band row
   std::vector<float> expanded_;         // threads_ > 1: the largest expanded tensor (two phases)
+  std::unique_ptr<ItemRun[]> runs_;     // threads_ > 1: per thread, the items of a banded block it has left
 };
 
 }  // namespace kiln_xnnpack

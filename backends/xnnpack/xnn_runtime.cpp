@@ -123,6 +123,40 @@ Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> p
     if (!seg.native) build_segment(seg, materialized);
   for (size_t i = 0; i < p.ops.size(); ++i)
     if (into_concat_[i] >= 0 && !wino_.conv[i]) build_direct_conv(i);
+  plan_steps();
+}
+
+// The steps KILN_XNNPACK_PROFILE times: one per XNNPACK segment, one per op
+// (or fused block) the plugin runs itself, and the boundary layouts.
+void Runtime::plan_steps() {
+  const Program& p = *program_;
+  step_of_.assign(p.ops.size(), 0);
+  if (!timer_.on()) return;
+  auto op_label = [&](size_t i) {
+    std::string dims;
+    for (int64_t d : p.values[p.ops[i].out].dims) dims += (dims.empty() ? "" : "x") + std::to_string(d);
+    return std::string(op_name(p.ops[i].kind)) + " " + dims;
+  };
+  step_in_ = timer_.add("inputs (layout to NHWC)");
+  for (const Segment& seg : segments_) {
+    if (!seg.native) {
+      std::string label = "xnnpack ops " + std::to_string(seg.begin) + "-" + std::to_string(seg.end - 1) + ":";
+      for (size_t i = seg.begin; i < seg.end && i < seg.begin + 4; ++i) label += " " + op_label(i) + ";";
+      if (seg.end - seg.begin > 4) label += " ...";
+      const size_t id = timer_.add(label);
+      for (size_t i = seg.begin; i < seg.end; ++i) step_of_[i] = id;
+      continue;
+    }
+    for (size_t i = seg.begin; i < seg.end; ++i) {
+      if (blocks_->starts(i)) {
+        step_of_[i] = timer_.add("op " + std::to_string(i) + " fused block " + blocks_->describe(i));
+        i = blocks_->end(i) - 1;
+      } else if (!wino_.fused[i]) {
+        step_of_[i] = timer_.add("op " + std::to_string(i) + " " + (wino_.conv[i] ? "winograd " : native_dw_[i] ? "native " : "") + op_label(i));
+      }
+    }
+  }
+  step_out_ = timer_.add("outputs (layout to NCHW / copy)");
 }
 
 // Plugin-owned values share one arena: two values whose segment ranges
@@ -540,11 +574,14 @@ void Runtime::run_winograd(size_t index) {
 
 void Runtime::run(kiln::sdk::ExecContext& ctx, const kiln::sdk::Inputs& inputs) {
   const Program& p = *program_;
+  timer_.start();
   bind_inputs(inputs);
   bind_outputs(ctx, host_out_);
+  timer_.mark(step_in_);
   for (Segment& seg : segments_) {
     if (!seg.native) {
       run_segment(seg);
+      timer_.mark(step_of_[seg.begin]);
       continue;
     }
     for (size_t i = seg.begin; i < seg.end; ++i) {
@@ -556,6 +593,7 @@ void Runtime::run(kiln::sdk::ExecContext& ctx, const kiln::sdk::Inputs& inputs) 
       else if (wino_.fused[i]) continue;  // run by the Winograd Conv before it
       else if (native_dw_[i]) run_depthwise(i, i + 1 == p.ops.size());
       else run_concat(i);
+      timer_.mark(step_of_[blocks_->covers(i) ? blocks_->first(i) : i]);
     }
   }
   for (size_t k = 0; k < p.outputs.size(); ++k) {
@@ -564,6 +602,7 @@ void Runtime::run(kiln::sdk::ExecContext& ctx, const kiln::sdk::Inputs& inputs) 
     else if (ptr_[b.value] != host_out_[k])
       std::memcpy(host_out_[k], ptr_[b.value], static_cast<size_t>(numel(p.values[b.value].dims)) * sizeof(float));
   }
+  timer_.mark(step_out_);
 }
 
 }  // namespace kiln_xnnpack

@@ -215,7 +215,7 @@ void plan_split(FusedBlocks::Block& b, BlockSplit split, size_t threads) {
   b.banded = split == BlockSplit::kBands ||
              (split == BlockSplit::kAuto && (!b.expand || halo * kHaloShare <= b.n * b.h));
   const size_t rows = b.n * b.oh;
-  b.item = std::min(rows, std::max(ceil_div(kItemPixels, b.ow), ceil_div(rows, threads * kItemsPerRun)));
+  b.item = std::min(ceil_div(rows, threads), std::max(ceil_div(kItemPixels, b.ow), ceil_div(rows, threads * kItemsPerRun)));
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <limits>
 
+#include <sched.h>
+
 #include "kiln/c/backend_sdk.hpp"
 #include "xnn_dwconv.h"
 #include "xnn_tsan.h"
@@ -253,7 +255,11 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
   scratch_.assign(per_task_ * threads_, 0.0f);
   row_ptrs_.assign(max_band_ * 3 * threads_, nullptr);
   expanded_.assign(expanded_size, 0.0f);
-  if (threads_ > 1) runs_ = std::make_unique<ItemRun[]>(threads_);
+  if (threads_ > 1) {  // each block is at most two stages of a chain
+    stages_.reserve(2 * blocks_.size());
+    sync_ = std::make_unique<StageSync[]>(2 * blocks_.size());
+    runs_ = std::make_unique<ItemRun[]>(2 * blocks_.size() * threads_);
+  }
 }
 
 FusedBlocks::~FusedBlocks() = default;
@@ -339,110 +345,130 @@ void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, cons
 
 namespace {
 
-// Phases: one pthreadpool task per thread (t picks its scratch); each takes
-// chunks of rows from a shared counter until none is left. A worker the OS
-// has not scheduled yet holds no work back (the caller takes its chunks),
-// and one preempted holds one chunk, not half the block.
-struct ChunkTask {
-  const FusedBlocks::Block* block;
-  const float* x;
-  float* y;
-  float* scratch;
-  size_t per_task;
-  const float** row_ptrs;  // 3 per band row per thread
-  size_t ptrs_per_task;
-  float* expanded;  // the whole expanded input: written by the expand phase, read after (null: the bands expand)
-  bool expanding;   // the expand phase: rows are input rows
-  size_t rows, chunk;
-  std::atomic<size_t> next{0};
+constexpr uint64_t kLow = 0xFFFFFFFFu;
 
-  static void run(void* ctx, size_t t) {
-    tsan_acquire(ctx);
-    auto* c = static_cast<ChunkTask*>(ctx);
-    const FusedBlocks::Block& b = *c->block;
-    for (;;) {
-      const size_t r0 = c->next.fetch_add(c->chunk, std::memory_order_relaxed);
-      if (r0 >= c->rows) break;
-      const size_t r1 = std::min(c->rows, r0 + c->chunk);
-      if (c->expanding) {
-        b.expand_gemm.run((r1 - r0) * b.w, c->x + r0 * b.w * b.cin, b.cin, c->expanded + r0 * b.w * b.ce16(), b.ce16(),
-                          b.expand_epi);
-      } else {
-        b.run_rows(c->x, c->y, c->scratch + t * c->per_task, c->row_ptrs + t * c->ptrs_per_task, r0, r1, c->expanded,
-                   nullptr);
-      }
-    }
-    tsan_release(ctx);
-  }
-};
-
-// Bands: the block's items (`item` output rows each) are dealt out in
-// contiguous runs, one per thread; a thread takes its run's items from the
-// front, in order, so its ring of expanded rows carries over from one item
-// to the next and only the rows at the edge of its run are expanded twice.
-// A thread whose run is done takes items from the back of the run with the
-// most left (expanding their halo rows afresh), so a thread the OS preempts
-// holds back the item it is in, not the rest of its run.
-struct BandTask {
-  const FusedBlocks::Block* block;
-  const float* x;
-  float* y;
-  float* scratch;
-  size_t per_task;
-  const float** row_ptrs;
-  size_t ptrs_per_task;
-  size_t rows;                    // output rows of all images
-  FusedBlocks::ItemRun* runs;     // per thread: [front, back) of its items, packed (front low, back high)
-  size_t threads;
-
-  static constexpr uint64_t kLow = 0xFFFFFFFFu;
-  static bool take(std::atomic<uint64_t>& run, bool front, size_t& item) {
-    uint64_t v = run.load(std::memory_order_relaxed);
-    for (;;) {
-      const uint64_t f = v & kLow, b = v >> 32;
-      if (f >= b) return false;
-      const uint64_t want = front ? v + 1 : v - (uint64_t{1} << 32);
-      if (run.compare_exchange_weak(v, want, std::memory_order_relaxed)) {
-        item = static_cast<size_t>(front ? f : b - 1);
-        return true;
-      }
+// Takes an item from the front or the back of a run ([front, back) packed
+// as front | back << 32).
+bool take(std::atomic<uint64_t>& run, bool front, size_t& item) {
+  uint64_t v = run.load(std::memory_order_relaxed);
+  for (;;) {
+    const uint64_t f = v & kLow, b = v >> 32;
+    if (f >= b) return false;
+    const uint64_t want = front ? v + 1 : v - (uint64_t{1} << 32);
+    if (run.compare_exchange_weak(v, want, std::memory_order_relaxed)) {
+      item = static_cast<size_t>(front ? f : b - 1);
+      return true;
     }
   }
+}
 
-  void rows_of(size_t item, size_t t, RingCursor* ring) const {
-    const FusedBlocks::Block& b = *block;
-    const size_t g0 = item * b.item, g1 = std::min(rows, g0 + b.item);
-    b.run_rows(x, y, scratch + t * per_task, row_ptrs + t * ptrs_per_task, g0, g1, nullptr, ring);
-  }
-
-  static void run(void* ctx, size_t t) {
-    tsan_acquire(ctx);
-    auto* c = static_cast<BandTask*>(ctx);
-    RingCursor ring;
-    size_t item = 0;
-    while (take(c->runs[t].items, true, item)) c->rows_of(item, t, &ring);
-    for (;;) {  // steal from the back of the run with the most items left
-      size_t victim = c->threads, most = 0;
-      for (size_t r = 0; r < c->threads; ++r) {
-        const uint64_t v = c->runs[r].items.load(std::memory_order_relaxed);
-        const uint64_t left = (v >> 32) > (v & kLow) ? (v >> 32) - (v & kLow) : 0;
-        if (left > most) most = left, victim = r;
-      }
-      if (victim == c->threads) break;
-      if (take(c->runs[victim].items, false, item)) c->rows_of(item, t, nullptr);
-    }
-    tsan_release(ctx);
-  }
-};
-
-template <typename Task>
-void parallelize(pthreadpool_t pool, Task& task, size_t threads, uint32_t flags) {
-  tsan_release(&task);
-  api().pthreadpool_parallelize_1d(pool, &Task::run, &task, threads, flags);
-  tsan_acquire(&task);
+void pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
 }
 
 }  // namespace
+
+// One stage of a chain of blocks run by 2+ threads: a banded block, or one
+// of the two phases of a block.
+struct FusedBlocks::Stage {
+  enum Kind : uint8_t { kBands, kExpand, kRows } kind = kBands;
+  const Block* block = nullptr;
+  const float* x = nullptr;
+  float* y = nullptr;
+  size_t rows = 0;   // output rows (kExpand: input rows) of all images
+  size_t chunk = 1;  // rows an item holds
+  size_t items = 0;
+};
+
+// What the threads of a chain share about one stage: the next item of a
+// phase, how many items are done, and (bands) each thread's run of items.
+struct FusedBlocks::StageSync {
+  alignas(64) std::atomic<size_t> next{0};
+  alignas(64) std::atomic<size_t> done{0};
+};
+
+// A chain of consecutive blocks in one pthreadpool call: one task per
+// thread (t picks its scratch), each going through the stages in order.
+// Items of a stage are taken as they come (phases: from a shared counter;
+// bands: see run_bands), and a stage starts once every item of the one
+// before is done. A thread the OS has not scheduled yet holds nothing back
+// (the others take its items), one preempted holds back the item it is in,
+// and the threads meet pthreadpool's barrier once for the chain, not once
+// or twice per block (on 2 cores shared with other work, each meeting
+// waits for a worker the OS may have put aside for milliseconds).
+struct FusedBlocks::Chain {
+  FusedBlocks* self;
+  const Stage* stages;
+  size_t count;
+
+  static void run(void* ctx, size_t t) {
+    tsan_acquire(ctx);
+    const auto* c = static_cast<const Chain*>(ctx);
+    FusedBlocks& f = *c->self;
+    float* scratch = f.scratch_.data() + t * f.per_task_;
+    const float** row_ptrs = f.row_ptrs_.data() + t * f.max_band_ * 3;
+    for (size_t s = 0; s < c->count; ++s) {
+      if (s > 0) {
+        const size_t items = c->stages[s - 1].items;
+        for (unsigned spins = 0; f.sync_[s - 1].done.load(std::memory_order_acquire) < items; ++spins) {
+          if (spins < 4096) pause();
+          else sched_yield();
+        }
+      }
+      const Stage& st = c->stages[s];
+      StageSync& sync = f.sync_[s];
+      const Block& b = *st.block;
+      if (st.kind == Stage::kBands) {
+        run_bands(st, sync, f.runs_.get() + s * f.threads_, f.threads_, t, scratch, row_ptrs);
+        continue;
+      }
+      for (;;) {
+        const size_t item = sync.next.fetch_add(1, std::memory_order_relaxed);
+        if (item >= st.items) break;
+        const size_t r0 = item * st.chunk, r1 = std::min(st.rows, r0 + st.chunk);
+        if (st.kind == Stage::kExpand) {
+          b.expand_gemm.run((r1 - r0) * b.w, st.x + r0 * b.w * b.cin, b.cin, f.expanded_.data() + r0 * b.w * b.ce16(),
+                            b.ce16(), b.expand_epi);
+        } else {
+          b.run_rows(st.x, st.y, scratch, row_ptrs, r0, r1, f.expanded_.data(), nullptr);
+        }
+        sync.done.fetch_add(1, std::memory_order_release);
+      }
+    }
+    tsan_release(ctx);
+  }
+
+  // Bands: the block's items are dealt out in contiguous runs, one per
+  // thread; a thread takes its run's items from the front, in order, so its
+  // ring of expanded rows carries over from one item to the next and only
+  // the rows at the edges of its run are expanded twice. A thread whose run
+  // is done takes items from the back of the run with the most left
+  // (expanding their halo rows afresh).
+  static void run_bands(const Stage& st, StageSync& sync, ItemRun* runs, size_t threads, size_t t, float* scratch,
+                        const float** row_ptrs) {
+    const Block& b = *st.block;
+    auto rows_of = [&](size_t item, RingCursor* ring) {
+      const size_t g0 = item * st.chunk, g1 = std::min(st.rows, g0 + st.chunk);
+      b.run_rows(st.x, st.y, scratch, row_ptrs, g0, g1, nullptr, ring);
+      sync.done.fetch_add(1, std::memory_order_release);
+    };
+    RingCursor ring;
+    size_t item = 0;
+    while (take(runs[t].items, true, item)) rows_of(item, &ring);
+    for (;;) {
+      size_t victim = threads, most = 0;
+      for (size_t r = 0; r < threads; ++r) {
+        const uint64_t v = runs[r].items.load(std::memory_order_relaxed);
+        const uint64_t left = (v >> 32) > (v & kLow) ? (v >> 32) - (v & kLow) : 0;
+        if (left > most) most = left, victim = r;
+      }
+      if (victim == threads) break;
+      if (take(runs[victim].items, false, item)) rows_of(item, nullptr);
+    }
+  }
+};
 
 BlockSplit parse_block_split(const std::string& s) {
   if (s == "auto") return BlockSplit::kAuto;
@@ -451,40 +477,51 @@ BlockSplit parse_block_split(const std::string& s) {
   kiln::sdk::fail(KILN_STATUS_INVALID_ARGUMENT, "option 'block_split' must be auto, bands or phases, got '" + s + "'");
 }
 
-// One thread: the block in bands, each expanding its rows into the ring.
-// More: bands end to end per thread (BandTask), or the two phases.
-void FusedBlocks::run(size_t op, const std::vector<float*>& ptr, pthreadpool_t pool, uint32_t flags) {
-  const Block& b = *blocks_[static_cast<size_t>(block_of_[op])];
-  const float* x = ptr[b.input];
-  float* y = ptr[b.output];
-  if (!x || !y) kiln::sdk::fail(KILN_STATUS_INTERNAL, "a fused block lacks a buffer");
-  const size_t out_rows = b.n * b.oh;
-  if (threads_ == 1) {
-    RingCursor ring;
-    b.run_rows(x, y, scratch_.data(), row_ptrs_.data(), 0, out_rows, nullptr, &ring);
-    return;
-  }
-  if (b.banded) {
-    const size_t items = ceil_div(out_rows, b.item);
-    for (size_t t = 0; t < threads_; ++t) {
-      const uint64_t f = items * t / threads_, e = items * (t + 1) / threads_;
-      runs_[t].items.store(f | (e << 32), std::memory_order_relaxed);
+size_t FusedBlocks::chain_end(size_t op, size_t stop) const {
+  size_t e = op;
+  while (e < stop && starts(e) && end(e) <= stop) e = end(e);
+  return e;
+}
+
+// One thread: each block in bands, each band expanding its rows into the
+// ring. More: the blocks of [op, stop) as one chain (Chain).
+void FusedBlocks::run(size_t op, size_t stop, const std::vector<float*>& ptr, pthreadpool_t pool, uint32_t flags) {
+  stages_.clear();
+  for (size_t i = op; i < stop; i = end(i)) {
+    const Block& b = *blocks_[static_cast<size_t>(block_of_[i])];
+    const float* x = ptr[b.input];
+    float* y = ptr[b.output];
+    if (!x || !y) kiln::sdk::fail(KILN_STATUS_INTERNAL, "a fused block lacks a buffer");
+    const size_t out_rows = b.n * b.oh;
+    if (threads_ == 1) {
+      RingCursor ring;
+      b.run_rows(x, y, scratch_.data(), row_ptrs_.data(), 0, out_rows, nullptr, &ring);
+      continue;
     }
-    BandTask task{&b, x, y, scratch_.data(), per_task_, row_ptrs_.data(), max_band_ * 3, out_rows, runs_.get(), threads_};
-    parallelize(pool, task, threads_, flags);
-    return;
+    if (b.banded) {
+      stages_.push_back({Stage::kBands, &b, x, y, out_rows, b.item, ceil_div(out_rows, b.item)});
+      continue;
+    }
+    if (b.expand) {
+      const size_t in_rows = b.n * b.h, chunk = std::min(ceil_div(kChunkPixels, b.w), ceil_div(in_rows, threads_));
+      stages_.push_back({Stage::kExpand, &b, x, y, in_rows, chunk, ceil_div(in_rows, chunk)});
+    }
+    const size_t chunk = std::min({b.band, ceil_div(kChunkPixels, b.ow), ceil_div(out_rows, threads_)});
+    stages_.push_back({Stage::kRows, &b, x, y, out_rows, chunk, ceil_div(out_rows, chunk)});
   }
-  ChunkTask rows{&b,      x,     y,        scratch_.data(), per_task_, row_ptrs_.data(), max_band_ * 3,
-                 nullptr, false, out_rows, out_rows};
-  if (b.expand) {
-    const size_t in_rows = b.n * b.h;
-    ChunkTask e{&b,      x,    y,       nullptr, 0, nullptr, 0,
-                expanded_.data(), true, in_rows, std::min(ceil_div(kChunkPixels, b.w), ceil_div(in_rows, threads_))};
-    parallelize(pool, e, threads_, 0);
-    rows.expanded = expanded_.data();
+  if (stages_.empty()) return;
+  for (size_t s = 0; s < stages_.size(); ++s) {
+    sync_[s].next.store(0, std::memory_order_relaxed);
+    sync_[s].done.store(0, std::memory_order_relaxed);
+    for (size_t t = 0; t < threads_; ++t) {
+      const uint64_t items = stages_[s].items, f = items * t / threads_, e = items * (t + 1) / threads_;
+      runs_[s * threads_ + t].items.store(f | (e << 32), std::memory_order_relaxed);
+    }
   }
-  rows.chunk = std::min({b.band, ceil_div(kChunkPixels, b.ow), ceil_div(out_rows, threads_)});
-  parallelize(pool, rows, threads_, flags);
+  Chain chain{this, stages_.data(), stages_.size()};
+  tsan_release(&chain);
+  api().pthreadpool_parallelize_1d(pool, &Chain::run, &chain, threads_, flags);
+  tsan_acquire(&chain);
 }
 
 }  // namespace kiln_xnnpack

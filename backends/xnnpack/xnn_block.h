@@ -72,11 +72,18 @@ class FusedBlocks {
   std::string describe(size_t op) const;
   /// Values only written and read inside a block (never in memory).
   bool hidden(uint32_t value) const { return value < hidden_.size() && hidden_[value] != 0; }
-  /// Runs the block starting at op i; `ptr` holds where each value is.
-  void run(size_t op, const std::vector<float*>& ptr, pthreadpool_t pool, uint32_t flags);
+  /// The index past the consecutive blocks that start at op i and end at
+  /// or before op `stop` (i itself when no block starts there).
+  size_t chain_end(size_t op, size_t stop) const;
+  /// Runs the consecutive blocks from op i to op `stop` (a chain_end());
+  /// `ptr` holds where each value is. Threads meet once for all of them.
+  void run(size_t op, size_t stop, const std::vector<float*>& ptr, pthreadpool_t pool, uint32_t flags);
   size_t scratch_bytes() const { return (scratch_.size() + expanded_.size()) * sizeof(float); }
 
   struct Block;
+  struct Stage;
+  struct StageSync;
+  struct Chain;
   struct ItemRun {  // one thread's items of a banded block (xnn_block.cpp)
     alignas(64) std::atomic<uint64_t> items{0};
   };
@@ -91,7 +98,9 @@ class FusedBlocks {
   size_t max_band_ = 0;                 // rows of the tallest band
   std::vector<const float*> row_ptrs_;  // threads_ x max_band_ x 3: the input rows of each band row
   std::vector<float> expanded_;         // threads_ > 1: the largest expanded tensor (two phases)
-  std::unique_ptr<ItemRun[]> runs_;     // threads_ > 1: per thread, the items of a banded block it has left
+  std::vector<Stage> stages_;            // threads_ > 1: the stages of the chain running
+  std::unique_ptr<StageSync[]> sync_;    // per stage of the chain
+  std::unique_ptr<ItemRun[]> runs_;      // per stage of the chain x thread: the items of a banded block it has left
 };
 
 }  // namespace kiln_xnnpack

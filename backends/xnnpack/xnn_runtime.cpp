@@ -586,8 +586,9 @@ void Runtime::run(kiln::sdk::ExecContext& ctx, const kiln::sdk::Inputs& inputs) 
     }
     for (size_t i = seg.begin; i < seg.end; ++i) {
       if (blocks_->starts(i)) {
-        const size_t end = blocks_->end(i);
-        blocks_->run(i, ptr_, pool_->get(), end == p.ops.size() ? PTHREADPOOL_FLAG_YIELD_WORKERS : 0);
+        // Consecutive blocks run as one chain (profiled: one block at a time).
+        const size_t end = blocks_->chain_end(i, timer_.on() ? blocks_->end(i) : seg.end);
+        blocks_->run(i, end, ptr_, pool_->get(), end == p.ops.size() ? PTHREADPOOL_FLAG_YIELD_WORKERS : 0);
         i = end - 1;
       } else if (wino_.conv[i]) run_winograd(i);
       else if (wino_.fused[i]) continue;  // run by the Winograd Conv before it

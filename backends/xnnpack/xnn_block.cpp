@@ -432,7 +432,7 @@ struct FusedBlocks::Chain {
           b.expand_gemm.run((r1 - r0) * b.w, st.x + r0 * b.w * b.cin, b.cin, f.expanded_.data() + r0 * b.w * b.ce16(),
                             b.ce16(), b.expand_epi);
         } else {
-          b.run_rows(st.x, st.y, scratch, row_ptrs, r0, r1, f.expanded_.data(), nullptr);
+          b.run_rows(st.x, st.y, scratch, row_ptrs, r0, r1, b.expand ? f.expanded_.data() : nullptr, nullptr);
         }
         sync.done.fetch_add(1, std::memory_order_release);
       }

@@ -21,18 +21,31 @@ namespace {
 // 320 KB or 1 MB).
 constexpr size_t kBandBytes = 512 * 1024;
 
-// Pixels a chunk of rows should hold at least when threads share a block
-// (one GEMM call: fewer re-read the weights too often).
-constexpr size_t kChunkPixels = 24;
-
-// Banded split: each thread's run of rows is dealt in about kItemsPerRun
-// items of at least kItemPixels output pixels; bands are used when the
-// input rows expanded twice are at most 1 / kHaloShare of the input rows.
+// Threads sharing a block deal its work in about kItemsPerRun items per
+// thread: bands of at least kItemPixels output pixels (one GEMM call each:
+// fewer re-read the weights too often), expand chunks of about
+// kExpandPixels. Bands are used when the input rows expanded twice are at
+// most 1 / kHaloShare of the input rows.
 constexpr size_t kItemsPerRun = 4;
 constexpr size_t kItemPixels = 48;
+constexpr size_t kRowPixels = 14;  // phases: depthwise + project items
+constexpr size_t kExpandPixels = 32;
 constexpr size_t kHaloShare = 8;
 
 size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+// Rows per item in [lo, hi] (lo <= hi) that `threads` threads finish
+// soonest: the fewest rows on the busiest thread (items of equal size,
+// dealt evenly), the larger on a tie. 14 rows, 2 threads: 1 (7 + 7), not
+// 2 (4 items + 3).
+size_t balanced_rows(size_t rows, size_t threads, size_t lo, size_t hi) {
+  size_t best = hi, best_span = SIZE_MAX;
+  for (size_t r = hi; r >= lo && r > 0; --r) {
+    const size_t span = ceil_div(ceil_div(rows, r), threads) * r;
+    if (span < best_span) best = r, best_span = span;
+  }
+  return best;
+}
 
 size_t round16(size_t c) { return (c + 15) / 16 * 16; }
 
@@ -91,7 +104,8 @@ struct FusedBlocks::Block {
   size_t n = 0, h = 0, w = 0, cin = 0, ce = 0, oh = 0, ow = 0, cout = 0;
   size_t band = 1, ring = 0;  // output rows per band step; expanded rows in the ring
   bool banded = false;        // 2+ threads: bands end to end (else the two phases)
-  size_t item = 1;            // banded: output rows a thread takes at a time
+  size_t item = 1;            // output rows a thread takes at a time (bands, or the depthwise + project phase)
+  size_t expand_px = 1;       // phases: input pixels a thread expands at a time
   PackedGemm expand_gemm, project_gemm;
   PackedGemm::Epilogue expand_epi{}, project_epi{};
   DepthwiseShape dw{};
@@ -217,7 +231,18 @@ void plan_split(FusedBlocks::Block& b, BlockSplit split, size_t threads) {
   b.banded = split == BlockSplit::kBands ||
              (split == BlockSplit::kAuto && (!b.expand || halo * kHaloShare <= b.n * b.h));
   const size_t rows = b.n * b.oh;
-  b.item = std::min(ceil_div(rows, threads), std::max(ceil_div(kItemPixels, b.ow), ceil_div(rows, threads * kItemsPerRun)));
+  const size_t share = ceil_div(rows, threads), target = std::max<size_t>(1, ceil_div(rows, threads * kItemsPerRun));
+  if (b.banded) {
+    const size_t lo = std::min(share, ceil_div(kItemPixels, b.ow));
+    b.item = balanced_rows(rows, threads, lo, std::max(lo, target));
+  } else {
+    // Twice the least rows allowed: 7x7 maps, 2 threads take 4 + 3 rows in
+    // two items (GEMMs of 28 pixels), not 2 + 2 | 2 + 1 in four.
+    const size_t lo = std::min({share, b.band, ceil_div(kRowPixels, b.ow)});
+    b.item = balanced_rows(rows, threads, lo, std::max(std::min(2 * lo, b.band), std::min(target, b.band)));
+    const size_t px = b.n * b.h * b.w, items = threads * std::max<size_t>(1, ceil_div(px, threads * kExpandPixels));
+    b.expand_px = ceil_div(px, items);
+  }
 }
 
 }  // namespace
@@ -377,8 +402,8 @@ struct FusedBlocks::Stage {
   const Block* block = nullptr;
   const float* x = nullptr;
   float* y = nullptr;
-  size_t rows = 0;   // output rows (kExpand: input rows) of all images
-  size_t chunk = 1;  // rows an item holds
+  size_t rows = 0;   // output rows (kExpand: input pixels) of all images
+  size_t chunk = 1;  // rows (pixels) an item holds
   size_t items = 0;
 };
 
@@ -428,9 +453,9 @@ struct FusedBlocks::Chain {
         const size_t item = sync.next.fetch_add(1, std::memory_order_relaxed);
         if (item >= st.items) break;
         const size_t r0 = item * st.chunk, r1 = std::min(st.rows, r0 + st.chunk);
-        if (st.kind == Stage::kExpand) {
-          b.expand_gemm.run((r1 - r0) * b.w, st.x + r0 * b.w * b.cin, b.cin, f.expanded_.data() + r0 * b.w * b.ce16(),
-                            b.ce16(), b.expand_epi);
+        if (st.kind == Stage::kExpand) {  // r0, r1: pixels
+          b.expand_gemm.run(r1 - r0, st.x + r0 * b.cin, b.cin, f.expanded_.data() + r0 * b.ce16(), b.ce16(),
+                            b.expand_epi);
         } else {
           b.run_rows(st.x, st.y, scratch, row_ptrs, r0, r1, b.expand ? f.expanded_.data() : nullptr, nullptr);
         }
@@ -503,11 +528,10 @@ void FusedBlocks::run(size_t op, size_t stop, const std::vector<float*>& ptr, pt
       continue;
     }
     if (b.expand) {
-      const size_t in_rows = b.n * b.h, chunk = std::min(ceil_div(kChunkPixels, b.w), ceil_div(in_rows, threads_));
-      stages_.push_back({Stage::kExpand, &b, x, y, in_rows, chunk, ceil_div(in_rows, chunk)});
+      const size_t px = b.n * b.h * b.w;
+      stages_.push_back({Stage::kExpand, &b, x, y, px, b.expand_px, ceil_div(px, b.expand_px)});
     }
-    const size_t chunk = std::min({b.band, ceil_div(kChunkPixels, b.ow), ceil_div(out_rows, threads_)});
-    stages_.push_back({Stage::kRows, &b, x, y, out_rows, chunk, ceil_div(out_rows, chunk)});
+    stages_.push_back({Stage::kRows, &b, x, y, out_rows, b.item, ceil_div(out_rows, b.item)});
   }
   if (stages_.empty()) return;
   for (size_t s = 0; s < stages_.size(); ++s) {

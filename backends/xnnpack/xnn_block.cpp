@@ -103,6 +103,9 @@ struct FusedBlocks::Block {
   bool expand = false, residual = false;
   size_t n = 0, h = 0, w = 0, cin = 0, ce = 0, oh = 0, ow = 0, cout = 0;
   size_t band = 1, ring = 0;  // output rows per band step; expanded rows in the ring
+  bool pool = false;          // a 1x1 convolution + GlobalAveragePool (the head of a classifier), not a block
+  float pool_lo = 0, pool_hi = 0;
+  size_t pool_panels = 1;     // pool: panels of 32 output channels an item computes
   bool banded = false;        // 2+ threads: bands end to end (else the two phases)
   size_t item = 1;            // output rows a thread takes at a time (bands, or the depthwise + project phase)
   size_t expand_px = 1;       // phases: input pixels a thread expands at a time
@@ -112,8 +115,11 @@ struct FusedBlocks::Block {
   std::vector<float> dw_filter, dw_bias;  // [9][ce16], [ce16], zero-padded
 
   size_t ce16() const { return round16(ce); }
-  // Ring of expanded rows, then the depthwise output of a band.
-  size_t scratch_floats() const { return (ring * w + band * ow) * ce16(); }
+  // Ring of expanded rows, then the depthwise output of a band (pool: the
+  // convolution's output for an item's channels).
+  size_t scratch_floats() const { return pool ? n * h * w * pool_panels * 32 : (ring * w + band * ow) * ce16(); }
+  /// pool: channels [32 p0, 32 p1) of the pooled output.
+  void run_pool(const float* x, float* y, float* scratch, size_t p0, size_t p1) const;
   /// Output rows [g0, g1) of all images (row g is image g / oh, row g % oh).
   /// `expanded`: the whole expanded input (n x h x w x ce16), else null
   /// (the band expands its own rows).
@@ -174,6 +180,39 @@ std::unique_ptr<FusedBlocks::Block> match(const Program& p, size_t first, const 
       ++b->end;
     }
   }
+  return b;
+}
+
+// A 1x1 convolution whose output only a GlobalAveragePool reads (the head
+// of mobilenet_v2 and most classifiers: 320 -> 1280 channels on 7x7, then
+// the average): run as one op, a few channels at a time, so the
+// convolution's output stays in a small scratch and the threads share out
+// the channels (XNNPACK ran it as two ops, each a pool call).
+std::unique_ptr<FusedBlocks::Block> match_pool(const Program& p, size_t i, const std::vector<size_t>& readers) {
+  if (i + 1 >= p.ops.size() || !pointwise(p, p.ops[i]) || readers[p.ops[i].out] != 1) return nullptr;
+  const Op& c = p.ops[i];
+  const Op& g = p.ops[i + 1];
+  if (g.kind != OpKind::kGlobalAveragePool || g.in.size() != 1 || g.in[0] != c.out || is_constant(p, c.in[0]))
+    return nullptr;
+  const std::vector<int64_t>& xd = p.values[c.in[0]].dims;
+  const std::vector<int64_t>& cd = p.values[c.out].dims;
+  if (numel(xd) <= 0 || cd.size() != 4 || cd[0] != xd[0] || cd[1] != xd[1] || cd[2] != xd[2] ||
+      p.values[g.out].dims != std::vector<int64_t>{xd[0], 1, 1, cd[3]} || !weights_are(p, c, {cd[3], 1, 1, xd[3]}, cd[3]))
+    return nullptr;
+  auto b = std::make_unique<FusedBlocks::Block>();
+  b->pool = true;
+  b->first = i;
+  b->end = i + 2;
+  b->input = c.in[0];
+  b->output = g.out;
+  b->n = static_cast<size_t>(xd[0]), b->h = static_cast<size_t>(xd[1]), b->w = static_cast<size_t>(xd[2]);
+  b->cin = static_cast<size_t>(xd[3]), b->cout = static_cast<size_t>(cd[3]);
+  b->oh = 1, b->ow = 1;
+  b->project_gemm = PackedGemm(constant_of(p, c.in[1]).data(), bias_of(p, c), b->cout, b->cin, b->cin);
+  b->project_epi.lo = c.floats[0];
+  b->project_epi.hi = c.floats[1];
+  b->pool_lo = g.floats.size() >= 2 ? g.floats[0] : -std::numeric_limits<float>::infinity();
+  b->pool_hi = g.floats.size() >= 2 ? g.floats[1] : std::numeric_limits<float>::infinity();
   return b;
 }
 
@@ -260,12 +299,19 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
   for (const Boundary& b : p.outputs) ++readers[b.value];
   for (size_t i = 0; i < p.ops.size();) {
     std::unique_ptr<Block> b = match(p, i, readers);
-    if (!b) {
+    if (b) {
+      prepare(p, *b, f.band_rows);
+      plan_split(*b, f.split, threads_);
+    } else if ((b = match_pool(p, i, readers))) {
+      // Items of a few panels: ~kItemsPerRun per thread, within kBandBytes of scratch at one thread.
+      const size_t panels = b->project_gemm.panels(), px = b->n * b->h * b->w;
+      b->pool_panels = threads_ > 1 ? ceil_div(panels, threads_ * kItemsPerRun)
+                                    : std::clamp<size_t>(kBandBytes / (px * 32 * sizeof(float)), 1, panels);
+      ++pools_;
+    } else {
       ++i;
       continue;
     }
-    prepare(p, *b, f.band_rows);
-    plan_split(*b, f.split, threads_);
     if (threads_ > 1 && b->expand && !b->banded)
       expanded_size = std::max(expanded_size, b->n * b->h * b->w * b->ce16());
     for (size_t k = b->first; k < b->end; ++k) {
@@ -289,7 +335,21 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
 
 FusedBlocks::~FusedBlocks() = default;
 
-size_t FusedBlocks::count() const { return blocks_.size(); }
+size_t FusedBlocks::count() const { return blocks_.size() - pools_; }
+
+void FusedBlocks::Block::run_pool(const float* x, float* y, float* scratch, size_t p0, size_t p1) const {
+  const size_t c0 = p0 * 32, c1 = std::min(cout, p1 * 32), ld = (p1 - p0) * 32, px = h * w;
+  project_gemm.run_panels(n * px, x, cin, scratch, ld, project_epi, p0, p1);
+  const float scale = 1.0f / static_cast<float>(px);
+  for (size_t img = 0; img < n; ++img) {
+    float* out = y + img * cout + c0;
+    const float* rows = scratch + img * px * ld;
+    for (size_t c = 0; c < c1 - c0; ++c) out[c] = 0.0f;
+    for (size_t r = 0; r < px; ++r)
+      for (size_t c = 0; c < c1 - c0; ++c) out[c] += rows[r * ld + c];
+    for (size_t c = 0; c < c1 - c0; ++c) out[c] = std::min(std::max(out[c] * scale, pool_lo), pool_hi);
+  }
+}
 
 bool FusedBlocks::starts(size_t op) const {
   return covers(op) && blocks_[static_cast<size_t>(block_of_[op])]->first == op;
@@ -302,6 +362,7 @@ size_t FusedBlocks::first(size_t op) const { return blocks_[static_cast<size_t>(
 std::string FusedBlocks::describe(size_t op) const {
   const Block& b = *blocks_[static_cast<size_t>(block_of_[op])];
   auto s = [](size_t v) { return std::to_string(v); };
+  if (b.pool) return "1x1 conv + global average pool " + s(b.h) + "x" + s(b.w) + "x" + s(b.cin) + " -> " + s(b.cout);
   return s(b.h) + "x" + s(b.w) + "x" + s(b.cin) + (b.expand ? " -> " + s(b.ce) : "") + " -> " + s(b.oh) + "x" + s(b.ow) +
          "x" + s(b.cout) + " s" + s(b.dw.stride) + (b.residual ? " +res" : "") + " band " + s(b.band);
 }
@@ -398,12 +459,12 @@ void pause() {
 // One stage of a chain of blocks run by 2+ threads: a banded block, or one
 // of the two phases of a block.
 struct FusedBlocks::Stage {
-  enum Kind : uint8_t { kBands, kExpand, kRows } kind = kBands;
+  enum Kind : uint8_t { kBands, kExpand, kRows, kPool } kind = kBands;
   const Block* block = nullptr;
   const float* x = nullptr;
   float* y = nullptr;
-  size_t rows = 0;   // output rows (kExpand: input pixels) of all images
-  size_t chunk = 1;  // rows (pixels) an item holds
+  size_t rows = 0;   // output rows (kExpand: input pixels; kPool: panels) of all images
+  size_t chunk = 1;  // rows (pixels, panels) an item holds
   size_t items = 0;
 };
 
@@ -453,7 +514,9 @@ struct FusedBlocks::Chain {
         const size_t item = sync.next.fetch_add(1, std::memory_order_relaxed);
         if (item >= st.items) break;
         const size_t r0 = item * st.chunk, r1 = std::min(st.rows, r0 + st.chunk);
-        if (st.kind == Stage::kExpand) {  // r0, r1: pixels
+        if (st.kind == Stage::kPool) {  // r0, r1: panels
+          b.run_pool(st.x, st.y, scratch, r0, r1);
+        } else if (st.kind == Stage::kExpand) {  // r0, r1: pixels
           b.expand_gemm.run(r1 - r0, st.x + r0 * b.cin, b.cin, f.expanded_.data() + r0 * b.ce16(), b.ce16(),
                             b.expand_epi);
         } else {
@@ -518,6 +581,16 @@ void FusedBlocks::run(size_t op, size_t stop, const std::vector<float*>& ptr, pt
     float* y = ptr[b.output];
     if (!x || !y) kiln::sdk::fail(KILN_STATUS_INTERNAL, "a fused block lacks a buffer");
     const size_t out_rows = b.n * b.oh;
+    if (b.pool) {
+      const size_t panels = b.project_gemm.panels();
+      if (threads_ == 1) {
+        for (size_t p0 = 0; p0 < panels; p0 += b.pool_panels)
+          b.run_pool(x, y, scratch_.data(), p0, std::min(panels, p0 + b.pool_panels));
+      } else {
+        stages_.push_back({Stage::kPool, &b, x, y, panels, b.pool_panels, ceil_div(panels, b.pool_panels)});
+      }
+      continue;
+    }
     if (threads_ == 1) {
       RingCursor ring;
       b.run_rows(x, y, scratch_.data(), row_ptrs_.data(), 0, out_rows, nullptr, &ring);

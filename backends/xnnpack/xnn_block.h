@@ -60,6 +60,8 @@ class FusedBlocks {
   FusedBlocks(const FusedBlocks&) = delete;
   FusedBlocks& operator=(const FusedBlocks&) = delete;
 
+  /// Inverted-residual blocks (not counting the 1x1 convolutions fused with
+  /// their GlobalAveragePool, which run the same way).
   size_t count() const;
   /// Whether op i belongs to a block (the runtime runs it in a native segment).
   bool covers(size_t op) const { return block_of_[op] >= 0; }
@@ -93,6 +95,7 @@ class FusedBlocks {
   std::vector<int32_t> block_of_;  // per op: index into blocks_, or -1
   std::vector<uint8_t> hidden_;    // per value
   size_t threads_ = 1;
+  size_t pools_ = 0;  // of blocks_: 1x1 convolutions + GlobalAveragePool
   size_t per_task_ = 0;                 // floats of scratch per band
   std::vector<float> scratch_;          // threads_ x per_task_
   size_t max_band_ = 0;                 // rows of the tallest band

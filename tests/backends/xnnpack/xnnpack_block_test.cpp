@@ -234,3 +234,84 @@ INSTANTIATE_TEST_SUITE_P(Chains, XnnpackFusedChain, ::testing::ValuesIn(chain_ca
 
 }  // namespace
 }  // namespace kiln::abi_test
+
+namespace kiln::abi_test {
+namespace {
+
+// A 1x1 convolution + Clip whose output only a GlobalAveragePool reads (a
+// classifier's head), after an inverted-residual block or straight on the
+// input: fused into one op split by panels of 32 output channels (channel
+// counts that end in a full, a 24-wide and a 16-wide panel), batches, 1/2/3
+// threads, against portable kernels.
+struct PoolCase {
+  int64_t n, cin, cout, h, w, threads;
+  bool after_block;
+};
+
+std::string pool_name(const ::testing::TestParamInfo<PoolCase>& i) {
+  const PoolCase& c = i.param;
+  return "n" + std::to_string(c.n) + "_c" + std::to_string(c.cin) + "_o" + std::to_string(c.cout) + "_" +
+         std::to_string(c.h) + "x" + std::to_string(c.w) + "_t" + std::to_string(c.threads) +
+         (c.after_block ? "_block" : "");
+}
+
+class XnnpackFusedPool : public ::testing::TestWithParam<PoolCase> {};
+
+TEST_P(XnnpackFusedPool, MatchesPortableKernels) {
+  const PoolCase& c = GetParam();
+  GraphBuilder b;
+  ir::ValueId x = b.input("x", {c.n, c.cin, c.h, c.w});
+  if (c.after_block) x = add_block(b, x, {c.n, c.cin, 2 * c.cin, c.cin, c.h, c.w, 1, true, true, c.threads, 0}, "_blk");
+  Tensor lo = Tensor::allocate(DType::kFloat32, Shape(std::vector<int64_t>{}));
+  Tensor hi = Tensor::allocate(DType::kFloat32, Shape(std::vector<int64_t>{}));
+  lo.data<float>()[0] = 0.0f;
+  hi.data<float>()[0] = 6.0f;
+  ir::ValueId y = b.node("Conv",
+                         {x, b.constant("wc", scaled({c.cout, c.cin, 1, 1}, 21, 0.5f)),
+                          b.constant("bc", scaled({c.cout}, 22, 1.0f))},
+                         "head", {c.n, c.cout, c.h, c.w});
+  y = b.node("Clip", {y, b.constant("lo", std::move(lo)), b.constant("hi", std::move(hi))}, "clip",
+             {c.n, c.cout, c.h, c.w});
+  y = b.node("GlobalAveragePool", {y}, "gap", {c.n, c.cout, 1, 1});
+  b.output(y);
+  std::shared_ptr<ir::Graph> g = b.graph();
+  std::vector<Value> in{Value(random_tensor({c.n, c.cin, c.h, c.w}, 7))};
+  auto p = build(g, nullptr, {});
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  auto expected = p.value()->run(in, {}, nullptr);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  for (bool fuse : {true, false}) {
+    auto f = build(g, reg().get(), {"xnnpack"},
+                   {{"xnnpack", "threads", std::to_string(c.threads)}, {"xnnpack", "fuse_blocks", fuse ? "true" : "false"}},
+                   FallbackPolicy::kRequire);
+    ASSERT_TRUE(f.ok()) << f.status().to_string();
+    const PlacementReport& r = (*f)->placement();
+    ASSERT_EQ(r.partitions.size(), 1u);
+    // Fused, the block and the head leave no XNNPACK op: one native segment.
+    if (fuse && avx512()) {
+      EXPECT_NE(r.partitions[0].diagnostics.at(0).find("XNNPACK ops in 1 segment "), std::string::npos)
+          << r.partitions[0].diagnostics[0];
+    }
+    for (int run = 0; run < 2; ++run) {
+      auto a = (*f)->run(in, {}, nullptr);
+      ASSERT_TRUE(a.ok()) << a.status().to_string();
+      expect_close(a.value()[0].tensor(), expected.value()[0].tensor(), 1e-4f);
+    }
+  }
+}
+
+std::vector<PoolCase> pool_cases() {
+  std::vector<PoolCase> v;
+  for (int64_t t : {1, 2, 3}) {
+    v.push_back({1, 32, 1280, 7, 7, t, true});  // mobilenet_v2's head (smaller input channels)
+    v.push_back({2, 20, 56, 3, 5, t, false});   // panels of 32 + 24
+    v.push_back({1, 16, 80, 4, 1, t, true});    // 32 + 32 + 16
+    v.push_back({2, 8, 8, 1, 1, t, false});     // one pixel, one 16-wide panel
+  }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Pools, XnnpackFusedPool, ::testing::ValuesIn(pool_cases()), pool_name);
+
+}  // namespace
+}  // namespace kiln::abi_test

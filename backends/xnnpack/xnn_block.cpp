@@ -130,6 +130,25 @@ struct FusedBlocks::Block {
                 const float* expanded, RingCursor* ring) const;
 };
 
+// One stage of a chain of blocks run by 2+ threads: a banded block, or one
+// of the two phases of a block.
+struct FusedBlocks::Stage {
+  enum Kind : uint8_t { kBands, kExpand, kRows, kPool } kind = kBands;
+  const Block* block = nullptr;
+  const float* x = nullptr;
+  float* y = nullptr;
+  size_t rows = 0;   // output rows (kExpand: input pixels; kPool: panels) of all images
+  size_t chunk = 1;  // rows (pixels, panels) an item holds
+  size_t items = 0;
+};
+
+// What the threads of a chain share about one stage: the next item of a
+// phase, how many items are done, and (bands) each thread's run of items.
+struct FusedBlocks::StageSync {
+  alignas(64) std::atomic<size_t> next{0};
+  alignas(64) std::atomic<size_t> done{0};
+};
+
 namespace {
 
 // The block whose first op is ops[i], if there is one: [expand ->]
@@ -197,7 +216,8 @@ std::unique_ptr<FusedBlocks::Block> match_pool(const Program& p, size_t i, const
   const std::vector<int64_t>& xd = p.values[c.in[0]].dims;
   const std::vector<int64_t>& cd = p.values[c.out].dims;
   if (numel(xd) <= 0 || cd.size() != 4 || cd[0] != xd[0] || cd[1] != xd[1] || cd[2] != xd[2] ||
-      p.values[g.out].dims != std::vector<int64_t>{xd[0], 1, 1, cd[3]} || !weights_are(p, c, {cd[3], 1, 1, xd[3]}, cd[3]))
+      p.values[g.out].dims != std::vector<int64_t>{xd[0], 1, 1, cd[3]} ||
+      !weights_are(p, c, {cd[3], 1, 1, xd[3]}, cd[3]))
     return nullptr;
   auto b = std::make_unique<FusedBlocks::Block>();
   b->pool = true;
@@ -455,25 +475,6 @@ void pause() {
 }
 
 }  // namespace
-
-// One stage of a chain of blocks run by 2+ threads: a banded block, or one
-// of the two phases of a block.
-struct FusedBlocks::Stage {
-  enum Kind : uint8_t { kBands, kExpand, kRows, kPool } kind = kBands;
-  const Block* block = nullptr;
-  const float* x = nullptr;
-  float* y = nullptr;
-  size_t rows = 0;   // output rows (kExpand: input pixels; kPool: panels) of all images
-  size_t chunk = 1;  // rows (pixels, panels) an item holds
-  size_t items = 0;
-};
-
-// What the threads of a chain share about one stage: the next item of a
-// phase, how many items are done, and (bands) each thread's run of items.
-struct FusedBlocks::StageSync {
-  alignas(64) std::atomic<size_t> next{0};
-  alignas(64) std::atomic<size_t> done{0};
-};
 
 // A chain of consecutive blocks in one pthreadpool call: one task per
 // thread (t picks its scratch), each going through the stages in order.

@@ -37,8 +37,8 @@ StepTimer::~StepTimer() {
     runs = std::max(runs, s.count);
   }
   if (runs == 0 || total <= 0) return;
-  std::fprintf(stderr, "xnnpack partition profile: %zu runs, mean %.3f ms a run, sum of least step times %.3f ms\n", runs,
-               static_cast<double>(total) / 1e6 / static_cast<double>(runs), static_cast<double>(least) / 1e6);
+  std::fprintf(stderr, "xnnpack partition profile: %zu runs, mean %.3f ms a run, sum of least step times %.3f ms\n",
+               runs, static_cast<double>(total) / 1e6 / static_cast<double>(runs), static_cast<double>(least) / 1e6);
   std::fprintf(stderr, "  %9s %9s %7s  %s\n", "mean us", "least us", "share", "step");
   for (const Step& s : steps_) {
     const double mean = s.count ? static_cast<double>(s.ns) / 1e3 / static_cast<double>(s.count) : 0.0;

@@ -180,7 +180,8 @@ void Runtime::plan_steps() {
         step_of_[i] = timer_.add("op " + std::to_string(i) + " fused block " + blocks_->describe(i));
         i = blocks_->end(i) - 1;
       } else if (!wino_.fused[i]) {
-        step_of_[i] = timer_.add("op " + std::to_string(i) + " " + (wino_.conv[i] ? "winograd " : native_dw_[i] ? "native " : "") + op_label(i));
+        const char* how = wino_.conv[i] ? "winograd " : native_dw_[i] ? "native " : "";
+        step_of_[i] = timer_.add("op " + std::to_string(i) + " " + how + op_label(i));
       }
     }
   }

@@ -282,7 +282,8 @@ TEST_P(XnnpackFusedPool, MatchesPortableKernels) {
   ASSERT_TRUE(expected.ok()) << expected.status().to_string();
   for (bool fuse : {true, false}) {
     auto f = build(g, reg().get(), {"xnnpack"},
-                   {{"xnnpack", "threads", std::to_string(c.threads)}, {"xnnpack", "fuse_blocks", fuse ? "true" : "false"}},
+                   {{"xnnpack", "threads", std::to_string(c.threads)},
+                    {"xnnpack", "fuse_blocks", fuse ? "true" : "false"}},
                    FallbackPolicy::kRequire);
     ASSERT_TRUE(f.ok()) << f.status().to_string();
     const PlacementReport& r = (*f)->placement();

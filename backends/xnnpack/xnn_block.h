@@ -14,13 +14,17 @@
 // depthwise on its 3x3 kernel (xnn_dwconv.h); the expanded channels are
 // padded to a multiple of 16 inside the scratch. Blocks without an expand
 // (mobilenet_v2's first: depthwise -> project) are fused too when their
-// input has 16n channels. Threads (more than one): the block runs in two
-// phases, the expand of all rows and then the depthwise + project of
-// chunks of output rows, each phase's chunks taken by the pool's threads
-// from a shared counter; the expanded tensor then goes through memory as
-// unfused, but no halo rows are recomputed and a thread the OS preempts
-// (2 cores shared by many processes) holds back one chunk, not half the
-// block. The ring of rows saves the memory round trip at one thread.
+// input has 16n channels, and so is a 1x1 convolution read only by a
+// GlobalAveragePool (a classifier's head). Threads (more than one, option
+// block_split): in bands, each thread takes a contiguous run of items of
+// output rows end to end with its own ring (only the rows at the runs'
+// edges are expanded twice; idle threads take items from the back of
+// others' runs), or in two phases (the expand of all rows, then the
+// depthwise + project of chunks of rows; the expanded tensor then goes
+// through memory, but no halo rows are recomputed); auto picks bands where
+// the halo is small. Consecutive blocks run as one chain in one
+// pthreadpool call, stage after stage, so the threads meet the pool's
+// barrier once per chain, and a thread the OS preempts holds back one item.
 #pragma once
 
 #include <atomic>

@@ -4,9 +4,11 @@
 // depthwise, channel counts that are and are not multiples of 16 (the
 // expanded channels are padded inside the band scratch; project outputs end
 // in a masked vector), odd map sizes, batches, 1/2/3 plugin threads (one:
-// bands over a ring of expanded rows; more: the expand in full, then chunks
-// of output rows) and band heights that do and do not divide the output
-// height.
+// bands over a ring of expanded rows; more: block_split=bands, each thread
+// its run of bands with its own ring, and phases, the expand in full, then
+// chunks of output rows) and band heights that do and do not divide the
+// output height; chains of consecutive blocks; the fused 1x1 convolution +
+// GlobalAveragePool.
 // Each case also checks from the partition's compile line that the block
 // was fused (on a CPU without AVX-512F: that it was not), and that
 // fuse_blocks=false runs it unfused.

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <limits>
 
+#include <sched.h>
+
 #include "kiln/c/backend_sdk.hpp"
 #include "xnn_dwconv.h"
 #include "xnn_tsan.h"
@@ -19,9 +21,31 @@ namespace {
 // 320 KB or 1 MB).
 constexpr size_t kBandBytes = 512 * 1024;
 
-// Pixels a chunk of rows should hold at least when threads share a block
-// (one GEMM call: fewer re-read the weights too often).
-constexpr size_t kChunkPixels = 24;
+// Threads sharing a block deal its work in about kItemsPerRun items per
+// thread: bands of at least kItemPixels output pixels (one GEMM call each:
+// fewer re-read the weights too often), expand chunks of about
+// kExpandPixels. Bands are used when the input rows expanded twice are at
+// most 1 / kHaloShare of the input rows.
+constexpr size_t kItemsPerRun = 4;
+constexpr size_t kItemPixels = 48;
+constexpr size_t kRowPixels = 14;  // phases: depthwise + project items
+constexpr size_t kExpandPixels = 32;
+constexpr size_t kHaloShare = 8;
+
+size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+// Rows per item in [lo, hi] (lo <= hi) that `threads` threads finish
+// soonest: the fewest rows on the busiest thread (items of equal size,
+// dealt evenly), the larger on a tie. 14 rows, 2 threads: 1 (7 + 7), not
+// 2 (4 items + 3).
+size_t balanced_rows(size_t rows, size_t threads, size_t lo, size_t hi) {
+  size_t best = hi, best_span = SIZE_MAX;
+  for (size_t r = hi; r >= lo && r > 0; --r) {
+    const size_t span = ceil_div(ceil_div(rows, r), threads) * r;
+    if (span < best_span) best = r, best_span = span;
+  }
+  return best;
+}
 
 size_t round16(size_t c) { return (c + 15) / 16 * 16; }
 
@@ -66,26 +90,63 @@ const float* bias_of(const Program& p, const Op& op) {
 
 }  // namespace
 
+// Which expanded rows a thread's ring holds: output row g (of all images)
+// is the next row it would compute, input rows [0, next) of that image have
+// been expanded (the last `ring` of them are in the ring).
+struct RingCursor {
+  size_t g = SIZE_MAX, next = 0;
+};
+
 struct FusedBlocks::Block {
   size_t first = 0, end = 0;  // ops [first, end)
   uint32_t input = kNoValue, output = kNoValue;
   bool expand = false, residual = false;
   size_t n = 0, h = 0, w = 0, cin = 0, ce = 0, oh = 0, ow = 0, cout = 0;
   size_t band = 1, ring = 0;  // output rows per band step; expanded rows in the ring
+  bool pool = false;          // a 1x1 convolution + GlobalAveragePool (the head of a classifier), not a block
+  float pool_lo = 0, pool_hi = 0;
+  size_t pool_panels = 1;     // pool: panels of 32 output channels an item computes
+  bool banded = false;        // 2+ threads: bands end to end (else the two phases)
+  size_t item = 1;            // output rows a thread takes at a time (bands, or the depthwise + project phase)
+  size_t expand_px = 1;       // phases: input pixels a thread expands at a time
   PackedGemm expand_gemm, project_gemm;
   PackedGemm::Epilogue expand_epi{}, project_epi{};
   DepthwiseShape dw{};
   std::vector<float> dw_filter, dw_bias;  // [9][ce16], [ce16], zero-padded
 
   size_t ce16() const { return round16(ce); }
-  // Ring of expanded rows, then the depthwise output of a band.
-  size_t scratch_floats() const { return (ring * w + band * ow) * ce16(); }
+  // Ring of expanded rows, then the depthwise output of a band (pool: the
+  // convolution's output for an item's channels).
+  size_t scratch_floats() const { return pool ? n * h * w * pool_panels * 32 : (ring * w + band * ow) * ce16(); }
+  /// pool: channels [32 p0, 32 p1) of the pooled output.
+  void run_pool(const float* x, float* y, float* scratch, size_t p0, size_t p1) const;
   /// Output rows [g0, g1) of all images (row g is image g / oh, row g % oh).
   /// `expanded`: the whole expanded input (n x h x w x ce16), else null
   /// (the band expands its own rows).
-  /// `row_ptrs`: room for 3 pointers per band row.
+  /// `row_ptrs`: room for 3 pointers per band row. `ring`: where the
+  /// ring of `scratch` stands (null: start it afresh); rows that continue
+  /// from the last call keep its expanded rows instead of recomputing them.
   void run_rows(const float* x, float* y, float* scratch, const float** row_ptrs, size_t g0, size_t g1,
-                const float* expanded) const;
+                const float* expanded, RingCursor* ring) const;
+};
+
+// One stage of a chain of blocks run by 2+ threads: a banded block, or one
+// of the two phases of a block.
+struct FusedBlocks::Stage {
+  enum Kind : uint8_t { kBands, kExpand, kRows, kPool } kind = kBands;
+  const Block* block = nullptr;
+  const float* x = nullptr;
+  float* y = nullptr;
+  size_t rows = 0;   // output rows (kExpand: input pixels; kPool: panels) of all images
+  size_t chunk = 1;  // rows (pixels, panels) an item holds
+  size_t items = 0;
+};
+
+// What the threads of a chain share about one stage: the next item of a
+// phase, how many items are done, and (bands) each thread's run of items.
+struct FusedBlocks::StageSync {
+  alignas(64) std::atomic<size_t> next{0};
+  alignas(64) std::atomic<size_t> done{0};
 };
 
 namespace {
@@ -141,6 +202,40 @@ std::unique_ptr<FusedBlocks::Block> match(const Program& p, size_t first, const 
   return b;
 }
 
+// A 1x1 convolution whose output only a GlobalAveragePool reads (the head
+// of mobilenet_v2 and most classifiers: 320 -> 1280 channels on 7x7, then
+// the average): run as one op, a few channels at a time, so the
+// convolution's output stays in a small scratch and the threads share out
+// the channels (XNNPACK ran it as two ops, each a pool call).
+std::unique_ptr<FusedBlocks::Block> match_pool(const Program& p, size_t i, const std::vector<size_t>& readers) {
+  if (i + 1 >= p.ops.size() || !pointwise(p, p.ops[i]) || readers[p.ops[i].out] != 1) return nullptr;
+  const Op& c = p.ops[i];
+  const Op& g = p.ops[i + 1];
+  if (g.kind != OpKind::kGlobalAveragePool || g.in.size() != 1 || g.in[0] != c.out || is_constant(p, c.in[0]))
+    return nullptr;
+  const std::vector<int64_t>& xd = p.values[c.in[0]].dims;
+  const std::vector<int64_t>& cd = p.values[c.out].dims;
+  if (numel(xd) <= 0 || cd.size() != 4 || cd[0] != xd[0] || cd[1] != xd[1] || cd[2] != xd[2] ||
+      p.values[g.out].dims != std::vector<int64_t>{xd[0], 1, 1, cd[3]} ||
+      !weights_are(p, c, {cd[3], 1, 1, xd[3]}, cd[3]))
+    return nullptr;
+  auto b = std::make_unique<FusedBlocks::Block>();
+  b->pool = true;
+  b->first = i;
+  b->end = i + 2;
+  b->input = c.in[0];
+  b->output = g.out;
+  b->n = static_cast<size_t>(xd[0]), b->h = static_cast<size_t>(xd[1]), b->w = static_cast<size_t>(xd[2]);
+  b->cin = static_cast<size_t>(xd[3]), b->cout = static_cast<size_t>(cd[3]);
+  b->oh = 1, b->ow = 1;
+  b->project_gemm = PackedGemm(constant_of(p, c.in[1]).data(), bias_of(p, c), b->cout, b->cin, b->cin);
+  b->project_epi.lo = c.floats[0];
+  b->project_epi.hi = c.floats[1];
+  b->pool_lo = g.floats.size() >= 2 ? g.floats[0] : -std::numeric_limits<float>::infinity();
+  b->pool_hi = g.floats.size() >= 2 ? g.floats[1] : std::numeric_limits<float>::infinity();
+  return b;
+}
+
 // Packs the weights of a matched block and sizes its bands.
 void prepare(const Program& p, FusedBlocks::Block& b, size_t band_rows) {
   const size_t ce16 = b.ce16();
@@ -185,6 +280,31 @@ void prepare(const Program& p, FusedBlocks::Block& b, size_t band_rows) {
   }
 }
 
+// How `threads` threads share a block: bands, unless the halo rows the
+// runs' edges expand twice are a large share of the expand (small maps:
+// each edge of a run expands 3 - stride input rows twice), and items of
+// output rows small enough that each run has a few (a preempted thread
+// holds back one) and large enough for the GEMMs (a few dozen pixels).
+void plan_split(FusedBlocks::Block& b, BlockSplit split, size_t threads) {
+  if (threads < 2) return;
+  const size_t halo = (threads - 1) * (3 - b.dw.stride);
+  b.banded = split == BlockSplit::kBands ||
+             (split == BlockSplit::kAuto && (!b.expand || halo * kHaloShare <= b.n * b.h));
+  const size_t rows = b.n * b.oh;
+  const size_t share = ceil_div(rows, threads), target = std::max<size_t>(1, ceil_div(rows, threads * kItemsPerRun));
+  if (b.banded) {
+    const size_t lo = std::min(share, ceil_div(kItemPixels, b.ow));
+    b.item = balanced_rows(rows, threads, lo, std::max(lo, target));
+  } else {
+    // Twice the least rows allowed: 7x7 maps, 2 threads take 4 + 3 rows in
+    // two items (GEMMs of 28 pixels), not 2 + 2 | 2 + 1 in four.
+    const size_t lo = std::min({share, b.band, ceil_div(kRowPixels, b.ow)});
+    b.item = balanced_rows(rows, threads, lo, std::max(std::min(2 * lo, b.band), std::min(target, b.band)));
+    const size_t px = b.n * b.h * b.w, items = threads * std::max<size_t>(1, ceil_div(px, threads * kExpandPixels));
+    b.expand_px = ceil_div(px, items);
+  }
+}
+
 }  // namespace
 
 FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
@@ -200,12 +320,21 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
   for (const Boundary& b : p.outputs) ++readers[b.value];
   for (size_t i = 0; i < p.ops.size();) {
     std::unique_ptr<Block> b = match(p, i, readers);
-    if (!b) {
+    if (b) {
+      prepare(p, *b, f.band_rows);
+      plan_split(*b, f.split, threads_);
+    } else if ((b = match_pool(p, i, readers))) {
+      // Items of a few panels: ~kItemsPerRun per thread, within kBandBytes of scratch at one thread.
+      const size_t panels = b->project_gemm.panels(), px = b->n * b->h * b->w;
+      b->pool_panels = threads_ > 1 ? ceil_div(panels, threads_ * kItemsPerRun)
+                                    : std::clamp<size_t>(kBandBytes / (px * 32 * sizeof(float)), 1, panels);
+      ++pools_;
+    } else {
       ++i;
       continue;
     }
-    prepare(p, *b, f.band_rows);
-    if (threads_ > 1 && b->expand) expanded_size = std::max(expanded_size, b->n * b->h * b->w * b->ce16());
+    if (threads_ > 1 && b->expand && !b->banded)
+      expanded_size = std::max(expanded_size, b->n * b->h * b->w * b->ce16());
     for (size_t k = b->first; k < b->end; ++k) {
       block_of_[k] = static_cast<int32_t>(blocks_.size());
       if (k + 1 < b->end) hidden_[p.ops[k].out] = 1;
@@ -218,11 +347,30 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
   scratch_.assign(per_task_ * threads_, 0.0f);
   row_ptrs_.assign(max_band_ * 3 * threads_, nullptr);
   expanded_.assign(expanded_size, 0.0f);
+  if (threads_ > 1) {  // each block is at most two stages of a chain
+    stages_.reserve(2 * blocks_.size());
+    sync_ = std::make_unique<StageSync[]>(2 * blocks_.size());
+    runs_ = std::make_unique<ItemRun[]>(2 * blocks_.size() * threads_);
+  }
 }
 
 FusedBlocks::~FusedBlocks() = default;
 
-size_t FusedBlocks::count() const { return blocks_.size(); }
+size_t FusedBlocks::count() const { return blocks_.size() - pools_; }
+
+void FusedBlocks::Block::run_pool(const float* x, float* y, float* scratch, size_t p0, size_t p1) const {
+  const size_t c0 = p0 * 32, c1 = std::min(cout, p1 * 32), ld = (p1 - p0) * 32, px = h * w;
+  project_gemm.run_panels(n * px, x, cin, scratch, ld, project_epi, p0, p1);
+  const float scale = 1.0f / static_cast<float>(px);
+  for (size_t img = 0; img < n; ++img) {
+    float* out = y + img * cout + c0;
+    const float* rows = scratch + img * px * ld;
+    for (size_t c = 0; c < c1 - c0; ++c) out[c] = 0.0f;
+    for (size_t r = 0; r < px; ++r)
+      for (size_t c = 0; c < c1 - c0; ++c) out[c] += rows[r * ld + c];
+    for (size_t c = 0; c < c1 - c0; ++c) out[c] = std::min(std::max(out[c] * scale, pool_lo), pool_hi);
+  }
+}
 
 bool FusedBlocks::starts(size_t op) const {
   return covers(op) && blocks_[static_cast<size_t>(block_of_[op])]->first == op;
@@ -230,8 +378,18 @@ bool FusedBlocks::starts(size_t op) const {
 
 size_t FusedBlocks::end(size_t op) const { return blocks_[static_cast<size_t>(block_of_[op])]->end; }
 
+size_t FusedBlocks::first(size_t op) const { return blocks_[static_cast<size_t>(block_of_[op])]->first; }
+
+std::string FusedBlocks::describe(size_t op) const {
+  const Block& b = *blocks_[static_cast<size_t>(block_of_[op])];
+  auto s = [](size_t v) { return std::to_string(v); };
+  if (b.pool) return "1x1 conv + global average pool " + s(b.h) + "x" + s(b.w) + "x" + s(b.cin) + " -> " + s(b.cout);
+  return s(b.h) + "x" + s(b.w) + "x" + s(b.cin) + (b.expand ? " -> " + s(b.ce) : "") + " -> " + s(b.oh) + "x" + s(b.ow) +
+         "x" + s(b.cout) + " s" + s(b.dw.stride) + (b.residual ? " +res" : "") + " band " + s(b.band);
+}
+
 void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, const float** row_ptrs, size_t g0,
-                                  size_t g1, const float* expanded) const {
+                                  size_t g1, const float* expanded, RingCursor* ring_at) const {
   const size_t ce16 = this->ce16(), s = dw.stride, pt = dw.pad_top;
   // The ring holds expanded rows by blocks of 16 channels ([ce16 / 16][ring][w][16]):
   // the depthwise reads a block's rows contiguously, not one 64-byte line per pixel.
@@ -245,6 +403,7 @@ void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, cons
     float* yn = y + n * oh * ow * cout;
     // Input rows [0, next) have been expanded into the ring (row r in slot r % ring).
     size_t next = oy0 * s > pt ? oy0 * s - pt : 0;
+    if (ring_at && ring_at->g == g && oy0 > 0) next = std::max(next, ring_at->next);
     for (size_t oy = oy0; oy < oy_end; oy += band) {
       const size_t oe = std::min(oy + band, oy_end);
       if (expand && !expanded) {
@@ -287,89 +446,181 @@ void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, cons
       project_gemm.run((oe - oy) * ow, dw_out, ce16, yn + oy * ow * cout, cout, pe);
     }
     g += oy_end - oy0;
+    if (ring_at && ring_mode) *ring_at = RingCursor{g, next};
   }
 }
 
 namespace {
 
-size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+constexpr uint64_t kLow = 0xFFFFFFFFu;
 
-// One pthreadpool task per thread (t picks its scratch); each takes chunks
-// of rows from a shared counter until none is left. A worker the OS has not
-// scheduled yet holds no work back (the caller takes its chunks), and one
-// preempted holds one chunk, not half the block.
-struct ChunkTask {
-  const FusedBlocks::Block* block;
-  const float* x;
-  float* y;
-  float* scratch;
-  size_t per_task;
-  const float** row_ptrs;  // 3 per band row per thread
-  size_t ptrs_per_task;
-  float* expanded;  // the whole expanded input: written by the expand phase, read after (null: the bands expand)
-  bool expanding;   // the expand phase: rows are input rows
-  size_t rows, chunk;
-  std::atomic<size_t> next{0};
-
-  static void run(void* ctx, size_t t) {
-    tsan_acquire(ctx);
-    auto* c = static_cast<ChunkTask*>(ctx);
-    const FusedBlocks::Block& b = *c->block;
-    for (;;) {
-      const size_t r0 = c->next.fetch_add(c->chunk, std::memory_order_relaxed);
-      if (r0 >= c->rows) break;
-      const size_t r1 = std::min(c->rows, r0 + c->chunk);
-      if (c->expanding) {
-        b.expand_gemm.run((r1 - r0) * b.w, c->x + r0 * b.w * b.cin, b.cin, c->expanded + r0 * b.w * b.ce16(), b.ce16(),
-                          b.expand_epi);
-      } else {
-        b.run_rows(c->x, c->y, c->scratch + t * c->per_task, c->row_ptrs + t * c->ptrs_per_task, r0, r1, c->expanded);
-      }
+// Takes an item from the front or the back of a run ([front, back) packed
+// as front | back << 32).
+bool take(std::atomic<uint64_t>& run, bool front, size_t& item) {
+  uint64_t v = run.load(std::memory_order_relaxed);
+  for (;;) {
+    const uint64_t f = v & kLow, b = v >> 32;
+    if (f >= b) return false;
+    const uint64_t want = front ? v + 1 : v - (uint64_t{1} << 32);
+    if (run.compare_exchange_weak(v, want, std::memory_order_relaxed)) {
+      item = static_cast<size_t>(front ? f : b - 1);
+      return true;
     }
-    tsan_release(ctx);
   }
-};
+}
 
-void parallelize(pthreadpool_t pool, ChunkTask& task, size_t threads, uint32_t flags) {
-  tsan_release(&task);
-  api().pthreadpool_parallelize_1d(pool, &ChunkTask::run, &task, threads, flags);
-  tsan_acquire(&task);
+void pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
 }
 
 }  // namespace
 
-// One thread: the block in bands, each expanding its rows into the ring.
-// More: the expand first, all input rows in chunks, then the depthwise and
-// project in chunks of output rows; split into bands instead, each thread
-// would recompute halo rows and hold a large share of the block.
-void FusedBlocks::run(size_t op, const std::vector<float*>& ptr, pthreadpool_t pool, uint32_t flags) {
-  const Block& b = *blocks_[static_cast<size_t>(block_of_[op])];
-  const float* x = ptr[b.input];
-  float* y = ptr[b.output];
-  if (!x || !y) kiln::sdk::fail(KILN_STATUS_INTERNAL, "a fused block lacks a buffer");
-  const size_t out_rows = b.n * b.oh;
-  ChunkTask rows{&b,      x,     y,        scratch_.data(), per_task_, row_ptrs_.data(), max_band_ * 3,
-                 nullptr, false, out_rows, out_rows};
-  if (threads_ > 1) {
-    if (b.expand) {
-      const size_t in_rows = b.n * b.h;
-      ChunkTask e{&b,
-                  x,
-                  y,
-                  nullptr,
-                  0,
-                  nullptr,
-                  0,
-                  expanded_.data(),
-                  true,
-                  in_rows,
-                  std::min(ceil_div(kChunkPixels, b.w), ceil_div(in_rows, threads_))};
-      parallelize(pool, e, threads_, 0);
-      rows.expanded = expanded_.data();
+// A chain of consecutive blocks in one pthreadpool call: one task per
+// thread (t picks its scratch), each going through the stages in order.
+// Items of a stage are taken as they come (phases: from a shared counter;
+// bands: see run_bands), and a stage starts once every item of the one
+// before is done. A thread the OS has not scheduled yet holds nothing back
+// (the others take its items), one preempted holds back the item it is in,
+// and the threads meet pthreadpool's barrier once for the chain, not once
+// or twice per block (on 2 cores shared with other work, each meeting
+// waits for a worker the OS may have put aside for milliseconds).
+struct FusedBlocks::Chain {
+  FusedBlocks* self;
+  const Stage* stages;
+  size_t count;
+
+  static void run(void* ctx, size_t t) {
+    tsan_acquire(ctx);
+    const auto* c = static_cast<const Chain*>(ctx);
+    FusedBlocks& f = *c->self;
+    float* scratch = f.scratch_.data() + t * f.per_task_;
+    const float** row_ptrs = f.row_ptrs_.data() + t * f.max_band_ * 3;
+    for (size_t s = 0; s < c->count; ++s) {
+      if (s > 0) {
+        const size_t items = c->stages[s - 1].items;
+        for (unsigned spins = 0; f.sync_[s - 1].done.load(std::memory_order_acquire) < items; ++spins) {
+          if (spins < 4096) pause();
+          else sched_yield();
+        }
+      }
+      const Stage& st = c->stages[s];
+      StageSync& sync = f.sync_[s];
+      const Block& b = *st.block;
+      if (st.kind == Stage::kBands) {
+        run_bands(st, sync, f.runs_.get() + s * f.threads_, f.threads_, t, scratch, row_ptrs);
+        continue;
+      }
+      for (;;) {
+        const size_t item = sync.next.fetch_add(1, std::memory_order_relaxed);
+        if (item >= st.items) break;
+        const size_t r0 = item * st.chunk, r1 = std::min(st.rows, r0 + st.chunk);
+        if (st.kind == Stage::kPool) {  // r0, r1: panels
+          b.run_pool(st.x, st.y, scratch, r0, r1);
+        } else if (st.kind == Stage::kExpand) {  // r0, r1: pixels
+          b.expand_gemm.run(r1 - r0, st.x + r0 * b.cin, b.cin, f.expanded_.data() + r0 * b.ce16(), b.ce16(),
+                            b.expand_epi);
+        } else {
+          b.run_rows(st.x, st.y, scratch, row_ptrs, r0, r1, b.expand ? f.expanded_.data() : nullptr, nullptr);
+        }
+        sync.done.fetch_add(1, std::memory_order_release);
+      }
     }
-    rows.chunk = std::min({b.band, ceil_div(kChunkPixels, b.ow), ceil_div(out_rows, threads_)});
+    tsan_release(ctx);
   }
-  parallelize(pool, rows, threads_, flags);
+
+  // Bands: the block's items are dealt out in contiguous runs, one per
+  // thread; a thread takes its run's items from the front, in order, so its
+  // ring of expanded rows carries over from one item to the next and only
+  // the rows at the edges of its run are expanded twice. A thread whose run
+  // is done takes items from the back of the run with the most left
+  // (expanding their halo rows afresh).
+  static void run_bands(const Stage& st, StageSync& sync, ItemRun* runs, size_t threads, size_t t, float* scratch,
+                        const float** row_ptrs) {
+    const Block& b = *st.block;
+    auto rows_of = [&](size_t item, RingCursor* ring) {
+      const size_t g0 = item * st.chunk, g1 = std::min(st.rows, g0 + st.chunk);
+      b.run_rows(st.x, st.y, scratch, row_ptrs, g0, g1, nullptr, ring);
+      sync.done.fetch_add(1, std::memory_order_release);
+    };
+    RingCursor ring;
+    size_t item = 0;
+    while (take(runs[t].items, true, item)) rows_of(item, &ring);
+    for (;;) {
+      size_t victim = threads, most = 0;
+      for (size_t r = 0; r < threads; ++r) {
+        const uint64_t v = runs[r].items.load(std::memory_order_relaxed);
+        const uint64_t left = (v >> 32) > (v & kLow) ? (v >> 32) - (v & kLow) : 0;
+        if (left > most) most = left, victim = r;
+      }
+      if (victim == threads) break;
+      if (take(runs[victim].items, false, item)) rows_of(item, nullptr);
+    }
+  }
+};
+
+BlockSplit parse_block_split(const std::string& s) {
+  if (s == "auto") return BlockSplit::kAuto;
+  if (s == "bands") return BlockSplit::kBands;
+  if (s == "phases") return BlockSplit::kPhases;
+  kiln::sdk::fail(KILN_STATUS_INVALID_ARGUMENT, "option 'block_split' must be auto, bands or phases, got '" + s + "'");
+}
+
+size_t FusedBlocks::chain_end(size_t op, size_t stop) const {
+  size_t e = op;
+  while (e < stop && starts(e) && end(e) <= stop) e = end(e);
+  return e;
+}
+
+// One thread: each block in bands, each band expanding its rows into the
+// ring. More: the blocks of [op, stop) as one chain (Chain).
+void FusedBlocks::run(size_t op, size_t stop, const std::vector<float*>& ptr, pthreadpool_t pool, uint32_t flags) {
+  stages_.clear();
+  for (size_t i = op; i < stop; i = end(i)) {
+    const Block& b = *blocks_[static_cast<size_t>(block_of_[i])];
+    const float* x = ptr[b.input];
+    float* y = ptr[b.output];
+    if (!x || !y) kiln::sdk::fail(KILN_STATUS_INTERNAL, "a fused block lacks a buffer");
+    const size_t out_rows = b.n * b.oh;
+    if (b.pool) {
+      const size_t panels = b.project_gemm.panels();
+      if (threads_ == 1) {
+        for (size_t p0 = 0; p0 < panels; p0 += b.pool_panels)
+          b.run_pool(x, y, scratch_.data(), p0, std::min(panels, p0 + b.pool_panels));
+      } else {
+        stages_.push_back({Stage::kPool, &b, x, y, panels, b.pool_panels, ceil_div(panels, b.pool_panels)});
+      }
+      continue;
+    }
+    if (threads_ == 1) {
+      RingCursor ring;
+      b.run_rows(x, y, scratch_.data(), row_ptrs_.data(), 0, out_rows, nullptr, &ring);
+      continue;
+    }
+    if (b.banded) {
+      stages_.push_back({Stage::kBands, &b, x, y, out_rows, b.item, ceil_div(out_rows, b.item)});
+      continue;
+    }
+    if (b.expand) {
+      const size_t px = b.n * b.h * b.w;
+      stages_.push_back({Stage::kExpand, &b, x, y, px, b.expand_px, ceil_div(px, b.expand_px)});
+    }
+    stages_.push_back({Stage::kRows, &b, x, y, out_rows, b.item, ceil_div(out_rows, b.item)});
+  }
+  if (stages_.empty()) return;
+  for (size_t s = 0; s < stages_.size(); ++s) {
+    sync_[s].next.store(0, std::memory_order_relaxed);
+    sync_[s].done.store(0, std::memory_order_relaxed);
+    for (size_t t = 0; t < threads_; ++t) {
+      const uint64_t items = stages_[s].items, f = items * t / threads_, e = items * (t + 1) / threads_;
+      runs_[s * threads_ + t].items.store(f | (e << 32), std::memory_order_relaxed);
+    }
+  }
+  Chain chain{this, stages_.data(), stages_.size()};
+  tsan_release(&chain);
+  api().pthreadpool_parallelize_1d(pool, &Chain::run, &chain, threads_, flags);
+  tsan_acquire(&chain);
 }
 
 }  // namespace kiln_xnnpack

@@ -14,18 +14,24 @@
 // depthwise on its 3x3 kernel (xnn_dwconv.h), AVX-512 or AVX2 (xnn_isa.h); the expanded channels are
 // padded to a multiple of 16 inside the scratch. Blocks without an expand
 // (mobilenet_v2's first: depthwise -> project) are fused too when their
-// input has 16n channels. Threads (more than one): the block runs in two
-// phases, the expand of all rows and then the depthwise + project of
-// chunks of output rows, each phase's chunks taken by the pool's threads
-// from a shared counter; the expanded tensor then goes through memory as
-// unfused, but no halo rows are recomputed and a thread the OS preempts
-// (2 cores shared by many processes) holds back one chunk, not half the
-// block. The ring of rows saves the memory round trip at one thread.
+// input has 16n channels, and so is a 1x1 convolution read only by a
+// GlobalAveragePool (a classifier's head). Threads (more than one, option
+// block_split): in bands, each thread takes a contiguous run of items of
+// output rows end to end with its own ring (only the rows at the runs'
+// edges are expanded twice; idle threads take items from the back of
+// others' runs), or in two phases (the expand of all rows, then the
+// depthwise + project of chunks of rows; the expanded tensor then goes
+// through memory, but no halo rows are recomputed); auto picks bands where
+// the halo is small. Consecutive blocks run as one chain in one
+// pthreadpool call, stage after stage, so the threads meet the pool's
+// barrier once per chain, and a thread the OS preempts holds back one item.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "xnn_api.h"
@@ -34,9 +40,19 @@
 
 namespace kiln_xnnpack {
 
+/// How threads share a block (option block_split).
+enum class BlockSplit : uint8_t {
+  kAuto,    // bands where the halo rows they recompute cost less than the phases' memory round trip
+  kBands,   // each thread runs bands of output rows end to end (expand -> depthwise -> project)
+  kPhases,  // the expand of all rows, then the depthwise + project of chunks of rows
+};
+/// auto, bands or phases; throws kiln::sdk::Error naming the option otherwise.
+BlockSplit parse_block_split(const std::string& s);
+
 struct BlockFusion {
   bool enabled = true;   // option fuse_blocks
   size_t band_rows = 0;  // output rows a band computes at a time (option block_rows; 0: sized to the cache)
+  BlockSplit split = BlockSplit::kAuto;
 };
 
 class FusedBlocks {
@@ -48,30 +64,50 @@ class FusedBlocks {
   FusedBlocks(const FusedBlocks&) = delete;
   FusedBlocks& operator=(const FusedBlocks&) = delete;
 
+  /// Inverted-residual blocks (not counting the 1x1 convolutions fused with
+  /// their GlobalAveragePool, which run the same way).
   size_t count() const;
   /// Whether op i belongs to a block (the runtime runs it in a native segment).
   bool covers(size_t op) const { return block_of_[op] >= 0; }
   /// Whether op i is the first op of a block, and the index past its last.
   bool starts(size_t op) const;
   size_t end(size_t op) const;
+  /// The first op of the block op i belongs to.
+  size_t first(size_t op) const;
+  /// The block starting at op i in words (shapes, stride, residual), for profiles.
+  std::string describe(size_t op) const;
   /// Values only written and read inside a block (never in memory).
   bool hidden(uint32_t value) const { return value < hidden_.size() && hidden_[value] != 0; }
-  /// Runs the block starting at op i; `ptr` holds where each value is.
-  void run(size_t op, const std::vector<float*>& ptr, pthreadpool_t pool, uint32_t flags);
+  /// The index past the consecutive blocks that start at op i and end at
+  /// or before op `stop` (i itself when no block starts there).
+  size_t chain_end(size_t op, size_t stop) const;
+  /// Runs the consecutive blocks from op i to op `stop` (a chain_end());
+  /// `ptr` holds where each value is. Threads meet once for all of them.
+  void run(size_t op, size_t stop, const std::vector<float*>& ptr, pthreadpool_t pool, uint32_t flags);
   size_t scratch_bytes() const { return (scratch_.size() + expanded_.size()) * sizeof(float); }
 
   struct Block;
+  struct Stage;
+  struct StageSync;
+  struct Chain;
+  struct ItemRun {  // one thread's items of a banded block (xnn_block.cpp)
+    alignas(64) std::atomic<uint64_t> items{0};
+  };
 
  private:
   std::vector<std::unique_ptr<Block>> blocks_;
   std::vector<int32_t> block_of_;  // per op: index into blocks_, or -1
   std::vector<uint8_t> hidden_;    // per value
   size_t threads_ = 1;
+  size_t pools_ = 0;  // of blocks_: 1x1 convolutions + GlobalAveragePool
   size_t per_task_ = 0;                 // floats of scratch per band
   std::vector<float> scratch_;          // threads_ x per_task_
   size_t max_band_ = 0;                 // rows of the tallest band
   std::vector<const float*> row_ptrs_;  // threads_ x max_band_ x 3: the input rows of each band row
   std::vector<float> expanded_;         // threads_ > 1: the largest expanded tensor (two phases)
+  std::vector<Stage> stages_;            // threads_ > 1: the stages of the chain running
+  std::unique_ptr<StageSync[]> sync_;    // per stage of the chain
+  std::unique_ptr<ItemRun[]> runs_;      // per stage of the chain x thread: the items of a banded block it has left
 };
 
 }  // namespace kiln_xnnpack

@@ -125,8 +125,18 @@ TileFn tile_for(size_t mr) {
 }  // namespace
 
 void PackedGemm::run(size_t m, const float* a, size_t lda, float* c, size_t ldc, const Epilogue& e, size_t cvs) const {
-  const float* b = panels_.data();
-  for (size_t col0 = 0; col0 < n_; col0 += kPanel) {
+  run_range(m, a, lda, c, ldc, e, cvs, 0, panels());
+}
+
+void PackedGemm::run_panels(size_t m, const float* a, size_t lda, float* c, size_t ldc, const Epilogue& e, size_t p0,
+                            size_t p1) const {
+  run_range(m, a, lda, c, ldc, e, 16, p0, std::min(p1, panels()));
+}
+
+void PackedGemm::run_range(size_t m, const float* a, size_t lda, float* c, size_t ldc, const Epilogue& e, size_t cvs,
+                           size_t p0, size_t p1) const {
+  const float* b = panels_.data() + p0 * kPanel * k_;  // every panel before the last is kPanel wide
+  for (size_t col0 = p0 * kPanel; col0 < std::min(n_, p1 * kPanel); col0 += kPanel) {
     const size_t cols = std::min(kPanel, n_ - col0), width = panel_width(cols);
     if (isa_ == Isa::kAvx2) {
       const float* r = e.residual ? e.residual + col0 : nullptr;
@@ -139,7 +149,8 @@ void PackedGemm::run(size_t m, const float* a, size_t lda, float* c, size_t ldc,
     const size_t rows = rows_for(width);
     for (size_t m0 = 0; m0 < m; m0 += rows) {
       const size_t mr = std::min(rows, m - m0);
-      const float* r = e.residual ? e.residual + m0 * e.ldr + col0 : nullptr;
+      const size_t at = col0 - p0 * kPanel;  // c and the residual start at column p0 * kPanel
+      const float* r = e.residual ? e.residual + m0 * e.ldr + at : nullptr;
       TileFn f = nullptr;
       if (width == 32)
         f = r ? tile_for<32, true>(mr) : tile_for<32, false>(mr);
@@ -147,13 +158,16 @@ void PackedGemm::run(size_t m, const float* a, size_t lda, float* c, size_t ldc,
         f = r ? tile_for<24, true>(mr) : tile_for<24, false>(mr);
       else
         f = r ? tile_for<16, true>(mr) : tile_for<16, false>(mr);
-      f(k_, a + m0 * lda, lda, b, bias_.data() + col0, c + m0 * ldc + col0 / 16 * cvs, ldc, cvs, last, r, e);
+      f(k_, a + m0 * lda, lda, b, bias_.data() + col0, c + m0 * ldc + at / 16 * cvs, ldc, cvs, last, r, e);
     }
     b += k_ * width;
   }
 }
 #else
 void PackedGemm::run(size_t, const float*, size_t, float*, size_t, const Epilogue&, size_t) const {}
+void PackedGemm::run_panels(size_t, const float*, size_t, float*, size_t, const Epilogue&, size_t, size_t) const {}
+void PackedGemm::run_range(size_t, const float*, size_t, float*, size_t, const Epilogue&, size_t, size_t,
+                           size_t) const {}
 #endif
 
 }  // namespace kiln_xnnpack

@@ -44,7 +44,17 @@ class PackedGemm {
   /// 16 then, a row's block of 16 being contiguous).
   void run(size_t m, const float* a, size_t lda, float* c, size_t ldc, const Epilogue& e, size_t cvs = 16) const;
 
+  /// Packed panels of 32 output columns (the last may be narrower).
+  size_t panels() const { return (n_ + 31) / 32; }
+  /// Columns [32 p0, min(n, 32 p1)) of C only, `c` (and the residual, if
+  /// any) pointing at column 32 p0: threads can share out the columns.
+  void run_panels(size_t m, const float* a, size_t lda, float* c, size_t ldc, const Epilogue& e, size_t p0,
+                  size_t p1) const;
+
  private:
+  void run_range(size_t m, const float* a, size_t lda, float* c, size_t ldc, const Epilogue& e, size_t cvs, size_t p0,
+                 size_t p1) const;
+
   size_t n_ = 0, k_ = 0;
   Isa isa_ = Isa::kNone;
   std::vector<float> panels_;  // per panel: k rows of 32 (or 16) columns, zero-padded

@@ -230,9 +230,11 @@ class XnnInstance final : public Instance {
     if (rows < 0 || rows > 4096)
       fail(KILN_STATUS_INVALID_ARGUMENT, "option 'block_rows' must be in [0, 4096], got " + options_.get("block_rows"));
     (void)parse_winograd_mode(options_.get("winograd"));
+    (void)parse_block_split(options_.get("block_split"));
   }
   BlockFusion fusion() const {
-    return {options_.get_bool("fuse_blocks"), static_cast<size_t>(options_.get_int("block_rows"))};
+    return {options_.get_bool("fuse_blocks"), static_cast<size_t>(options_.get_int("block_rows")),
+            parse_block_split(options_.get("block_split"))};
   }
   std::shared_ptr<Pools> pools_;
 };
@@ -267,6 +269,9 @@ class XnnPlugin final : public Plugin {
         {"fuse_blocks", KILN_OPTION_BOOL, "true",
          "run inverted-residual blocks (1x1 expand -> 3x3 depthwise -> 1x1 project [+ Add]) fused in row bands (AVX-512/AVX2)"},
         {"block_rows", KILN_OPTION_INT, "0", "output rows a fused block computes at a time (0: sized to the L2 cache)"},
+        {"block_split", KILN_OPTION_STRING, "auto",
+         "how threads share a fused block: bands (each thread expands its own rows), phases (expand all rows first), "
+         "auto"},
         {"winograd", KILN_OPTION_STRING, "auto",
          "3x3 stride-1 convolutions by Winograd F(4x4,3x3): auto (shapes that gain), off, always"},
         {"verbose", KILN_OPTION_BOOL, "false", "log each compiled partition at info level"},

@@ -32,6 +32,32 @@ uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 
 std::vector<size_t> size_dims(const std::vector<int64_t>& d) { return std::vector<size_t>(d.begin(), d.end()); }
 
+// d[3 p + c] = s<c>[p] for p in [p0, p1): an image's three planes to NHWC,
+// pixel by pixel, which the compiler vectorizes (224x224, Zen 4, hot
+// cache: 28 us with SSE2, 15 us with AVX2; the channel-outer loop of other
+// channel counts stores one float at a time).
+template <int>
+void interleave3_body(const float* s0, const float* s1, const float* s2, float* d, size_t p0, size_t p1) {
+  for (size_t p = p0; p < p1; ++p) {
+    d[3 * p] = s0[p];
+    d[3 * p + 1] = s1[p];
+    d[3 * p + 2] = s2[p];
+  }
+}
+#if defined(__x86_64__) || defined(__i386__)
+__attribute__((target("avx2"))) void interleave3_avx2(const float* s0, const float* s1, const float* s2, float* d,
+                                                      size_t p0, size_t p1) {
+  interleave3_body<1>(s0, s1, s2, d, p0, p1);
+}
+#endif
+void interleave3(const float* s0, const float* s1, const float* s2, float* d, size_t p0, size_t p1) {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) return interleave3_avx2(s0, s1, s2, d, p0, p1);
+#endif
+  interleave3_body<0>(s0, s1, s2, d, p0, p1);
+}
+
 // One NCHW <-> NHWC transpose, split into (n, pixel tile) tasks.
 struct TransposeTask {
   const float* src;
@@ -51,7 +77,9 @@ struct TransposeTask {
     const size_t plane = t->c * t->hw;
     const float* s = t->src + n * plane;
     float* d = t->dst + n * plane;
-    if (t->to_nhwc) {
+    if (t->to_nhwc && t->c == 3) {
+      interleave3(s, s + t->hw, s + 2 * t->hw, d, p0, p1);
+    } else if (t->to_nhwc) {
       for (size_t ch = 0; ch < t->c; ++ch)
         for (size_t p = p0; p < p1; ++p) d[p * t->c + ch] = s[ch * t->hw + p];
     } else {
@@ -125,6 +153,41 @@ Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> p
     if (!seg.native) build_segment(seg, materialized);
   for (size_t i = 0; i < p.ops.size(); ++i)
     if (into_concat_[i] >= 0 && !wino_.conv[i]) build_direct_conv(i);
+  plan_steps();
+}
+
+// The steps KILN_XNNPACK_PROFILE times: one per XNNPACK segment, one per op
+// (or fused block) the plugin runs itself, and the boundary layouts.
+void Runtime::plan_steps() {
+  const Program& p = *program_;
+  step_of_.assign(p.ops.size(), 0);
+  if (!timer_.on()) return;
+  auto op_label = [&](size_t i) {
+    std::string dims;
+    for (int64_t d : p.values[p.ops[i].out].dims) dims += (dims.empty() ? "" : "x") + std::to_string(d);
+    return std::string(op_name(p.ops[i].kind)) + " " + dims;
+  };
+  step_in_ = timer_.add("inputs (layout to NHWC)");
+  for (const Segment& seg : segments_) {
+    if (!seg.native) {
+      std::string label = "xnnpack ops " + std::to_string(seg.begin) + "-" + std::to_string(seg.end - 1) + ":";
+      for (size_t i = seg.begin; i < seg.end && i < seg.begin + 4; ++i) label += " " + op_label(i) + ";";
+      if (seg.end - seg.begin > 4) label += " ...";
+      const size_t id = timer_.add(label);
+      for (size_t i = seg.begin; i < seg.end; ++i) step_of_[i] = id;
+      continue;
+    }
+    for (size_t i = seg.begin; i < seg.end; ++i) {
+      if (blocks_->starts(i)) {
+        step_of_[i] = timer_.add("op " + std::to_string(i) + " fused block " + blocks_->describe(i));
+        i = blocks_->end(i) - 1;
+      } else if (!wino_.fused[i]) {
+        const char* how = wino_.conv[i] ? "winograd " : native_dw_[i] ? "native " : "";
+        step_of_[i] = timer_.add("op " + std::to_string(i) + " " + how + op_label(i));
+      }
+    }
+  }
+  step_out_ = timer_.add("outputs (layout to NCHW / copy)");
 }
 
 // Plugin-owned values share one arena: two values whose segment ranges
@@ -581,23 +644,28 @@ size_t Runtime::num_silu() const {
 
 void Runtime::run(kiln::sdk::ExecContext& ctx, const kiln::sdk::Inputs& inputs) {
   const Program& p = *program_;
+  timer_.start();
   bind_inputs(inputs);
   bind_outputs(ctx, host_out_);
+  timer_.mark(step_in_);
   for (Segment& seg : segments_) {
     if (!seg.native) {
       run_segment(seg);
+      timer_.mark(step_of_[seg.begin]);
       continue;
     }
     for (size_t i = seg.begin; i < seg.end; ++i) {
       if (blocks_->starts(i)) {
-        const size_t end = blocks_->end(i);
-        blocks_->run(i, ptr_, pool_->get(), end == p.ops.size() ? PTHREADPOOL_FLAG_YIELD_WORKERS : 0);
+        // Consecutive blocks run as one chain (profiled: one block at a time).
+        const size_t end = blocks_->chain_end(i, timer_.on() ? blocks_->end(i) : seg.end);
+        blocks_->run(i, end, ptr_, pool_->get(), end == p.ops.size() ? PTHREADPOOL_FLAG_YIELD_WORKERS : 0);
         i = end - 1;
       } else if (wino_.conv[i]) run_winograd(i);
       else if (wino_.fused[i]) continue;  // run by the Winograd Conv before it
       else if (native_dw_[i]) run_depthwise(i, i + 1 == p.ops.size());
       else if (p.ops[i].kind == OpKind::kSiLU) run_silu(i, i + 1 == p.ops.size());
       else run_concat(i);
+      timer_.mark(step_of_[blocks_->covers(i) ? blocks_->first(i) : i]);
     }
   }
   for (size_t k = 0; k < p.outputs.size(); ++k) {
@@ -606,6 +674,7 @@ void Runtime::run(kiln::sdk::ExecContext& ctx, const kiln::sdk::Inputs& inputs) 
     else if (ptr_[b.value] != host_out_[k])
       std::memcpy(host_out_[k], ptr_[b.value], static_cast<size_t>(numel(p.values[b.value].dims)) * sizeof(float));
   }
+  timer_.mark(step_out_);
 }
 
 }  // namespace kiln_xnnpack

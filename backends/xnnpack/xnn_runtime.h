@@ -16,6 +16,7 @@
 #include "xnn_api.h"
 #include "xnn_block.h"
 #include "xnn_isa.h"
+#include "xnn_profile.h"
 #include "xnn_program.h"
 #include "xnn_silu.h"
 #include "xnn_winograd.h"
@@ -101,6 +102,7 @@ class Runtime {
   void run_winograd(size_t op_index);
   void run_silu(size_t op_index, bool last);
   void transpose(const float* src, float* dst, const std::vector<int64_t>& nhwc, bool to_nhwc) const;
+  void plan_steps();
 
   std::shared_ptr<const Program> program_;
   std::shared_ptr<Pool> pool_;
@@ -122,6 +124,9 @@ class Runtime {
   std::vector<float> arena_;                  // every owned value, placed by place_owned()
   std::vector<float*> host_out_;              // per output: host memory this run
   size_t scratch_bytes_ = 0;
+  StepTimer timer_;                           // KILN_XNNPACK_PROFILE (xnn_profile.h)
+  size_t step_in_ = 0, step_out_ = 0;         // timer steps: the input and output boundary
+  std::vector<size_t> step_of_;               // per op: its timer step (a segment's ops share one)
 };
 
 }  // namespace kiln_xnnpack

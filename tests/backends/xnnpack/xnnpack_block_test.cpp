@@ -4,9 +4,11 @@
 // depthwise, channel counts that are and are not multiples of 16 (the
 // expanded channels are padded inside the band scratch; project outputs end
 // in a masked vector), odd map sizes, batches, 1/2/3 plugin threads (one:
-// bands over a ring of expanded rows; more: the expand in full, then chunks
-// of output rows) and band heights that do and do not divide the output
-// height.
+// bands over a ring of expanded rows; more: block_split=bands, each thread
+// its run of bands with its own ring, and phases, the expand in full, then
+// chunks of output rows) and band heights that do and do not divide the
+// output height; chains of consecutive blocks; the fused 1x1 convolution +
+// GlobalAveragePool.
 // Each case runs every variant of the plugin's kernels the CPU has
 // (AVX-512F, AVX2+FMA: KILN_XNNPACK_ISA caps it, so an AVX-512 machine runs
 // both) and checks from the partition's compile line that the block was
@@ -26,6 +28,7 @@ struct BlockCase {
   int64_t n, cin, ce, cout, h, w, stride;
   bool expand, residual;
   int64_t threads, band_rows;  // plugin threads; output rows per band step (0: by cache size)
+  std::string split = "auto";  // option block_split
   const char* isa = "avx512";  // KILN_XNNPACK_ISA: the widest variant of the plugin's kernels allowed
 };
 
@@ -34,7 +37,8 @@ std::string block_name(const ::testing::TestParamInfo<BlockCase>& i) {
   return "n" + std::to_string(c.n) + "_c" + std::to_string(c.cin) + "_e" + std::to_string(c.ce) + "_o" +
          std::to_string(c.cout) + "_" + std::to_string(c.h) + "x" + std::to_string(c.w) + "_s" +
          std::to_string(c.stride) + (c.expand ? "" : "_noexpand") + (c.residual ? "_res" : "") + "_t" +
-         std::to_string(c.threads) + "_b" + std::to_string(c.band_rows) + "_" + c.isa;
+         std::to_string(c.threads) + "_b" + std::to_string(c.band_rows) + (c.split == "auto" ? "" : "_" + c.split) +
+         "_" + c.isa;
 }
 
 Tensor scaled(std::vector<int64_t> dims, uint32_t seed, float s) {
@@ -43,35 +47,43 @@ Tensor scaled(std::vector<int64_t> dims, uint32_t seed, float s) {
   return t;
 }
 
-// [Conv 1x1 + Clip(0, 6)] -> depthwise Conv 3x3 (pads 1) + Clip(0, 6) -> Conv 1x1 [-> Add x].
-std::shared_ptr<ir::Graph> block_graph(const BlockCase& c) {
-  GraphBuilder b;
-  ir::ValueId x = b.input("x", {c.n, c.cin, c.h, c.w});
+// [Conv 1x1 + Clip(0, 6)] -> depthwise Conv 3x3 (pads 1) + Clip(0, 6) -> Conv 1x1 [-> Add x], reading x
+// (c.cin channels, c.h x c.w); names end in `tag`. Returns the block's output.
+ir::ValueId add_block(GraphBuilder& b, ir::ValueId x, const BlockCase& c, const std::string& tag) {
   Tensor lo = Tensor::allocate(DType::kFloat32, Shape(std::vector<int64_t>{}));
   Tensor hi = Tensor::allocate(DType::kFloat32, Shape(std::vector<int64_t>{}));
   lo.data<float>()[0] = 0.0f;
   hi.data<float>()[0] = 6.0f;
-  ir::ValueId vlo = b.constant("lo", std::move(lo)), vhi = b.constant("hi", std::move(hi));
+  ir::ValueId vlo = b.constant("lo" + tag, std::move(lo)), vhi = b.constant("hi" + tag, std::move(hi));
+  const auto seed = static_cast<uint32_t>(tag.size() * 7);
   ir::ValueId e = x;
   if (c.expand) {
     e = b.node("Conv",
-               {x, b.constant("we", scaled({c.ce, c.cin, 1, 1}, 11, 0.5f)), b.constant("be", scaled({c.ce}, 12, 1.0f))},
-               "expand", {c.n, c.ce, c.h, c.w});
-    e = b.node("Clip", {e, vlo, vhi}, "clip_e", {c.n, c.ce, c.h, c.w});
+               {x, b.constant("we" + tag, scaled({c.ce, c.cin, 1, 1}, 11 + seed, 0.5f)),
+                b.constant("be" + tag, scaled({c.ce}, 12 + seed, 1.0f))},
+               "expand" + tag, {c.n, c.ce, c.h, c.w});
+    e = b.node("Clip", {e, vlo, vhi}, "clip_e" + tag, {c.n, c.ce, c.h, c.w});
   }
   const int64_t oh = (c.h + 2 - 3) / c.stride + 1, ow = (c.w + 2 - 3) / c.stride + 1;
-  ir::ValueId d = b.node(
-      "Conv", {e, b.constant("wd", scaled({c.ce, 1, 3, 3}, 13, 0.5f)), b.constant("bd", scaled({c.ce}, 14, 1.0f))},
-      "dw", {c.n, c.ce, oh, ow}, DType::kFloat32, "",
-      {a_int("group", c.ce), a_ints("kernel_shape", {3, 3}), a_ints("strides", {c.stride, c.stride}),
-       a_ints("pads", {1, 1, 1, 1})});
-  d = b.node("Clip", {d, vlo, vhi}, "clip_d", {c.n, c.ce, oh, ow});
-  ir::ValueId y = b.node(
-      "Conv",
-      {d, b.constant("wp", scaled({c.cout, c.ce, 1, 1}, 15, 0.25f)), b.constant("bp", scaled({c.cout}, 16, 1.0f))},
-      "project", {c.n, c.cout, oh, ow});
-  if (c.residual) y = b.node("Add", {y, x}, "add", {c.n, c.cout, oh, ow});
-  b.output(y);
+  ir::ValueId d = b.node("Conv",
+                         {e, b.constant("wd" + tag, scaled({c.ce, 1, 3, 3}, 13 + seed, 0.5f)),
+                          b.constant("bd" + tag, scaled({c.ce}, 14 + seed, 1.0f))},
+                         "dw" + tag, {c.n, c.ce, oh, ow}, DType::kFloat32, "",
+                         {a_int("group", c.ce), a_ints("kernel_shape", {3, 3}), a_ints("strides", {c.stride, c.stride}),
+                          a_ints("pads", {1, 1, 1, 1})});
+  d = b.node("Clip", {d, vlo, vhi}, "clip_d" + tag, {c.n, c.ce, oh, ow});
+  ir::ValueId y = b.node("Conv",
+                         {d, b.constant("wp" + tag, scaled({c.cout, c.ce, 1, 1}, 15 + seed, 0.25f)),
+                          b.constant("bp" + tag, scaled({c.cout}, 16 + seed, 1.0f))},
+                         "project" + tag, {c.n, c.cout, oh, ow});
+  if (c.residual) y = b.node("Add", {y, x}, "add" + tag, {c.n, c.cout, oh, ow});
+  return y;
+}
+
+std::shared_ptr<ir::Graph> block_graph(const BlockCase& c) {
+  GraphBuilder b;
+  ir::ValueId x = b.input("x", {c.n, c.cin, c.h, c.w});
+  b.output(add_block(b, x, c, ""));
   return b.graph();
 }
 
@@ -108,6 +120,7 @@ TEST_P(XnnpackFusedBlock, MatchesPortableKernels) {
     auto x = build(g, reg().get(), {"xnnpack"},
                    {{"xnnpack", "threads", std::to_string(c.threads)},
                     {"xnnpack", "block_rows", std::to_string(c.band_rows)},
+                    {"xnnpack", "block_split", c.split},
                     {"xnnpack", "fuse_blocks", fuse ? "true" : "false"}, claim_all()},
                    FallbackPolicy::kRequire);
     ASSERT_TRUE(x.ok()) << x.status().to_string();
@@ -143,7 +156,10 @@ std::vector<BlockCase> block_cases() {
         for (int64_t t : {1, 2, 3}) {
           for (int64_t band : {0, 1, 3}) {
             const int64_t h = t == 2 ? 13 : 9, w = band == 1 ? 7 : 11;  // 9, 13 rows: band 3 divides one, not the other
-            v.push_back({t == 3 ? 2 : 1, ch.cin, ch.ce, ch.cout, h, w, s, true, res, t, band});
+            for (const char* split : {"bands", "phases"}) {
+              v.push_back({t == 3 ? 2 : 1, ch.cin, ch.ce, ch.cout, h, w, s, true, res, t, band, split});
+              if (t == 1) break;  // one thread runs bands
+            }
           }
         }
       }
@@ -156,12 +172,17 @@ std::vector<BlockCase> block_cases() {
         if (res && s != 1) continue;
         v.push_back({1, 32, 32, res ? 32 : 16, 11, 6, s, false, res, t, t == 1 ? 4 : 0});
       }
-  // Many chunks per thread (61 rows), expanded channels not 16n.
+  // Many items per thread (61 rows), expanded channels not 16n.
   for (int64_t t : {2, 3})
-    for (int64_t s : {1, 2}) v.push_back({1, 24, 72, 24, 61, 61, s, true, s == 1, t, t == 2 ? 0 : 5});
-  // One output row per thread and fewer rows than threads.
-  v.push_back({1, 8, 32, 8, 2, 5, 1, true, true, 3, 0});
-  v.push_back({1, 8, 32, 8, 5, 5, 2, true, false, 3, 1});
+    for (int64_t s : {1, 2})
+      for (const char* split : {"auto", "bands", "phases"})
+        v.push_back({1, 24, 72, 24, 61, 61, s, true, s == 1, t, t == 2 ? 0 : 5, split});
+  // One output row per thread and fewer rows than threads (bands: runs of no item).
+  for (const char* split : {"bands", "phases"}) {
+    v.push_back({1, 8, 32, 8, 2, 5, 1, true, true, 3, 0, split});
+    v.push_back({1, 8, 32, 8, 5, 5, 2, true, false, 3, 1, split});
+    v.push_back({1, 8, 32, 8, 1, 4, 1, true, true, 2, 0, split});
+  }
   std::vector<BlockCase> all;
   for (const char* isa : isas())
     for (BlockCase c : v) {
@@ -178,6 +199,152 @@ std::vector<BlockCase> block_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Blocks, XnnpackFusedBlock, ::testing::ValuesIn(block_cases()), block_name);
+
+// Consecutive blocks (2+ threads: one chain, stages of different kinds one
+// after another, each reading what the one before wrote): a stride-2 block
+// without residual, a residual block, one whose channels are not 16n, and
+// one without expand.
+struct ChainCase {
+  int64_t n, h, w, threads;
+  std::string split;
+};
+
+std::string chain_name(const ::testing::TestParamInfo<ChainCase>& i) {
+  const ChainCase& c = i.param;
+  return "n" + std::to_string(c.n) + "_" + std::to_string(c.h) + "x" + std::to_string(c.w) + "_t" +
+         std::to_string(c.threads) + "_" + c.split;
+}
+
+class XnnpackFusedChain : public ::testing::TestWithParam<ChainCase> {};
+
+TEST_P(XnnpackFusedChain, MatchesPortableKernels) {
+  const ChainCase& c = GetParam();
+  GraphBuilder b;
+  ir::ValueId x = b.input("x", {c.n, 16, c.h, c.w});
+  const int64_t h2 = (c.h - 1) / 2 + 1, w2 = (c.w - 1) / 2 + 1;
+  ir::ValueId y = add_block(b, x, {c.n, 16, 64, 24, c.h, c.w, 2, true, false, c.threads, 0}, "_a");
+  y = add_block(b, y, {c.n, 24, 72, 24, h2, w2, 1, true, true, c.threads, 0}, "_bb");
+  y = add_block(b, y, {c.n, 24, 40, 32, h2, w2, 1, true, false, c.threads, 0}, "_ccc");
+  y = add_block(b, y, {c.n, 32, 32, 32, h2, w2, 1, false, true, c.threads, 0}, "_dddd");
+  b.output(y);
+  std::shared_ptr<ir::Graph> g = b.graph();
+  std::vector<Value> in{Value(random_tensor({c.n, 16, c.h, c.w}, 5))};
+  auto p = build(g, nullptr, {});
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  auto expected = p.value()->run(in, {}, nullptr);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  auto f = build(g, reg().get(), {"xnnpack"},
+                 {{"xnnpack", "threads", std::to_string(c.threads)}, {"xnnpack", "block_split", c.split}, claim_all()},
+                 FallbackPolicy::kRequire);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  const PlacementReport& r = (*f)->placement();
+  ASSERT_EQ(r.partitions.size(), 1u);
+  EXPECT_NE(r.partitions[0].diagnostics.at(0).find(expected_isa("avx512") != "none" ? "4 inverted-residual blocks fused"
+                                                            : "0 inverted-residual blocks fused"),
+            std::string::npos)
+      << r.partitions[0].diagnostics[0];
+  for (int run = 0; run < 3; ++run) {  // later runs reset the stages' counters
+    auto a = (*f)->run(in, {}, nullptr);
+    ASSERT_TRUE(a.ok()) << a.status().to_string();
+    expect_close(a.value()[0].tensor(), expected.value()[0].tensor(), 1e-4f);
+  }
+}
+
+std::vector<ChainCase> chain_cases() {
+  std::vector<ChainCase> v;
+  for (int64_t t : {1, 2, 3})
+    for (const char* split : {"auto", "bands", "phases"}) {
+      v.push_back({1, 35, 33, t, split});  // auto: bands for the stride-2 block, phases for the rest
+      v.push_back({2, 9, 6, t, split});
+      v.push_back({1, 3, 3, t, split});    // fewer rows than threads after the stride-2 block
+      if (t == 1) break;                   // one thread has no split
+    }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Chains, XnnpackFusedChain, ::testing::ValuesIn(chain_cases()), chain_name);
+
+}  // namespace
+}  // namespace kiln::abi_test
+
+namespace kiln::abi_test {
+namespace {
+
+// A 1x1 convolution + Clip whose output only a GlobalAveragePool reads (a
+// classifier's head), after an inverted-residual block or straight on the
+// input: fused into one op split by panels of 32 output channels (channel
+// counts that end in a full, a 24-wide and a 16-wide panel), batches, 1/2/3
+// threads, against portable kernels.
+struct PoolCase {
+  int64_t n, cin, cout, h, w, threads;
+  bool after_block;
+};
+
+std::string pool_name(const ::testing::TestParamInfo<PoolCase>& i) {
+  const PoolCase& c = i.param;
+  return "n" + std::to_string(c.n) + "_c" + std::to_string(c.cin) + "_o" + std::to_string(c.cout) + "_" +
+         std::to_string(c.h) + "x" + std::to_string(c.w) + "_t" + std::to_string(c.threads) +
+         (c.after_block ? "_block" : "");
+}
+
+class XnnpackFusedPool : public ::testing::TestWithParam<PoolCase> {};
+
+TEST_P(XnnpackFusedPool, MatchesPortableKernels) {
+  const PoolCase& c = GetParam();
+  GraphBuilder b;
+  ir::ValueId x = b.input("x", {c.n, c.cin, c.h, c.w});
+  if (c.after_block) x = add_block(b, x, {c.n, c.cin, 2 * c.cin, c.cin, c.h, c.w, 1, true, true, c.threads, 0}, "_blk");
+  Tensor lo = Tensor::allocate(DType::kFloat32, Shape(std::vector<int64_t>{}));
+  Tensor hi = Tensor::allocate(DType::kFloat32, Shape(std::vector<int64_t>{}));
+  lo.data<float>()[0] = 0.0f;
+  hi.data<float>()[0] = 6.0f;
+  ir::ValueId y = b.node("Conv",
+                         {x, b.constant("wc", scaled({c.cout, c.cin, 1, 1}, 21, 0.5f)),
+                          b.constant("bc", scaled({c.cout}, 22, 1.0f))},
+                         "head", {c.n, c.cout, c.h, c.w});
+  y = b.node("Clip", {y, b.constant("lo", std::move(lo)), b.constant("hi", std::move(hi))}, "clip",
+             {c.n, c.cout, c.h, c.w});
+  y = b.node("GlobalAveragePool", {y}, "gap", {c.n, c.cout, 1, 1});
+  b.output(y);
+  std::shared_ptr<ir::Graph> g = b.graph();
+  std::vector<Value> in{Value(random_tensor({c.n, c.cin, c.h, c.w}, 7))};
+  auto p = build(g, nullptr, {});
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  auto expected = p.value()->run(in, {}, nullptr);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  for (bool fuse : {true, false}) {
+    auto f = build(g, reg().get(), {"xnnpack"},
+                   {{"xnnpack", "threads", std::to_string(c.threads)},
+                    {"xnnpack", "fuse_blocks", fuse ? "true" : "false"}, claim_all()},
+                   FallbackPolicy::kRequire);
+    ASSERT_TRUE(f.ok()) << f.status().to_string();
+    const PlacementReport& r = (*f)->placement();
+    ASSERT_EQ(r.partitions.size(), 1u);
+    // Fused, the block and the head leave no XNNPACK op: one native segment.
+    if (fuse && expected_isa("avx512") != "none") {
+      EXPECT_NE(r.partitions[0].diagnostics.at(0).find("XNNPACK ops in 1 segment "), std::string::npos)
+          << r.partitions[0].diagnostics[0];
+    }
+    for (int run = 0; run < 2; ++run) {
+      auto a = (*f)->run(in, {}, nullptr);
+      ASSERT_TRUE(a.ok()) << a.status().to_string();
+      expect_close(a.value()[0].tensor(), expected.value()[0].tensor(), 1e-4f);
+    }
+  }
+}
+
+std::vector<PoolCase> pool_cases() {
+  std::vector<PoolCase> v;
+  for (int64_t t : {1, 2, 3}) {
+    v.push_back({1, 32, 1280, 7, 7, t, true});  // mobilenet_v2's head (smaller input channels)
+    v.push_back({2, 20, 56, 3, 5, t, false});   // panels of 32 + 24
+    v.push_back({1, 16, 80, 4, 1, t, true});    // 32 + 32 + 16
+    v.push_back({2, 8, 8, 1, 1, t, false});     // one pixel, one 16-wide panel
+  }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Pools, XnnpackFusedPool, ::testing::ValuesIn(pool_cases()), pool_name);
 
 }  // namespace
 }  // namespace kiln::abi_test

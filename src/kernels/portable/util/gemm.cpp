@@ -20,6 +20,7 @@
 
 #include "kernels/portable/util/cv_common.h"
 #include "kernels/portable/util/gemm_tile.h"
+#include "kernels/portable/util/interleave4.h"
 #include "kernels/portable/util/scratch.h"
 #include "kiln/tensor.h"
 
@@ -104,34 +105,6 @@ int& active_kernel() {
 
 // ---------------------------------------------------------------------------
 // Packing.
-
-#if KILN_GEMM_X86
-// Four rows of kc values (row r at src + r * ld) into columns 0..3 of a
-// packed panel (value p of row r at dst[p * width + r]) by 4x4 SSE2
-// transposes: four loads and four stores per 16 values instead of 16 strided
-// stores, ~2.5x faster than the scalar gather.
-void interleave4(const float* src, int64_t ld, int64_t kc, float* dst, int64_t width) {
-  const float* s0 = src;
-  const float* s1 = s0 + ld;
-  const float* s2 = s1 + ld;
-  const float* s3 = s2 + ld;
-  int64_t p = 0;
-  for (; p + 4 <= kc; p += 4) {
-    __m128 x0 = _mm_loadu_ps(s0 + p), x1 = _mm_loadu_ps(s1 + p), x2 = _mm_loadu_ps(s2 + p), x3 = _mm_loadu_ps(s3 + p);
-    _MM_TRANSPOSE4_PS(x0, x1, x2, x3);
-    _mm_storeu_ps(dst + p * width, x0);
-    _mm_storeu_ps(dst + (p + 1) * width, x1);
-    _mm_storeu_ps(dst + (p + 2) * width, x2);
-    _mm_storeu_ps(dst + (p + 3) * width, x3);
-  }
-  for (; p < kc; ++p) {
-    dst[p * width] = s0[p];
-    dst[p * width + 1] = s1[p];
-    dst[p * width + 2] = s2[p];
-    dst[p * width + 3] = s3[p];
-  }
-}
-#endif
 
 // Packs rows [i0, i0 + mc) and columns [p0, p0 + kc) of op(A) into MR-row
 // panels: out[(i / mr) * kc * mr + p * mr + i % mr], zero-padding the rows

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/portable/util/interleave4.h"
+
 #if defined(__GNUC__) && !defined(__clang__)
 // FMA contraction for the accumulations (a * b + acc on vectors).
 #pragma GCC optimize("fp-contract=fast")
@@ -41,7 +43,10 @@ typedef float V16 __attribute__((vector_size(64), aligned(64)));
   // Column j of B is contiguous or strided over p: walk each column once.
   if (cols < nb)
     for (int64_t p = 0; p < k; ++p) std::fill(blk + p * nb + cols, blk + (p + 1) * nb, 0.f);
-  for (int64_t j = 0; j < cols; ++j) {
+  int64_t j = 0;
+  if (b.rs == 1)  // B^T stored row-major (K of Q K^T): four of its rows at a time
+    for (; j + 4 <= cols; j += 4) interleave4(b.p + (j0 + j) * b.cs, b.cs, k, blk + j, nb);
+  for (; j < cols; ++j) {
     const float* src = b.p + (j0 + j) * b.cs;
     for (int64_t p = 0; p < k; ++p) blk[p * nb + j] = src[p * b.rs];
   }
@@ -78,6 +83,23 @@ template <int R, int NV>
   }
 }
 
+// Every row of A times one block of NV vectors (its copy in `blk`).
+template <int R, int NV>
+[[gnu::always_inline]] inline void block_rows(int64_t m, int64_t k, float alpha, StridedMatrix a, const float* blk,
+                                              float* cj, int64_t ldc, int64_t cols) {
+  int64_t i = 0;
+  for (; i + R <= m; i += R) rows_block<R, NV>(a, i, k, blk, alpha, cj, ldc, cols);
+  // The last m % R rows, one call of their own height.
+  switch (m - i) {
+    case 1: rows_block<1, NV>(a, i, k, blk, alpha, cj, ldc, cols); break;
+    case 2: rows_block<2, NV>(a, i, k, blk, alpha, cj, ldc, cols); break;
+    case 3: rows_block<3, NV>(a, i, k, blk, alpha, cj, ldc, cols); break;
+    case 4: if constexpr (R > 4) rows_block<4, NV>(a, i, k, blk, alpha, cj, ldc, cols); break;
+    case 5: if constexpr (R > 5) rows_block<5, NV>(a, i, k, blk, alpha, cj, ldc, cols); break;
+    default: break;
+  }
+}
+
 template <int R, int NV>
 [[gnu::always_inline]] inline void run(int64_t m, int64_t n, int64_t k, float alpha, StridedMatrix a, StridedMatrix b,
                                        float* c, int64_t ldc) {
@@ -85,18 +107,12 @@ template <int R, int NV>
   alignas(64) float blk[kSmallMatMulMaxK * kNb];
   for (int64_t j0 = 0; j0 < n; j0 += kNb) {
     const int64_t cols = std::min<int64_t>(kNb, n - j0);
-    copy_b_block(b, k, j0, cols, kNb, blk);
-    float* cj = c + j0;
-    int64_t i = 0;
-    for (; i + R <= m; i += R) rows_block<R, NV>(a, i, k, blk, alpha, cj, ldc, cols);
-    // The last m % R rows, one call of their own height.
-    switch (m - i) {
-      case 1: rows_block<1, NV>(a, i, k, blk, alpha, cj, ldc, cols); break;
-      case 2: rows_block<2, NV>(a, i, k, blk, alpha, cj, ldc, cols); break;
-      case 3: rows_block<3, NV>(a, i, k, blk, alpha, cj, ldc, cols); break;
-      case 4: if constexpr (R > 4) rows_block<4, NV>(a, i, k, blk, alpha, cj, ldc, cols); break;
-      case 5: if constexpr (R > 5) rows_block<5, NV>(a, i, k, blk, alpha, cj, ldc, cols); break;
-      default: break;
+    if (NV > 1 && cols <= 16) {  // a last block of at most 16 columns: one vector wide, no padded half
+      copy_b_block(b, k, j0, cols, 16, blk);
+      block_rows<R, 1>(m, k, alpha, a, blk, c + j0, ldc, cols);
+    } else {
+      copy_b_block(b, k, j0, cols, kNb, blk);
+      block_rows<R, NV>(m, k, alpha, a, blk, c + j0, ldc, cols);
     }
   }
 }

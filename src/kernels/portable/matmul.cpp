@@ -9,10 +9,12 @@
 #include "kernels/portable/util/matmul.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "kernels/portable/cpu/x86/elementwise_simd.h"
 #include "kernels/portable/util/cv_common.h"
 #include "kernels/portable/util/gemm_prepack.h"
+#include "kernels/portable/util/small_matmul.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
 #include "kernels/util/kernel_args.h"
@@ -92,9 +94,19 @@ void matmul_f32(const MatMulPlan& plan, const float* a, const float* b, const Pa
   if (flops >= 4e6 || plan.batches == 1) {
     for (int64_t t = 0; t < plan.batches; ++t) one(t, pool);
   } else {
-    // Many small products (attention heads): one per task.
+    // Many small products (attention heads): one per task, without the
+    // engine's packing where nothing is packed and nothing follows.
+    const bool plain = !packed_a && !packed_b && !epilogue.row_bias && !epilogue.col_bias && !epilogue.apply &&
+                       epilogue.clamp_min == -std::numeric_limits<float>::infinity() &&
+                       epilogue.clamp_max == std::numeric_limits<float>::infinity();
     parallel_for(pool, plan.batches, 1, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t) one(t, nullptr);
+      for (int64_t t = t0; t < t1; ++t) {
+        const size_t ti = static_cast<size_t>(t);
+        if (plain && k <= kSmallMatMulMaxK)
+          small_matmul_f32(m, n, k, 1.f, {a + plan.a_offset[ti], k, 1}, {b + plan.b_offset[ti], n, 1}, out + t * m * n, n);
+        else
+          one(t, nullptr);
+      }
     });
   }
 }
@@ -515,6 +527,13 @@ class TransposedMatMulKernel final : public Kernel {
     const double flops = 2.0 * static_cast<double>(m * n) * static_cast<double>(k);
     if (flops >= 4e6 || plan.batches == 1) {
       for (int64_t t = 0; t < plan.batches; ++t) one(t, ctx.pool());
+    } else if (k <= kSmallMatMulMaxK) {
+      // Many small products (attention heads): one per task, read in place.
+      parallel_for(ctx.pool(), plan.batches, 1, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t)
+          small_matmul_f32(m, n, k, alpha_, {ad + batch_offset(t, a, amat), a_rs, a_cs},
+                           {bd + batch_offset(t, b, bmat), b_rs, b_cs}, yd + y_offset(t), std::max<int64_t>(y_rs, n));
+      });
     } else {
       parallel_for(ctx.pool(), plan.batches, 1, [&](int64_t t0, int64_t t1) {
         for (int64_t t = t0; t < t1; ++t) one(t, nullptr);

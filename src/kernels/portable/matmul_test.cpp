@@ -288,12 +288,46 @@ TEST(MatMulBiasTest, EmptyKGivesActivatedBiasAndBadInputsFail) {
 // separate ops: the attention layouts of torch's exports (MultiheadAttention
 // [S, B*H, D] and BERT's [B, S, H, D]), transposed and plain matrix reads,
 // broadcast batches, vectors, 1-3 threads.
+struct TransposedCase {
+  Shape a, b;
+  std::vector<int64_t> pa, pb, py;
+};
+
+// One case at `threads` against the Transpose / MatMul / Transpose ops.
+void check_transposed(const TransposedCase& c, int threads, float alpha, std::mt19937& rng, const std::string& what) {
+  Tensor a = random_tensor(c.a, rng), b = random_tensor(c.b, rng);
+  // The reference: the ops the fused node replaces.
+  Tensor ta = a, tb = b;
+  if (!c.pa.empty()) ta = *run_op1("Transpose", {a}, {attr("perm", c.pa)});
+  if (!c.pb.empty()) tb = *run_op1("Transpose", {b}, {attr("perm", c.pb)});
+  auto prod = run_op1("MatMul", {ta, tb});
+  ASSERT_TRUE(prod.ok()) << what << ": " << prod.status().to_string();
+  Tensor want = *prod;
+  if (!c.py.empty()) {
+    auto w = run_op1("Transpose", {want}, {attr("perm", c.py)});
+    ASSERT_TRUE(w.ok()) << what << ": " << w.status().to_string();
+    want = *w;
+  }
+  testing::OpCall call;
+  call.op_type = "TransposedMatMul";
+  call.domain = "kiln";
+  call.opset = 1;
+  call.inputs = {a, b};
+  if (!c.pa.empty()) call.attrs.push_back(attr("perm_a", c.pa));
+  if (!c.pb.empty()) call.attrs.push_back(attr("perm_b", c.pb));
+  if (!c.py.empty()) call.attrs.push_back(attr("perm_y", c.py));
+  if (alpha != 1.f) call.attrs.push_back(attr("alpha", alpha));
+  call.threads = threads;
+  auto out = run_op(call);
+  ASSERT_TRUE(out.ok()) << what << ": " << out.status().to_string();
+  const Tensor& y = (*out)[0].tensor();
+  ASSERT_EQ(y.shape(), want.shape()) << what;
+  for (int64_t i = 0; i < y.numel(); ++i)
+    ASSERT_NEAR(y.data<float>()[i], alpha * want.data<float>()[i], 1e-4) << what << " threads " << threads << " at " << i;
+}
+
 TEST(TransposedMatMulTest, MatchesTheTransposesAndMatMulItReplaces) {
-  struct Case {
-    Shape a, b;
-    std::vector<int64_t> pa, pb, py;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<TransposedCase> cases = {
       {{9, 3, 8}, {9, 3, 8}, {1, 0, 2}, {1, 2, 0}, {}},             // MHA: q [S,BH,D] -> [BH,S,D], k -> [BH,D,S]
       {{3, 9, 9}, {9, 3, 8}, {}, {1, 0, 2}, {1, 0, 2}},             // MHA: P V, context back to [S,BH,D]
       {{2, 7, 4, 16}, {2, 7, 4, 16}, {0, 2, 1, 3}, {0, 2, 3, 1}, {}},  // BERT: q K^T
@@ -304,42 +338,27 @@ TEST(TransposedMatMulTest, MatchesTheTransposesAndMatMulItReplaces) {
       {{13}, {4, 13, 6}, {}, {}, {}},                               // vector A (plain MatMul semantics)
   };
   std::mt19937 rng(3);
-  for (size_t ci = 0; ci < cases.size(); ++ci) {
-    const Case& c = cases[ci];
-    for (int threads : {1, 2, 3}) {
-      Tensor a = random_tensor(c.a, rng), b = random_tensor(c.b, rng);
-      // The reference: the ops the fused node replaces.
-      Tensor ta = a, tb = b;
-      if (!c.pa.empty()) ta = *run_op1("Transpose", {a}, {attr("perm", c.pa)});
-      if (!c.pb.empty()) tb = *run_op1("Transpose", {b}, {attr("perm", c.pb)});
-      auto prod = run_op1("MatMul", {ta, tb});
-      ASSERT_TRUE(prod.ok()) << "case " << ci << ": " << prod.status().to_string();
-      Tensor want = *prod;
-      if (!c.py.empty()) {
-        auto w = run_op1("Transpose", {want}, {attr("perm", c.py)});
-        ASSERT_TRUE(w.ok()) << "case " << ci << ": " << w.status().to_string();
-        want = *w;
+  for (size_t ci = 0; ci < cases.size(); ++ci)
+    for (int threads : {1, 2, 3})
+      check_transposed(cases[ci], threads, ci % 2 ? 0.125f : 1.f, rng, "case " + std::to_string(ci));
+}
+
+// Both per-head products of torch's MultiheadAttention layout ([S, B*H, D])
+// over head counts, head sizes (odd too), query and key lengths 1..200:
+// the small-product path's row groups, column blocks and k up to 200.
+TEST(TransposedMatMulTest, AttentionHeadsOverSizes) {
+  std::mt19937 rng(5);
+  for (int64_t heads : {1, 3, 8})
+    for (int64_t d : {1, 7, 32, 33})
+      for (int64_t s : {1, 2, 17, 48, 200}) {
+        const int64_t sk = s == 48 ? 100 : s;  // cross-attention: keys longer than queries
+        const std::string what = "heads " + std::to_string(heads) + " d " + std::to_string(d) + " s " +
+                                 std::to_string(s) + "/" + std::to_string(sk);
+        for (int threads : {1, 2, 3}) {
+          check_transposed({{s, heads, d}, {sk, heads, d}, {1, 0, 2}, {1, 2, 0}, {}}, threads, 0.25f, rng, what);
+          check_transposed({{heads, s, sk}, {sk, heads, d}, {}, {1, 0, 2}, {1, 0, 2}}, threads, 1.f, rng, what);
+        }
       }
-      testing::OpCall call;
-      call.op_type = "TransposedMatMul";
-      call.domain = "kiln";
-      call.opset = 1;
-      call.inputs = {a, b};
-      if (!c.pa.empty()) call.attrs.push_back(attr("perm_a", c.pa));
-      if (!c.pb.empty()) call.attrs.push_back(attr("perm_b", c.pb));
-      if (!c.py.empty()) call.attrs.push_back(attr("perm_y", c.py));
-      const float alpha = ci % 2 ? 0.125f : 1.f;  // the absorbed scale
-      if (ci % 2) call.attrs.push_back(attr("alpha", alpha));
-      call.threads = threads;
-      auto out = run_op(call);
-      ASSERT_TRUE(out.ok()) << "case " << ci << ": " << out.status().to_string();
-      const Tensor& y = (*out)[0].tensor();
-      ASSERT_EQ(y.shape(), want.shape()) << "case " << ci;
-      for (int64_t i = 0; i < y.numel(); ++i)
-        ASSERT_NEAR(y.data<float>()[i], alpha * want.data<float>()[i], 1e-4)
-            << "case " << ci << " threads " << threads << " at " << i;
-    }
-  }
 }
 
 TEST(TransposedMatMulTest, RejectsPermsItCannotStride) {

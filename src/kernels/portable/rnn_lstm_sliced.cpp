@@ -8,6 +8,8 @@
 #include <memory>
 #include <optional>
 
+#include "kernels/portable/cpu/x86/simd_math.h"
+
 
 namespace kiln::kernels {
 
@@ -16,14 +18,9 @@ namespace {
 int64_t slice_count(int64_t hidden) { return (hidden + kLstmSliceUnits - 1) / kLstmSliceUnits; }
 int64_t slice_units(int64_t hidden, int64_t q) { return std::min(kLstmSliceUnits, hidden - q * kLstmSliceUnits); }
 
-// Element-wise functions written so GCC vectorizes a loop of them for each
-// ISA of the multiversioned cell below: selects the vectorizer may if-convert
-// (no FP traps), no calls. The same polynomials as elementwise_simd.cpp's
-// exp and tanh (which are private to that file): exp by Cody-Waite
-// reduction and a degree-6 polynomial, tanh by an odd polynomial below
-// |x| = 0.625 and through exp above. NaN stays NaN.
-// (__builtin_bit_cast, not std::bit_cast: a function compiled outside this
-// pragma's options is not inlined here, and the call stops the vectorizer.)
+// The cell loops below vectorize for each ISA of the multiversioned cell:
+// the gate functions (simd_math.h) are inlined scalar code, and the options
+// here match those they are compiled with (FMA contraction, no FP traps).
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define KILN_LSTM_PRAGMAS 1
 #pragma GCC push_options
@@ -33,42 +30,8 @@ int64_t slice_units(int64_t hidden, int64_t q) { return std::min(kLstmSliceUnits
 #define KILN_LSTM_CLONES
 #endif
 
-[[gnu::always_inline]] inline float exp_v(float x) {
-  float xc = x < -104.0f ? -104.0f : x;
-  xc = xc > 89.0f ? 89.0f : xc;
-  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: (t + kMagic) - kMagic rounds t
-  const float n = (xc * 1.44269504088896341f + kMagic) - kMagic;
-  float r = xc - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const int32_t ni = static_cast<int32_t>(n == n ? n : 0.0f);
-  const int32_t n1 = ni >> 1;  // two factors, each a normal power of two
-  return p * __builtin_bit_cast(float, static_cast<int32_t>((n1 + 127) << 23)) *
-         __builtin_bit_cast(float, static_cast<int32_t>((ni - n1 + 127) << 23));
-}
-
-[[gnu::always_inline]] inline float sigmoid_v(float x) { return 1.f / (1.f + exp_v(-x)); }
-
-[[gnu::always_inline]] inline float tanh_v(float x) {
-  const float ax = __builtin_fabsf(x);
-  const float x2 = x * x;
-  float p = -0.005704786585632287f;
-  p = p * x2 + 0.020638919338448233f;
-  p = p * x2 + -0.053739667294395194f;
-  p = p * x2 + 0.1333144167115317f;
-  p = p * x2 + -0.33333281924270397f;
-  const float small = __builtin_copysignf(x + x * x2 * p, x);
-  const float ac = ax > 9.1f ? 9.1f : ax;
-  const float e = exp_v(2.0f * ac);
-  const float big = __builtin_copysignf(1.0f - 2.0f / (e + 1.0f), x);
-  return ax < 0.625f ? small : big;
-}
+using simd::sigmoid_one;
+using simd::tanh_one;
 
 [[gnu::always_inline]] inline float clip_v(float v, float lo, float hi) {
   v = v < lo ? lo : v;  // NaN stays NaN
@@ -88,12 +51,12 @@ __attribute__((always_inline)) inline void cell_body(const float* __restrict a, 
   const float* ac = a + 3 * w;
   for (int64_t k = 0; k < w; ++k) {
     const float cp = c[k];
-    const float i = sigmoid_v(clip_v(ai[k] + (kPeep ? p[k] * cp : 0.f), lo, hi));
-    const float f = kForget ? 1.f - i : sigmoid_v(clip_v(af[k] + (kPeep ? p[2 * hidden + k] * cp : 0.f), lo, hi));
-    const float g = tanh_v(clip_v(ac[k], lo, hi));
+    const float i = sigmoid_one(clip_v(ai[k] + (kPeep ? p[k] * cp : 0.f), lo, hi));
+    const float f = kForget ? 1.f - i : sigmoid_one(clip_v(af[k] + (kPeep ? p[2 * hidden + k] * cp : 0.f), lo, hi));
+    const float g = tanh_one(clip_v(ac[k], lo, hi));
     const float cn = f * cp + i * g;
-    const float o = sigmoid_v(clip_v(ao[k] + (kPeep ? p[hidden + k] * cn : 0.f), lo, hi));
-    const float hn = o * tanh_v(cn);
+    const float o = sigmoid_one(clip_v(ao[k] + (kPeep ? p[hidden + k] * cn : 0.f), lo, hi));
+    const float hn = o * tanh_one(cn);
     c[k] = cn;
     h[k] = hn;
   }

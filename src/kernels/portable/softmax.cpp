@@ -6,15 +6,15 @@
 // Both reduce to [outer, n, inner] with normalization over n; inner == 1 is
 // the contiguous row case that attention and classifiers hit.
 //
-// float32 uses a vectorizable exp (Cephes-style polynomial, ~1 ulp for the
-// arguments softmax needs: <= 0 after subtracting the max), cloned per x86-64
-// level (SSE2, AVX2+FMA, AVX-512).
+// float32 uses a vectorizable exp (simd_math.h's exp_nonpositive, ~1 ulp for
+// the arguments softmax needs: <= 0 after subtracting the max), cloned per
+// x86-64 level (SSE2, AVX2+FMA, AVX-512).
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "kernels/portable/cpu/x86/simd_math.h"
 #include "kernels/portable/util/strided_copy.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
@@ -43,30 +43,7 @@ constexpr int64_t kParallelElems = 1 << 14;
 #pragma GCC optimize("fp-contract=fast", "no-trapping-math")
 #endif
 
-// exp(x) for x <= 0 (softmax arguments after subtracting the row max),
-// branch-free so loops over it vectorize. x is clamped below at -87.34 on its
-// bit pattern (an unsigned min on the bits orders negative floats by
-// magnitude), so the result never goes subnormal. NaN stays NaN. Only
-// builtins here: std:: helpers would not inline into the target clones.
-[[gnu::always_inline]] inline float exp_nonpositive(float x) {
-  const uint32_t bits = __builtin_bit_cast(uint32_t, x);
-  x = __builtin_bit_cast(float, bits < 0xC2AEAC50u ? bits : 0xC2AEAC50u);  // -87.33654
-  const float kShift = 12582912.f;  // 1.5 * 2^23: adding it rounds to an integer
-  float fn = x * 1.44269504088896341f + kShift;
-  const int32_t n = static_cast<int32_t>(__builtin_bit_cast(uint32_t, fn) - __builtin_bit_cast(uint32_t, kShift));
-  fn -= kShift;
-  float r = x - fn * 0.693359375f;
-  r = r - fn * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float y = p * r * r + r + 1.f;
-  // 2^n with n in [-126, 0]: one exponent field.
-  return y * __builtin_bit_cast(float, static_cast<uint32_t>(n + 127) << 23);
-}
+using simd::exp_nonpositive;
 
 [[gnu::always_inline]] inline float row_max(const float* x, int64_t n) {
   float lanes[16];

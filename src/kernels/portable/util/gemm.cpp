@@ -20,6 +20,7 @@
 
 #include "kernels/portable/util/cv_common.h"
 #include "kernels/portable/util/gemm_tile.h"
+#include "kernels/portable/util/interleave4.h"
 #include "kernels/portable/util/scratch.h"
 #include "kiln/tensor.h"
 
@@ -121,32 +122,9 @@ void pack_a_block(const float* a, int64_t lda, bool trans, int64_t i0, int64_t m
       // A[i, p] at a[i * lda + p]: gather one element of each row per p.
       int64_t r = 0;
 #if KILN_GEMM_X86
-      // Four rows at a time by 4x4 transposes (SSE2, every x86-64): four
-      // loads and four stores per 16 values instead of 16 strided stores,
-      // ~2.5x faster; A is packed on every call (the activations of every
-      // MatMul with constant weights).
-      for (; r + 4 <= rows; r += 4) {
-        const float* s0 = a + (i0 + ir + r) * lda + p0;
-        const float* s1 = s0 + lda;
-        const float* s2 = s1 + lda;
-        const float* s3 = s2 + lda;
-        int64_t p = 0;
-        for (; p + 4 <= kc; p += 4) {
-          __m128 x0 = _mm_loadu_ps(s0 + p), x1 = _mm_loadu_ps(s1 + p), x2 = _mm_loadu_ps(s2 + p),
-                 x3 = _mm_loadu_ps(s3 + p);
-          _MM_TRANSPOSE4_PS(x0, x1, x2, x3);
-          _mm_storeu_ps(panel + p * mr + r, x0);
-          _mm_storeu_ps(panel + (p + 1) * mr + r, x1);
-          _mm_storeu_ps(panel + (p + 2) * mr + r, x2);
-          _mm_storeu_ps(panel + (p + 3) * mr + r, x3);
-        }
-        for (; p < kc; ++p) {
-          panel[p * mr + r] = s0[p];
-          panel[p * mr + r + 1] = s1[p];
-          panel[p * mr + r + 2] = s2[p];
-          panel[p * mr + r + 3] = s3[p];
-        }
-      }
+      // Four rows at a time (SSE2, every x86-64): A is packed on every call
+      // (the activations of every MatMul with constant weights).
+      for (; r + 4 <= rows; r += 4) interleave4(a + (i0 + ir + r) * lda + p0, lda, kc, panel + r, mr);
 #endif
       for (; r < rows; ++r) {
         const float* src = a + (i0 + ir + r) * lda + p0;
@@ -180,28 +158,7 @@ void pack_b_block(const float* b, int64_t ldb, bool trans, int64_t p0, int64_t k
       int64_t j = 0;
 #if KILN_GEMM_X86
       // Four columns at a time by 4x4 transposes, as in pack_a_block.
-      for (; j + 4 <= cols; j += 4) {
-        const float* s0 = b + (j0 + jr + j) * ldb + p0;
-        const float* s1 = s0 + ldb;
-        const float* s2 = s1 + ldb;
-        const float* s3 = s2 + ldb;
-        int64_t p = 0;
-        for (; p + 4 <= kc; p += 4) {
-          __m128 x0 = _mm_loadu_ps(s0 + p), x1 = _mm_loadu_ps(s1 + p), x2 = _mm_loadu_ps(s2 + p),
-                 x3 = _mm_loadu_ps(s3 + p);
-          _MM_TRANSPOSE4_PS(x0, x1, x2, x3);
-          _mm_storeu_ps(panel + p * nr + j, x0);
-          _mm_storeu_ps(panel + (p + 1) * nr + j, x1);
-          _mm_storeu_ps(panel + (p + 2) * nr + j, x2);
-          _mm_storeu_ps(panel + (p + 3) * nr + j, x3);
-        }
-        for (; p < kc; ++p) {
-          panel[p * nr + j] = s0[p];
-          panel[p * nr + j + 1] = s1[p];
-          panel[p * nr + j + 2] = s2[p];
-          panel[p * nr + j + 3] = s3[p];
-        }
-      }
+      for (; j + 4 <= cols; j += 4) interleave4(b + (j0 + jr + j) * ldb + p0, ldb, kc, panel + j, nr);
 #endif
       for (; j < cols; ++j) {
         const float* src = b + (j0 + jr + j) * ldb + p0;

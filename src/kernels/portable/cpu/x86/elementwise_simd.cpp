@@ -1,21 +1,13 @@
 // float32 hot loops, one clone per x86-64 level (target_clones picks one at
 // load through an ifunc). The loops are plain scalar C++ without branches in
-// the body, which GCC vectorizes for each target.
-//
-// Approximations (coefficients fitted near-minimax in extended precision):
-// - exp: Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, degree-6
-//   polynomial (Cephes expf), scale by 2^n in two steps so subnormal
-//   results and overflow to inf come out right. ~1 ulp.
-// - tanh: |x| < 0.625: x + x^3 P(x^2) (rel. error 4e-9); else
-//   1 - 2 / (exp(2|x|) + 1), sign restored. |x| > 9.1 gives +-1.
-// - erf: |x| < 0.9: x P(x^2) (rel. error 1.2e-8); else 1 - exp(Q(|x|))
-//   with Q ~ log(erfc) on [0.9, 3.95] (abs. error 9e-9); beyond, +-1.
+// the body, which GCC vectorizes for each target. The exp, tanh, erf and
+// sigmoid approximations they use are in simd_math.h.
 #include "kernels/portable/cpu/x86/elementwise_simd.h"
 
-#include <bit>
 #include <cmath>
 #include <cstring>
 
+#include "kernels/portable/cpu/x86/simd_math.h"
 #include "kiln/float16.h"
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
@@ -32,78 +24,6 @@
 
 namespace kiln::kernels::simd {
 namespace {
-
-[[gnu::always_inline]] inline float round_nearest(float t) {
-  // Adding and subtracting 1.5 * 2^23 rounds |t| < 2^22 to an integer in
-  // the current (nearest-even) mode; vectorizes without SSE4.1 roundps.
-  constexpr float kMagic = 12582912.0f;
-  return (t + kMagic) - kMagic;
-}
-
-[[gnu::always_inline]] inline float pow2i(int32_t e) { return __builtin_bit_cast(float, static_cast<int32_t>((e + 127) << 23)); }
-
-// e^x for every float x. NaN flows through the arithmetic (clamps compare
-// false on NaN); only the integer exponent is sanitized.
-[[gnu::always_inline]] inline float exp_full(float x) {
-  float xc = x < -104.0f ? -104.0f : x;
-  xc = xc > 89.0f ? 89.0f : xc;
-  const float n = round_nearest(xc * 1.44269504088896341f);
-  float r = xc - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const int32_t ni = static_cast<int32_t>(n == n ? n : 0.0f);
-  const int32_t n1 = ni >> 1;  // two factors, each a normal power of two
-  return p * pow2i(n1) * pow2i(ni - n1);
-}
-
-[[gnu::always_inline]] inline float tanh_one(float x) {
-  const float ax = __builtin_fabsf(x);
-  // Small: odd polynomial.
-  const float x2 = x * x;
-  float p = -0.005704786585632287f;
-  p = p * x2 + 0.020638919338448233f;
-  p = p * x2 + -0.053739667294395194f;
-  p = p * x2 + 0.1333144167115317f;
-  p = p * x2 + -0.33333281924270397f;
-  const float small = __builtin_copysignf(x + x * x2 * p, x);  // keeps -0
-  // Large: through exp (NaN stays NaN through it).
-  const float ac = ax > 9.1f ? 9.1f : ax;
-  const float e = exp_full(2.0f * ac);
-  const float big = __builtin_copysignf(1.0f - 2.0f / (e + 1.0f), x);
-  return ax < 0.625f ? small : big;
-}
-
-[[gnu::always_inline]] inline float erf_one(float x) {
-  const float ax = __builtin_fabsf(x);
-  const float x2 = x * x;
-  float p = -0.0006111135176192564f;
-  p = p * x2 + 0.005016201001891901f;
-  p = p * x2 + -0.02678194059061864f;
-  p = p * x2 + 0.11282229578005037f;
-  p = p * x2 + -0.37612532415596434f;
-  p = p * x2 + 1.1283791553164912f;
-  const float small = x * p;
-  const float t = (ax > 3.95f ? 3.95f : ax) - 2.4f;
-  float q = -7.434292736974157e-09f;
-  q = q * t + 1.6268420632847835e-06f;
-  q = q * t + -1.4551076880531255e-05f;
-  q = q * t + 8.710640496079058e-05f;
-  q = q * t + -0.0004695733878586905f;
-  q = q * t + 0.002387395546697313f;
-  q = q * t + -0.011768107579037512f;
-  q = q * t + -0.9405018875939168f;
-  q = q * t + -5.164236601275465f;
-  q = q * t + -7.280975063968276f;
-  // Past 3.95 erfc(x) < half an ulp of 1: the result is exactly +-1.
-  const float big = __builtin_copysignf(ax > 3.95f ? 1.0f : 1.0f - exp_full(q), x);
-  return ax < 0.9f ? small : big;
-}
 
 KILN_SIMD_CLONES void add_vv(const float* a, const float* b, float* o, int64_t n) {
   for (int64_t i = 0; i < n; ++i) o[i] = a[i] + b[i];
@@ -253,7 +173,7 @@ KILN_SIMD_CLONES void exp_f32(const float* x, float* y, int64_t n) {
 }
 
 KILN_SIMD_CLONES void sigmoid_f32(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + exp_full(-x[i]));
+  for (int64_t i = 0; i < n; ++i) y[i] = sigmoid_one(x[i]);
 }
 
 KILN_SIMD_CLONES void tanh_f32(const float* x, float* y, int64_t n) {

@@ -20,6 +20,7 @@ DirectSmallMode initial_mode() {
 }
 
 DirectSmallMode g_mode = initial_mode();
+DirectSmallIsa g_isa = DirectSmallIsa::kBest;
 
 // The geometry as 2-D (rank 1: one row) and the bordered, column-phase-split
 // layout of one image: channel ci, padded row r, phase ph, column j holds
@@ -200,12 +201,16 @@ __attribute__((target("avx2,fma"))) void rows_avx2(const Job& j, int64_t t0, int
 void rows_default(const Job& j, int64_t t0, int64_t t1) { rows_t<4, 2, 4>(j, t0, t1); }
 
 using RowsFn = void (*)(const Job&, int64_t, int64_t);
-RowsFn pick_rows() {
+// The best variant the CPU runs, capped by `cap`.
+RowsFn pick_rows(DirectSmallIsa cap) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-    return rows_avx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return rows_avx2;
+  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                             __builtin_cpu_supports("avx512dq");
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (avx512 && cap == DirectSmallIsa::kBest) return rows_avx512;
+  if (avx2 && cap != DirectSmallIsa::kBaseline) return rows_avx2;
+#else
+  (void)cap;
 #endif
   return rows_default;
 }
@@ -213,6 +218,7 @@ RowsFn pick_rows() {
 }  // namespace
 
 void set_direct_small_mode(DirectSmallMode mode) { g_mode = mode; }
+void set_direct_small_isa(DirectSmallIsa cap) { g_isa = cap; }
 
 // Measured against im2col + GEMM (and the padded-rows path), 1 and 2
 // threads, AVX-512: the direct kernel wins while the taps per output (K =
@@ -257,7 +263,7 @@ bool DirectSmallConv::applies(const WindowGeometry& g, const Shape& w_shape) con
 
 void DirectSmallConv::run(int64_t n, const WindowGeometry& g, const float* x, float* y, const ConvEpilogue& ep,
                           ThreadPool* pool) const {
-  static const RowsFn rows = pick_rows();
+  const RowsFn rows = pick_rows(g_isa);
   const Plan p(g, cin_);
   const int64_t k = cin_ * kh_ * kw_, blocks = (cout_ + kCB - 1) / kCB;
   const int64_t in_image = cin_ * p.ih * p.iw, out_plane = p.oh * p.ow, out_image = cout_ * out_plane;

@@ -36,6 +36,10 @@ enum class DirectSmallMode { kAuto, kOff, kAlways };
 /// Process-wide; the environment variable KILN_CONV_DIRECT sets the start.
 /// Not thread-safe: call before loading.
 void set_direct_small_mode(DirectSmallMode mode);
+/// Caps the kernel variant (tests: the AVX2 and baseline variants on an
+/// AVX-512 machine). Not thread-safe: call before running.
+enum class DirectSmallIsa { kBest, kAvx2, kBaseline };
+void set_direct_small_isa(DirectSmallIsa cap);
 
 class DirectSmallConv {
  public:

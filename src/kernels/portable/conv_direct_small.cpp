@@ -228,9 +228,10 @@ void set_direct_small_isa(DirectSmallIsa cap) { g_isa = cap; }
 // 32->64 (K 288) 1.13x; stride 1 (where Winograd does not take it): 3x3
 // 8->16 at 128 0.68x, 16->16 at 80 0.67x, 32->32 at 40 0.9x, 64->64 1.0x,
 // 5x5 16->16 at 80 0.79x. Output rows under 32 waste most of a 32-pixel
-// block (32->32 on 20x20: 1.14x).
+// block (32->32 on 20x20: 1.14x). 1x1 convs stay on the GEMM, which reads
+// their input with no im2col (32->16 at 80x80: 1.56x, 64->64: 1.27x).
 bool direct_small_gains(const WindowGeometry& g, int64_t cin, int64_t cout) {
-  if (cout > 64 || g.out.back() < 32) return false;
+  if (cout > 64 || g.out.back() < 32 || g.kernel_size() == 1) return false;
   int64_t stride = 1;
   for (int64_t s : g.stride) stride = std::max(stride, s);
   const int64_t k = cin * g.kernel_size();

@@ -129,6 +129,8 @@ TEST_F(DirectSmallTest, WhenItIsTaken) {
   EXPECT_TRUE(kernels::direct_small_gains(Case{1, 16, 16, {80, 80}, {3, 3}, {1, 1}, {1, 1, 1, 1}}.geometry(), 16, 16));
   // stride 2 with K = 288 taps per output: the GEMM
   EXPECT_FALSE(kernels::direct_small_gains(Case{1, 32, 64, {80, 80}, {3, 3}, {2, 2}, {1, 1, 1, 1}}.geometry(), 32, 64));
+  // 1x1: the GEMM reads X with no im2col
+  EXPECT_FALSE(kernels::direct_small_gains(Case{1, 32, 16, {80, 80}, {1, 1}, {1, 1}, {0, 0, 0, 0}}.geometry(), 32, 16));
   // more than 64 output channels, rows under 32
   EXPECT_FALSE(kernels::direct_small_gains(Case{1, 3, 96, {224, 224}, {7, 7}, {2, 2}, {3, 3, 3, 3}}.geometry(), 3, 96));
   EXPECT_FALSE(kernels::direct_small_gains(Case{1, 32, 32, {20, 20}, {3, 3}, {1, 1}, {1, 1, 1, 1}}.geometry(), 32, 32));

@@ -91,6 +91,7 @@ struct Job {
   const float* buf;    // bordered image
   const float* wp;     // packed weights
   int64_t cout, k;     // output channels, taps (Cin * kh * kw)
+  int64_t blocks;      // channel blocks of kCB
   const float* bias;   // Cout or null
   const float* z;      // the image's Z planes or null
   float* y;            // the image's output planes
@@ -160,13 +161,14 @@ template <int CB, int NV, int L>
   }
 }
 
-// Work items [t0, t1) of one image: item t is output row t % oh of channel
-// block t / oh (kCB channels, computed CB at a time).
+// Work items [t0, t1) of one image: item t is channel block t % blocks
+// (kCB channels, computed CB at a time) of output row t / blocks, so the
+// blocks of a row read its input rows while they are in cache.
 template <int CB, int NV, int L>
 [[gnu::always_inline]] inline void rows_t(const Job& j, int64_t t0, int64_t t1) {
   const Plan& p = *j.p;
   for (int64_t t = t0; t < t1; ++t) {
-    const int64_t blk = t / p.oh, oy = t % p.oh;
+    const int64_t blk = t % j.blocks, oy = t / j.blocks;
     const float* wblk = j.wp + blk * j.k * kCB;
     const float* xrow = j.buf + p.base(oy);
     for (int64_t half = 0; half < kCB; half += CB) {
@@ -277,13 +279,13 @@ void DirectSmallConv::run(int64_t n, const WindowGeometry& g, const float* x, fl
     const float* xi = x + img * in_image;
     parallel_for(pool, cin_, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, p.plane)),
                  [&](int64_t c0, int64_t c1) { border(p, xi, c0, c1, buf); });
-    const Job j{&p, buf, wp_.data(), cout_, k, ep.bias, ep.z ? ep.z + img * out_image : nullptr,
+    const Job j{&p, buf, wp_.data(), cout_, k, blocks, ep.bias, ep.z ? ep.z + img * out_image : nullptr,
                 y + img * out_image, ep.lo, ep.hi};
     parallel_for(pool, items, grain, [&](int64_t t0, int64_t t1) {
       rows(j, t0, t1);
       if (!ep.act) return;
       for (int64_t t = t0; t < t1; ++t) {  // the activation over the finished rows
-        const int64_t blk = t / p.oh, oy = t % p.oh;
+        const int64_t blk = t % blocks, oy = t / blocks;
         for (int64_t co = blk * kCB; co < std::min(cout_, (blk + 1) * kCB); ++co)
           ep.act(j.y + co * out_plane + oy * p.ow, p.ow, ep.act_ctx);
       }

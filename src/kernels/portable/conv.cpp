@@ -17,6 +17,9 @@
 // (conv_winograd.h; KILN_WINOGRAD=off|always|auto). Constant-weight
 // convolutions whose taps mostly read padding (dilated segmentation heads)
 // run one GEMM per tap over the outputs it reaches (conv_sparse_taps.h).
+// Constant-weight group-1 convs with at most 64 output channels and few taps
+// per output (stems, early downsampling) run a direct kernel
+// (conv_direct_small.h).
 // Constant weights are packed for the GEMM once, at load; the bias is a
 // fused per-row epilogue. float16/bfloat16/double are staged through float32.
 // The same kernel runs com.microsoft FusedConv (Conv + optional sum input Z +

@@ -188,6 +188,10 @@ template <int CB, int NV, int L>
           block<CB, (NV > 1 ? 2 : 1), L>(j, wblk + half, xrow + ox0, co0, cvalid, oy * p.ow + ox0, rem);
           break;
         }
+        if (L >= 8 && rem <= L / 2) {  // half a vector (40 = 32 + 8 pixels)
+          block<CB, 1, (L >= 8 ? L / 2 : L)>(j, wblk + half, xrow + ox0, co0, cvalid, oy * p.ow + ox0, rem);
+          break;
+        }
         block<CB, 1, L>(j, wblk + half, xrow + ox0, co0, cvalid, oy * p.ow + ox0, rem);
       }
     }

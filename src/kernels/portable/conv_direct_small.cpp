@@ -230,8 +230,8 @@ void set_direct_small_isa(DirectSmallIsa cap) { g_isa = cap; }
 // threads, AVX-512: the direct kernel wins while the taps per output (K =
 // Cin * kh * kw) are few, since the GEMM's packing costs per K row while its
 // multiply is as fast: a 6x6 stride-2 3->16 stem at 320 0.62x, ResNet's 7x7
-// 3->64 stem 0.74-0.93x, 3x3 stride-2 3->32 0.86x, 16->32 (K 144) 1.0x,
-// 32->64 (K 288) 1.13x; stride 1 (where Winograd does not take it): 3x3
+// 3->64 stem 0.78x, 3x3 stride-2 3->32 0.85x, 16->32 (K 144) 0.91x,
+// 32->64 (K 288) 0.97x (kept on the GEMM: within noise); stride 1 (where Winograd does not take it): 3x3
 // 8->16 at 128 0.68x, 16->16 at 80 0.67x, 32->32 at 40 0.9x, 64->64 1.0x,
 // 5x5 16->16 at 80 0.79x. Output rows under 32 waste most of a 32-pixel
 // block (32->32 on 20x20: 1.14x). 1x1 convs stay on the GEMM, which reads

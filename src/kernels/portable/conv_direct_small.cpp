@@ -56,32 +56,31 @@ struct Plan {
   int64_t base(int64_t oy) const { return oy * sh * rs; }
 };
 
-// Copies channels [c0, c1) of one image into the bordered layout.
-void border(const Plan& p, const float* x, int64_t c0, int64_t c1, float* buf) {
-  for (int64_t ci = c0; ci < c1; ++ci) {
-    const float* xc = x + ci * p.ih * p.iw;
-    for (int64_t r = 0; r < p.hp; ++r) {
-      float* dst = buf + ci * p.plane + r * p.rs;
-      const int64_t iy = r - p.pt;
-      if (iy < 0 || iy >= p.ih) {
-        std::fill_n(dst, p.rs, 0.f);
-        continue;
+// Copies padded rows [r0, r1) of one image (row r of channel ci is item
+// ci * hp + r) into the bordered layout.
+void border(const Plan& p, const float* x, int64_t i0, int64_t i1, float* buf) {
+  for (int64_t i = i0; i < i1; ++i) {
+    const int64_t ci = i / p.hp, r = i % p.hp;
+    float* dst = buf + ci * p.plane + r * p.rs;
+    const int64_t iy = r - p.pt;
+    if (iy < 0 || iy >= p.ih) {
+      std::fill_n(dst, p.rs, 0.f);
+      continue;
+    }
+    const float* src = x + (ci * p.ih + iy) * p.iw;
+    for (int64_t ph = 0; ph < p.sw; ++ph) {
+      float* d = dst + ph * p.wq;
+      // columns j with 0 <= j * sw + ph - pl < iw
+      const int64_t j0 = std::min(p.wq, std::max<int64_t>(0, (p.pl - ph + p.sw - 1) / p.sw));
+      const int64_t j1 = std::max(j0, std::min(p.wq, (p.iw + p.pl - ph + p.sw - 1) / p.sw));
+      std::fill_n(d, j0, 0.f);
+      const float* s = src + j0 * p.sw + ph - p.pl;
+      if (p.sw == 1) {
+        std::memcpy(d + j0, s, static_cast<size_t>(j1 - j0) * sizeof(float));
+      } else {
+        for (int64_t j = j0; j < j1; ++j) d[j] = s[(j - j0) * p.sw];
       }
-      const float* src = xc + iy * p.iw;
-      for (int64_t ph = 0; ph < p.sw; ++ph) {
-        float* d = dst + ph * p.wq;
-        // columns j with 0 <= j * sw + ph - pl < iw
-        const int64_t j0 = std::min(p.wq, std::max<int64_t>(0, (p.pl - ph + p.sw - 1) / p.sw));
-        const int64_t j1 = std::max(j0, std::min(p.wq, (p.iw + p.pl - ph + p.sw - 1) / p.sw));
-        std::fill_n(d, j0, 0.f);
-        const float* s = src + j0 * p.sw + ph - p.pl;
-        if (p.sw == 1) {
-          std::memcpy(d + j0, s, static_cast<size_t>(j1 - j0) * sizeof(float));
-        } else {
-          for (int64_t j = j0; j < j1; ++j) d[j] = s[(j - j0) * p.sw];
-        }
-        std::fill(d + j1, d + p.wq, 0.f);
-      }
+      std::fill(d + j1, d + p.wq, 0.f);
     }
   }
 }
@@ -281,8 +280,8 @@ void DirectSmallConv::run(int64_t n, const WindowGeometry& g, const float* x, fl
   const int64_t grain = std::max<int64_t>(1, 262144 / std::max<int64_t>(1, p.ow * k * kCB));
   for (int64_t img = 0; img < n; ++img) {
     const float* xi = x + img * in_image;
-    parallel_for(pool, cin_, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, p.plane)),
-                 [&](int64_t c0, int64_t c1) { border(p, xi, c0, c1, buf); });
+    parallel_for(pool, cin_ * p.hp, std::max<int64_t>(1, 16384 / p.rs),
+                 [&](int64_t i0, int64_t i1) { border(p, xi, i0, i1, buf); });
     const Job j{&p, buf, wp_.data(), cout_, k, blocks, ep.bias, ep.z ? ep.z + img * out_image : nullptr,
                 y + img * out_image, ep.lo, ep.hi};
     parallel_for(pool, items, grain, [&](int64_t t0, int64_t t1) {

@@ -11,6 +11,7 @@ namespace {
 
 constexpr int64_t kCB = 8;      // output channels per packed weight block
 constexpr int64_t kMaxPX = 32;  // the widest pixel block of any variant
+constexpr int64_t kMaxTaps = 320;  // the most taps per output (Cin * kh * kw) the auto mode takes
 
 DirectSmallMode initial_mode() {
   const char* env = std::getenv("KILN_CONV_DIRECT");
@@ -240,7 +241,7 @@ bool direct_small_gains(const WindowGeometry& g, int64_t cin, int64_t cout) {
   int64_t stride = 1;
   for (int64_t s : g.stride) stride = std::max(stride, s);
   const int64_t k = cin * g.kernel_size();
-  return stride == 1 ? k <= 320 : k <= 150;
+  return stride == 1 ? k <= kMaxTaps : k <= 150;
 }
 
 void DirectSmallConv::prepare(const Tensor& w, int64_t group) {
@@ -248,6 +249,9 @@ void DirectSmallConv::prepare(const Tensor& w, int64_t group) {
   if (g_mode == DirectSmallMode::kOff || group != 1 || w.dtype() != DType::kFloat32 || w.rank() < 3 ||
       w.rank() > 4 || w.numel() == 0 || w.dim(0) > 64)
     return;
+  const int64_t taps = w.numel() / (w.dim(0) * w.dim(1));
+  if (g_mode == DirectSmallMode::kAuto && (taps == 1 || w.dim(1) * taps > kMaxTaps))
+    return;  // direct_small_gains never takes it: no second copy of W
   cout_ = w.dim(0);
   cin_ = w.dim(1);
   kh_ = w.rank() == 4 ? w.dim(2) : 1;

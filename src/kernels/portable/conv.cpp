@@ -17,6 +17,9 @@
 // (conv_winograd.h; KILN_WINOGRAD=off|always|auto). Constant-weight
 // convolutions whose taps mostly read padding (dilated segmentation heads)
 // run one GEMM per tap over the outputs it reaches (conv_sparse_taps.h).
+// Constant-weight group-1 convs with at most 64 output channels and few taps
+// per output (stems, early downsampling) run a direct kernel
+// (conv_direct_small.h).
 // Constant weights are packed for the GEMM once, at load; the bias is a
 // fused per-row epilogue. float16/bfloat16/double are staged through float32.
 // The same kernel runs com.microsoft FusedConv (Conv + optional sum input Z +
@@ -33,6 +36,7 @@
 #include <string>
 
 #include "kernels/portable/conv_depthwise.h"
+#include "kernels/portable/conv_direct_small.h"
 #include "kernels/portable/conv_padded_rows.h"
 #include "kernels/portable/conv_preact.h"
 #include "kernels/portable/conv_sparse_taps.h"
@@ -337,6 +341,7 @@ class ConvKernel final : public Kernel {
       if (sparse_.covers_static_input()) return Status::ok();  // W is packed per tap instead
       wino_.prepare(init, *w, group_, attrs_);
       if (wino_.covers_static_input(init)) return Status::ok();  // W is never read by im2col
+      direct_.prepare(*w, group_);  // few output channels: a direct kernel (conv_direct_small.h)
       const int64_t mg = w->dim(0) / group_, kg = w->numel() / w->dim(0);
       for (int64_t grp = 0; grp < group_; ++grp)
         packed_.push_back(pack_a_for(init, "W" + std::to_string(grp), false, mg, kg, w->data<float>() + grp * mg * kg, kg));
@@ -414,6 +419,10 @@ class ConvKernel final : public Kernel {
         }
         if (wino_.applies(p.g, p.n, w.shape())) {
           wino_.run(p.n, p.g, xd, y->data<float>(), conv_epilogue(bias, fusion), ctx.pool());
+          return Status::ok();
+        }
+        if (direct_.applies(p.g, w.shape())) {
+          direct_.run(p.n, p.g, xd, y->data<float>(), conv_epilogue(bias, fusion), ctx.pool());
           return Status::ok();
         }
         conv_f32(p, xd, w.data<float>(), use_packed ? &packed_ : nullptr, b ? b->data<float>() : nullptr,
@@ -500,6 +509,7 @@ class ConvKernel final : public Kernel {
   std::vector<PackedMatrix> packed_;  // W per group, when W is a constant
   WinogradConv wino_;                  // W transformed, when the Winograd path may run
   SparseTapConv sparse_;               // W per tap, when most taps read only padding
+  DirectSmallConv direct_;             // W for the direct kernel, when Cout is small
   std::vector<float> pre_a_, pre_b_;   // PreActivationConv's input transform (empty: none)
   PackedMatrix packed_t_;              // W^T, for the transposed pointwise path
   Shape packed_shape_;

@@ -56,7 +56,7 @@ struct RowsSource final : BPanelSource {
   void pack(int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* out) const override;
 };
 
-KILN_CV_MULTIVERSION void pack_rows(const RowsSource& s, int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr,
+KILN_ISA_BODY void pack_rows_body(const RowsSource& s, int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr,
                                     float* out) {
   static const float kZeros[8] = {};
   const int64_t taps = s.kh * s.kw;
@@ -72,6 +72,7 @@ KILN_CV_MULTIVERSION void pack_rows(const RowsSource& s, int64_t p0, int64_t kc,
     }
   }
 }
+KILN_ISA_DISPATCH(pack_rows, pack_rows_body);
 
 void RowsSource::pack(int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* out) const {
   pack_rows(*this, p0, kc, j0, nc, nr, out);

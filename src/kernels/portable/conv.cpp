@@ -87,16 +87,13 @@ DepthwiseConv depthwise_geometry(const ConvProblem& p) {
 }
 
 // im2col_panels<float> compiled for the CPU's vector width (flatten inlines
-// it into each clone): its copies and stride-2 gathers are most of a stem
+// it into each variant): its copies and stride-2 gathers are most of a stem
 // conv's time besides the GEMM.
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((flatten))
-#endif
-KILN_ISA_BODY void im2col_panels_f32_body(const WindowGeometry& g, const float* x, int64_t p0, int64_t kc,
+void im2col_panels_f32_body(const WindowGeometry& g, const float* x, int64_t p0, int64_t kc,
                                             int64_t j0, int64_t nc, int64_t nr, float* out) {
   im2col_panels<float>(g, x, p0, kc, j0, nc, nr, 0.f, out);
 }
-KILN_ISA_DISPATCH(im2col_panels_f32, im2col_panels_f32_body);
+KILN_ISA_DISPATCH_FLATTEN(im2col_panels_f32, im2col_panels_f32_body);
 
 // The im2col matrix of one image and group, produced panel by panel.
 class Im2colSource final : public BPanelSource {

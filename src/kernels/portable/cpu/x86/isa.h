@@ -109,17 +109,23 @@ struct IsaDispatch<Body, V> {
   template <class... A>                  \
   attr static decltype(auto) isa(A&&... a) { return body(static_cast<A&&>(a)...); }
 #if defined(KILN_ISA_X86)
-#define KILN_ISA_VARIANTS(body)                                                     \
-  KILN_ISA_VARIANT(avx512, __attribute__((target(KILN_ISA_TARGET_AVX512))), body) \
-  KILN_ISA_VARIANT(avx2, __attribute__((target(KILN_ISA_TARGET_AVX2))), body)     \
-  KILN_ISA_VARIANT(baseline, , body)
+#define KILN_ISA_VARIANTS(body, attr)                                                    \
+  KILN_ISA_VARIANT(avx512, __attribute__((target(KILN_ISA_TARGET_AVX512))) attr, body) \
+  KILN_ISA_VARIANT(avx2, __attribute__((target(KILN_ISA_TARGET_AVX2))) attr, body)     \
+  KILN_ISA_VARIANT(baseline, attr, body)
 #else
-#define KILN_ISA_VARIANTS(body) KILN_ISA_VARIANT(baseline, , body)
+#define KILN_ISA_VARIANTS(body, attr) KILN_ISA_VARIANT(baseline, attr, body)
 #endif
 
 #define KILN_ISA_BODY __attribute__((always_inline)) inline
-#define KILN_ISA_DISPATCH(name, body)           \
-  struct name##_isa_variants {                  \
-    KILN_ISA_VARIANTS(body)                     \
-  };                                            \
+#define KILN_ISA_DISPATCH_ATTR(name, body, attr) \
+  struct name##_isa_variants {                   \
+    KILN_ISA_VARIANTS(body, attr)                \
+  };                                             \
   constexpr auto name = &::kiln::kernels::cpu::detail::IsaDispatch<&body, name##_isa_variants>::call
+#define KILN_ISA_DISPATCH(name, body) KILN_ISA_DISPATCH_ATTR(name, body, )
+/// The same with every call in the body inlined into each variant (GCC's
+/// flatten): for a body that calls a large template, which otherwise stays
+/// one out-of-line baseline function. The body is then a plain function, not
+/// KILN_ISA_BODY (GCC 12 does not flatten through an always_inline body).
+#define KILN_ISA_DISPATCH_FLATTEN(name, body) KILN_ISA_DISPATCH_ATTR(name, body, __attribute__((flatten)))

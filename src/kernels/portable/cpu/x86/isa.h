@@ -91,7 +91,7 @@ struct IsaDispatch;
 
 template <class R, class... A, R (*Body)(A...), class V>
 struct IsaDispatch<Body, V> {
-  static R call(A... a) {
+  __attribute__((always_inline)) static R call(A... a) {
 #if defined(KILN_ISA_X86)
     switch (fast_kernel_isa()) {
       case Isa::kAvx512: return V::avx512(static_cast<A>(a)...);

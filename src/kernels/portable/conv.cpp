@@ -91,15 +91,13 @@ DepthwiseConv depthwise_geometry(const ConvProblem& p) {
 }
 
 // im2col_panels<float> compiled for the CPU's vector width (flatten inlines
-// it into each clone): its copies and stride-2 gathers are most of a stem
+// it into each variant): its copies and stride-2 gathers are most of a stem
 // conv's time besides the GEMM.
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((flatten))
-#endif
-KILN_CV_MULTIVERSION void im2col_panels_f32(const WindowGeometry& g, const float* x, int64_t p0, int64_t kc,
+void im2col_panels_f32_body(const WindowGeometry& g, const float* x, int64_t p0, int64_t kc,
                                             int64_t j0, int64_t nc, int64_t nr, float* out) {
   im2col_panels<float>(g, x, p0, kc, j0, nc, nr, 0.f, out);
 }
+KILN_ISA_DISPATCH_FLATTEN(im2col_panels_f32, im2col_panels_f32_body);
 
 // The im2col matrix of one image and group, produced panel by panel.
 class Im2colSource final : public BPanelSource {
@@ -152,18 +150,20 @@ inline float exp_bounded(float t) {
 
 // y = y * sigmoid(y) = y / (1 + e^-y), vectorized for the CPU (FusedConv's
 // Silu in the GEMM epilogue; as accurate as Sigmoid then Mul to a few ulp).
-KILN_CV_MULTIVERSION
-void silu_inplace(float* y, int64_t n) {
+KILN_ISA_BODY
+void silu_inplace_body(float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float x = y[i];
     y[i] = x / (1.f + exp_bounded(std::min(std::max(-x, -87.f), 87.f)));
   }
 }
+KILN_ISA_DISPATCH(silu_inplace, silu_inplace_body);
 
-KILN_CV_MULTIVERSION
-void hard_swish_inplace(float* y, int64_t n) {  // as the HardSwish kernel computes it
+KILN_ISA_BODY
+void hard_swish_inplace_body(float* y, int64_t n) {  // as the HardSwish kernel computes it
   for (int64_t i = 0; i < n; ++i) y[i] *= std::min(1.f, std::max(0.f, y[i] * (1.f / 6.f) + 0.5f));
 }
+KILN_ISA_DISPATCH(hard_swish_inplace, hard_swish_inplace_body);
 
 void apply_activation_block(float* y, int64_t n, const ConvFusion& f) {
   switch (f.act) {

@@ -32,8 +32,8 @@ namespace {
 
 // out[(j / nr) * kc * nr + p * nr + j % nr] = x[(p0 + p) * ld + j0 + j] *
 // s[p0 + p], columns past nc of the last group zero (BPanelSource::pack).
-KILN_CV_MULTIVERSION
-void pack_scaled_rows(const float* x, int64_t ld, const float* s, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+KILN_ISA_BODY
+void pack_scaled_rows_body(const float* x, int64_t ld, const float* s, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
                       int64_t nr, float* out) {
   for (int64_t jg = 0; jg < nc; jg += nr) {
     const int64_t w = std::min(nr, nc - jg);
@@ -47,11 +47,13 @@ void pack_scaled_rows(const float* x, int64_t ld, const float* s, int64_t p0, in
     }
   }
 }
+KILN_ISA_DISPATCH(pack_scaled_rows, pack_scaled_rows_body);
 
-KILN_CV_MULTIVERSION
-void scale_row(const float* x, float scale, int64_t n, float* out) {
+KILN_ISA_BODY
+void scale_row_body(const float* x, float scale, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale;
 }
+KILN_ISA_DISPATCH(scale_row, scale_row_body);
 
 // One image's X (C rows of `hw` floats) scaled by channel, as the GEMM's B.
 class ScaledRows final : public BPanelSource {

@@ -39,14 +39,15 @@ constexpr int64_t kBlock = 4 * kLanes;  // outputs per step: four independent ac
 
 // y = min(max(y, lo), hi), NaN staying NaN; in this form it vectorizes (to
 // max/min with the operands ordered for NaN), not to branches.
-KILN_CV_MULTIVERSION
-void clamp_plane(float* y, int64_t n, float lo, float hi) {
+KILN_ISA_BODY
+void clamp_plane_body(float* y, int64_t n, float lo, float hi) {
   for (int64_t i = 0; i < n; ++i) {
     float v = y[i];
     v = v < lo ? lo : v;
     y[i] = v > hi ? hi : v;
   }
 }
+KILN_ISA_DISPATCH(clamp_plane, clamp_plane_body);
 
 // The epilogue over one finished plane (the paths that copy the plane out).
 void plane_epilogue(const DepthwiseEpilogue& ep, float* y, int64_t n) {
@@ -57,8 +58,8 @@ void plane_epilogue(const DepthwiseEpilogue& ep, float* y, int64_t n) {
 
 // out[i] = bias + sum_t w[t] * src[t][i] for i < n rounded up to kBlock
 // (out and every src[t] must have that many floats readable / writable).
-KILN_CV_MULTIVERSION
-void multi_tap(float* out, int64_t n, const float* const* src, const float* w, int64_t taps, float bias) {
+KILN_ISA_BODY
+void multi_tap_body(float* out, int64_t n, const float* const* src, const float* w, int64_t taps, float bias) {
   const int64_t n_lanes = (n + kLanes - 1) / kLanes * kLanes;
   int64_t i = 0;
   for (; i + kBlock <= n_lanes; i += kBlock) {
@@ -96,6 +97,7 @@ void multi_tap(float* out, int64_t n, const float* const* src, const float* w, i
     std::memcpy(out + i, &a, sizeof a);
   }
 }
+KILN_ISA_DISPATCH(multi_tap, multi_tap_body);
 
 // The per-thread scratch: phase planes, the flat result and the tap table.
 struct Layout {
@@ -130,13 +132,14 @@ Layout make_layout(const DepthwiseConv& p) {
 }
 
 // even[c] = src[2c], odd[c] = src[2c + 1] for c < n.
-KILN_CV_MULTIVERSION
-void deinterleave2(const float* __restrict src, int64_t n, float* __restrict even, float* __restrict odd) {
+KILN_ISA_BODY
+void deinterleave2_body(const float* __restrict src, int64_t n, float* __restrict even, float* __restrict odd) {
   for (int64_t c = 0; c < n; ++c) {
     even[c] = src[2 * c];
     odd[c] = src[2 * c + 1];
   }
 }
+KILN_ISA_DISPATCH(deinterleave2, deinterleave2_body);
 
 // Phase rows of one input row `xr` (in_w floats): dst[qw * plane + c] =
 // padded[c * s_w + qw], where padded column pc is xr[pc - p_w] or zero.
@@ -182,8 +185,8 @@ void fill_phases(const DepthwiseConv& p, const Layout& l, const float* xc, float
 // oh * s_h - pad + k (in_w floats), or null in the padding. Columns
 // [ow_lo, ow_hi) must have all three taps inside the row; vector steps also
 // stop before reading past it.
-KILN_CV_MULTIVERSION
-void depthwise3x3_s2_row(float* y, int64_t ow_lo, int64_t ow_hi, const float* const* rows, const float* w, float bias,
+KILN_ISA_BODY
+void depthwise3x3_s2_row_body(float* y, int64_t ow_lo, int64_t ow_hi, const float* const* rows, const float* w, float bias,
                          int64_t pad, int64_t in_w) {
   [[maybe_unused]] const Idx16 evens = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
   constexpr int64_t kSpan = 34;  // floats one 16-wide step reads
@@ -218,6 +221,7 @@ void depthwise3x3_s2_row(float* y, int64_t ow_lo, int64_t ow_hi, const float* co
     y[ow] = acc;
   }
 }
+KILN_ISA_DISPATCH(depthwise3x3_s2_row, depthwise3x3_s2_row_body);
 
 // One output plane of a 3x3 conv with column stride 2 (dilation 1). Narrow
 // rows (maps up to 48 wide) go through a zero-padded copy of the input
@@ -392,8 +396,8 @@ struct OutPlaneArgs {
 };
 
 // One output plane (out_h * out_w floats at y), four vectors per step.
-KILN_CV_MULTIVERSION
-void out_plane(const OutPlaneArgs& a, float* y) {
+KILN_ISA_BODY
+void out_plane_body(const OutPlaneArgs& a, float* y) {
   const DepthwiseConv& p = *a.p;
   const OutLayout& l = *a.l;
   const int64_t n = p.out_h * p.out_w, kh_n = p.k_h, kw_n = p.k_w;
@@ -450,6 +454,7 @@ void out_plane(const OutPlaneArgs& a, float* y) {
     }
   }
 }
+KILN_ISA_DISPATCH(out_plane, out_plane_body);
 
 // The output planes of units [begin, end) on output-wide phase planes.
 void depthwise_out_width(const DepthwiseConv& p, const OutLayout& l, const float* x, const float* w,

@@ -15,6 +15,8 @@
 #include <atomic>
 #include <vector>
 
+#include "kernels/portable/cpu/x86/isa.h"
+
 namespace kiln::kernels {
 
 namespace {
@@ -23,23 +25,9 @@ namespace {
 // 3 none (the baseline kernels of conv_depthwise.cpp and pool.cpp).
 std::atomic<int> g_forced_isa{0};
 
-bool cpu_avx512() {
-#if defined(__x86_64__) || defined(__i386__)
-  static const bool yes = __builtin_cpu_supports("avx512f");
-  return yes;
-#else
-  return false;
-#endif
-}
-
-bool cpu_avx2() {
-#if defined(__x86_64__) || defined(__i386__)
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
-#else
-  return false;
-#endif
-}
+// The CPU's level capped by $KILN_CPU_ISA (cpu/x86/isa.h).
+bool cpu_avx512() { return cpu::kernel_isa() >= cpu::Isa::kAvx512; }
+bool cpu_avx2() { return cpu::kernel_isa() >= cpu::Isa::kAvx2; }
 
 // Narrower rows waste most of a vector's lanes (the channel-packed kernels
 // of conv_depthwise_packed.h take maps up to 20 wide).

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/portable/cpu/x86/isa.h"
+
 namespace kiln::kernels {
 
 namespace {
@@ -210,9 +212,8 @@ using RowsFn = void (*)(const Job&, int64_t, int64_t);
 // The best variant the CPU runs, capped by `cap`.
 RowsFn pick_rows(DirectSmallIsa cap) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-                             __builtin_cpu_supports("avx512dq");
-  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx512 = cpu::kernel_isa() >= cpu::Isa::kAvx512;  // F, VL, DQ...: x86-64-v4
+  const bool avx2 = cpu::kernel_isa() >= cpu::Isa::kAvx2;
   if (avx512 && cap == DirectSmallIsa::kBest) return rows_avx512;
   if (avx2 && cap != DirectSmallIsa::kBaseline) return rows_avx2;
 #else

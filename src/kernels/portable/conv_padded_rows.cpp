@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/portable/cpu/x86/isa.h"
 #include "kernels/portable/util/scratch.h"
 
 namespace kiln::kernels {
@@ -70,7 +71,7 @@ struct RowsSource final : BPanelSource {
   void pack(int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* out) const override;
 };
 
-KILN_CV_MULTIVERSION void pack_rows(const RowsSource& s, int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr,
+KILN_ISA_BODY void pack_rows_body(const RowsSource& s, int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr,
                                     float* out) {
   static const float kZeros[8] = {};
   const int64_t taps = s.kh * s.kw;
@@ -88,6 +89,7 @@ KILN_CV_MULTIVERSION void pack_rows(const RowsSource& s, int64_t p0, int64_t kc,
     }
   }
 }
+KILN_ISA_DISPATCH(pack_rows, pack_rows_body);
 
 void RowsSource::pack(int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* out) const {
   pack_rows(*this, p0, kc, j0, nc, nr, out);
@@ -95,7 +97,7 @@ void RowsSource::pack(int64_t p0, int64_t kc, int64_t j0, int64_t nc, int64_t nr
 
 // xp[c] = X[c] with its zero border: pt rows above, pl columns left, and the
 // rest of hp x wp zero, split into its phase planes (Rows).
-KILN_CV_MULTIVERSION void pad_input(const Rows& r, int64_t c0, int64_t c1, const float* x, float* xp) {
+KILN_ISA_BODY void pad_input_body(const Rows& r, int64_t c0, int64_t c1, const float* x, float* xp) {
   const int64_t plane = r.plane();
   for (int64_t c = c0; c < c1; ++c) {
     const float* src = x + c * r.ih * r.iw;
@@ -126,6 +128,7 @@ KILN_CV_MULTIVERSION void pad_input(const Rows& r, int64_t c0, int64_t c1, const
     }
   }
 }
+KILN_ISA_DISPATCH(pad_input, pad_input_body);
 
 int64_t vectors(int64_t n) { return (n + 15) / 16; }
 

@@ -10,11 +10,12 @@ namespace kiln::kernels {
 
 namespace {
 
-KILN_CV_MULTIVERSION void affine_relu(const float* x, int64_t n, float a, float b, float* out) {
+KILN_ISA_BODY void affine_relu_body(const float* x, int64_t n, float a, float b, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = std::max(0.f, a * x[i] + b);
 }
+KILN_ISA_DISPATCH(affine_relu, affine_relu_body);
 
-KILN_CV_MULTIVERSION void pack_preact(const float* x, int64_t plane, const float* a, const float* b, int64_t p0,
+KILN_ISA_BODY void pack_preact_body(const float* x, int64_t plane, const float* a, const float* b, int64_t p0,
                                       int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* out) {
   for (int64_t pp = 0; pp < kc; ++pp) {
     const float* src = x + (p0 + pp) * plane + j0;
@@ -27,6 +28,7 @@ KILN_CV_MULTIVERSION void pack_preact(const float* x, int64_t plane, const float
     }
   }
 }
+KILN_ISA_DISPATCH(pack_preact, pack_preact_body);
 
 }  // namespace
 

@@ -31,7 +31,7 @@ struct BoxGeometry {
   int64_t bw;  // box width
 };
 
-KILN_CV_MULTIVERSION void pack_box_panels(const BoxGeometry& b, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+KILN_ISA_BODY void pack_box_panels_body(const BoxGeometry& b, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
                                           int64_t nr, float* out) {
   static const float kZeros[8] = {};
   for (int64_t pp = 0; pp < kc; ++pp) {
@@ -45,6 +45,7 @@ KILN_CV_MULTIVERSION void pack_box_panels(const BoxGeometry& b, int64_t p0, int6
     if (w.lane != 0) w.emit(nullptr, 0, nr - w.lane);
   }
 }
+KILN_ISA_DISPATCH(pack_box_panels, pack_box_panels_body);
 
 class BoxSource final : public BPanelSource {
  public:

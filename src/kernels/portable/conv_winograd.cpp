@@ -123,8 +123,8 @@ std::vector<float> transform_weights(const float* w, int64_t cout, int64_t cin) 
 
 // d[(6 i + j) * kL + k] = p[i * wp + 4 k + j] for k < len: the patches of
 // `len` tiles side by side in one tile row (4-way de-interleaving loads).
-KILN_CV_MULTIVERSION
-void gather_run(const float* p, int64_t wp, int64_t len, float* d) {
+KILN_ISA_BODY
+void gather_run_body(const float* p, int64_t wp, int64_t len, float* d) {
   for (int64_t i = 0; i < 6; ++i) {
     const float* src = p + i * wp;
     float* dst = d + i * 6 * kL;
@@ -144,13 +144,14 @@ void gather_run(const float* p, int64_t wp, int64_t len, float* d) {
     dst[5 * kL + len - 1] = src[4 * len + 1];
   }
 }
+KILN_ISA_DISPATCH(gather_run, gather_run_body);
 
 // One block of up to kL tiles of one channel: gathers each tile's 6x6 patch
 // from the zero-bordered plane (`off`: patch starts, row stride wp; `run`:
 // tiles side by side from each one on), applies B^T . B and writes
 // V[xi][l] = v[xi * vs + l] for all kL lanes (zeros past the nt tiles).
-KILN_CV_MULTIVERSION
-void input_block(const float* plane, int64_t wp, const int64_t* off, const uint8_t* run, int64_t nt, float* v,
+KILN_ISA_BODY
+void input_block_body(const float* plane, int64_t wp, const int64_t* off, const uint8_t* run, int64_t nt, float* v,
                  int64_t vs) {
   alignas(64) float d[36 * kL];
   alignas(64) float t[36 * kL];
@@ -168,11 +169,12 @@ void input_block(const float* plane, int64_t wp, const int64_t* off, const uint8
     for (int64_t i = 0; i < 6; ++i) std::memcpy(v + (i * 6 + j) * vs, col + i * kL, kL * sizeof(float));
   }
 }
+KILN_ISA_DISPATCH(input_block, input_block_body);
 
 // One block of kL tiles of one output channel: o[(4 r + c) * kL + l] =
 // (A^T M A)[r][c] + bias, clamped to [lo, hi] when `clamp`.
-KILN_CV_MULTIVERSION
-void output_block(const float* m, int64_t ms, float bias, bool clamp, float lo, float hi, float* o) {
+KILN_ISA_BODY
+void output_block_body(const float* m, int64_t ms, float bias, bool clamp, float lo, float hi, float* o) {
   alignas(64) float s[24 * kL];  // 4 rows x 6 columns
   for (int64_t j = 0; j < 6; ++j) at6(m + j * ms, 6 * ms, s + j * kL, 6 * kL);  // along y
   for (int64_t r = 0; r < 4; ++r) at6(s + r * 6 * kL, kL, o + r * 4 * kL, kL);  // along x
@@ -182,6 +184,7 @@ void output_block(const float* m, int64_t ms, float bias, bool clamp, float lo, 
     o[e] = x;
   }
 }
+KILN_ISA_DISPATCH(output_block, output_block_body);
 
 // Where each tile of a group of images reads and writes.
 struct TileTable {
@@ -248,8 +251,8 @@ void border_planes(const WindowGeometry& g, const TileTable& tt, const float* x,
 
 // The outputs of `len` full tiles side by side in one tile row (o offset to
 // the first one's lane) into Y rows starting at y (4-way interleaving stores).
-KILN_CV_MULTIVERSION
-void store_run(const float* o, int64_t len, float* y, int64_t ow) {
+KILN_ISA_BODY
+void store_run_body(const float* o, int64_t len, float* y, int64_t ow) {
   for (int64_t r = 0; r < 4; ++r) {
     float* dst = y + r * ow;
     const float* src = o + 4 * r * kL;
@@ -261,6 +264,7 @@ void store_run(const float* o, int64_t len, float* y, int64_t ow) {
     }
   }
 }
+KILN_ISA_DISPATCH(store_run, store_run_body);
 
 // Writes one block of output tiles of one channel (o from output_block) into
 // Y, adding Z (then clamping) when the epilogue has one.
@@ -415,8 +419,8 @@ template <int T>
 
 // acc[t * kL + lane] = sum_ci u[ci * kL + lane] * v[ci * kL + t] for t <
 // t_pad (4, 8 or 16 tiles; zeros past it).
-KILN_CV_MULTIVERSION
-void lanes_gemm(int64_t t_pad, const float* u, const float* v, int64_t cin, float* acc) {
+KILN_ISA_BODY
+void lanes_gemm_body(int64_t t_pad, const float* u, const float* v, int64_t cin, float* acc) {
   if (t_pad <= 4)
     lanes_gemm_t<4>(u, v, cin, acc);
   else if (t_pad <= 8)
@@ -424,6 +428,7 @@ void lanes_gemm(int64_t t_pad, const float* u, const float* v, int64_t cin, floa
   else
     lanes_gemm_t<16>(u, v, cin, acc);
 }
+KILN_ISA_DISPATCH(lanes_gemm, lanes_gemm_body);
 
 std::shared_ptr<float> aligned_floats(int64_t n) {
   return std::shared_ptr<float>(static_cast<float*>(aligned_alloc_bytes(static_cast<size_t>(std::max<int64_t>(1, n)) * sizeof(float))),

@@ -15,7 +15,7 @@
 // keeps it and a different layout is a miss that repacks. V = B^T d B (input
 // transform) and the output transform A^T M A (with the bias, FusedConv's
 // sum input Z and its activation fused) are loops over 16 tiles at a time,
-// compiled per ISA (KILN_CV_MULTIVERSION, picked at load by the CPU).
+// compiled per ISA (KILN_ISA_DISPATCH, picked by cpu::kernel_isa()).
 //
 // Error: the transforms amplify rounding (B^T and A^T have entries up to 5
 // and 8) and mix the whole 6x6 input patch under a 4x4 output tile, so an

@@ -20,25 +20,27 @@ namespace kiln::kernels {
 namespace {
 
 // y[i] = x[i] * a + b
-KILN_CV_MULTIVERSION
-void scale_shift(const float* x, float* y, int64_t n, float a, float b) {
+KILN_ISA_BODY
+void scale_shift_body(const float* x, float* y, int64_t n, float a, float b) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * a + b;
 }
+KILN_ISA_DISPATCH(scale_shift, scale_shift_body);
 
 // y[i] = (x[i] - mean) * inv * scale[i] + bias[i] (bias may be null)
-KILN_CV_MULTIVERSION
-void normalize_row(const float* x, float* y, int64_t n, float mean, float inv, const float* scale, const float* bias) {
+KILN_ISA_BODY
+void normalize_row_body(const float* x, float* y, int64_t n, float mean, float inv, const float* scale, const float* bias) {
   if (bias) {
     for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv * scale[i] + bias[i];
   } else {
     for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv * scale[i];
   }
 }
+KILN_ISA_DISPATCH(normalize_row, normalize_row_body);
 
 // Mean and (biased) variance of n values, two passes with eight partial
 // sums each (vectorizes; more accurate than E[x^2] - E[x]^2).
-KILN_CV_MULTIVERSION
-void mean_var(const float* x, int64_t n, double* mean_out, double* var_out) {
+KILN_ISA_BODY
+void mean_var_body(const float* x, int64_t n, double* mean_out, double* var_out) {
   float acc[8] = {};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
@@ -64,6 +66,7 @@ void mean_var(const float* x, int64_t n, double* mean_out, double* var_out) {
   *mean_out = mean;
   *var_out = n > 0 ? v / static_cast<double>(n) : 0.0;
 }
+KILN_ISA_DISPATCH(mean_var, mean_var_body);
 
 // float32 view of an input: borrows float32 data, stages other float types.
 class FloatInput {

@@ -207,8 +207,8 @@ inline __attribute__((always_inline)) void pool_flat_impl(const float* src, int6
   for (int64_t j = 0; j < out_n; ++j) y[j] = h[at[j]];
 }
 
-KILN_CV_MULTIVERSION
-void pool_flat(bool is_max, const float* src, int64_t stride, int64_t out_h, int64_t sh, int64_t kh, int64_t dh,
+KILN_ISA_BODY
+void pool_flat_body(bool is_max, const float* src, int64_t stride, int64_t out_h, int64_t sh, int64_t kh, int64_t dh,
                int64_t kw, int64_t dw, float* v, float* h, const int32_t* at, int64_t out_n, float* y) {
   if (is_max) {
     pool_flat_impl<true>(src, stride, out_h, sh, kh, dh, kw, dw, v, h, at, out_n, y);
@@ -216,11 +216,13 @@ void pool_flat(bool is_max, const float* src, int64_t stride, int64_t out_h, int
     pool_flat_impl<false>(src, stride, out_h, sh, kh, dh, kw, dw, v, h, at, out_n, y);
   }
 }
+KILN_ISA_DISPATCH(pool_flat, pool_flat_body);
 
-KILN_CV_MULTIVERSION
-void divide_by_count(float* y, const float* count, int64_t n) {
+KILN_ISA_BODY
+void divide_by_count_body(float* y, const float* count, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = count[i] > 0 ? y[i] / count[i] : 0.f;
 }
+KILN_ISA_DISPATCH(divide_by_count, divide_by_count_body);
 
 // The average's divisor in one dim: taps inside the input (or inside the
 // pads, count_include_pad; ceil_mode overhang is never counted) of output o.
@@ -408,8 +410,8 @@ Result<std::unique_ptr<Kernel>> make_pool(const KernelInit& init) {
 // ------------------------------------------------------------ Global pools
 
 // Sum / max / sum of |x|^p of one contiguous plane.
-KILN_CV_MULTIVERSION
-float plane_sum(const float* x, int64_t n) {
+KILN_ISA_BODY
+float plane_sum_body(const float* x, int64_t n) {
   // Eight partial sums: vectorizes without reassociation flags.
   float acc[8] = {};
   int64_t i = 0;
@@ -420,9 +422,10 @@ float plane_sum(const float* x, int64_t n) {
   for (int j = 0; j < 8; ++j) s += acc[j];
   return s;
 }
+KILN_ISA_DISPATCH(plane_sum, plane_sum_body);
 
-KILN_CV_MULTIVERSION
-float plane_max(const float* x, int64_t n) {
+KILN_ISA_BODY
+float plane_max_body(const float* x, int64_t n) {
   float m = -std::numeric_limits<float>::infinity();
   bool nan = false;
   for (int64_t i = 0; i < n; ++i) {
@@ -431,6 +434,7 @@ float plane_max(const float* x, int64_t n) {
   }
   return nan ? std::numeric_limits<float>::quiet_NaN() : m;
 }
+KILN_ISA_DISPATCH(plane_max, plane_max_body);
 
 class GlobalPoolKernel final : public Kernel {
  public:

@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/portable/cpu/x86/isa.h"
 #include "kernels/portable/util/cv_common.h"
 #include "kernels/registry.h"
 #include "kernels/util/broadcast.h"
@@ -35,8 +36,8 @@ namespace {
 // nn.Upsample(scale_factor=2) exports; factor 1 is a copy), every value is
 // broadcast into its run with vector stores instead of a scalar gather;
 // factor 0 means no such pattern.
-KILN_CV_MULTIVERSION void nearest_row_f32(const float* src, const int64_t* x0, int64_t out_w, int64_t factor,
-                                          float* dst) {
+KILN_ISA_BODY void nearest_row_f32_body(const float* src, const int64_t* x0, int64_t out_w, int64_t factor,
+                                        float* dst) {
   if (factor == 1) {
     std::memcpy(dst, src, static_cast<size_t>(out_w) * sizeof(float));
   } else if (factor == 2) {
@@ -50,6 +51,7 @@ KILN_CV_MULTIVERSION void nearest_row_f32(const float* src, const int64_t* x0, i
     for (int64_t o = 0; o < out_w; ++o) dst[o] = src[x0[o]];
   }
 }
+KILN_ISA_DISPATCH(nearest_row_f32, nearest_row_f32_body);
 
 // The repeat factor of a nearest x table (x0[o] == o / factor for every o),
 // else 0.

@@ -8,8 +8,8 @@
 #include <memory>
 #include <optional>
 
+#include "kernels/portable/cpu/x86/isa.h"
 #include "kernels/portable/cpu/x86/simd_math.h"
-
 
 namespace kiln::kernels {
 
@@ -18,16 +18,13 @@ namespace {
 int64_t slice_count(int64_t hidden) { return (hidden + kLstmSliceUnits - 1) / kLstmSliceUnits; }
 int64_t slice_units(int64_t hidden, int64_t q) { return std::min(kLstmSliceUnits, hidden - q * kLstmSliceUnits); }
 
-// The cell loops below vectorize for each ISA of the multiversioned cell:
+// The cell loops below vectorize for each ISA level (cpu/x86/isa.h):
 // the gate functions (simd_math.h) are inlined scalar code, and the options
 // here match those they are compiled with (FMA contraction, no FP traps).
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define KILN_LSTM_PRAGMAS 1
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=fast", "no-trapping-math")
-#define KILN_LSTM_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define KILN_LSTM_CLONES
 #endif
 
 using simd::sigmoid_one;
@@ -80,8 +77,7 @@ struct SliceRows {
   float* y;  // or null
 };
 
-KILN_LSTM_CLONES
-void lstm_cell_rows(const SliceRows& r) {
+KILN_ISA_BODY void lstm_cell_rows_body(const SliceRows& r) {
   for (int64_t b = 0; b < r.batch; ++b) {
     const int64_t off = b * r.hs;
     float* yb = r.y ? r.y + off : nullptr;
@@ -102,6 +98,7 @@ void lstm_cell_rows(const SliceRows& r) {
     }
   }
 }
+KILN_ISA_DISPATCH(lstm_cell_rows, lstm_cell_rows_body);
 
 constexpr int64_t kPanel = 32;  // columns per panel of the small-batch form of R
 constexpr int64_t kMinChunkMacs = int64_t{1} << 17;
@@ -145,9 +142,8 @@ template <int R>
 
 // Rows go in groups of `group` (3, or 4 where 4 x 32 accumulators fit the
 // registers: AVX-512's 32).
-KILN_LSTM_CLONES
-void rows_times_panels(const float* panels, int64_t k, int64_t ncols, const float* h, int64_t ldh, int64_t rows,
-                       int64_t group, float* out, int64_t ldo) {
+KILN_ISA_BODY void rows_times_panels_body(const float* panels, int64_t k, int64_t ncols, const float* h, int64_t ldh,
+                                         int64_t rows, int64_t group, float* out, int64_t ldo) {
   for (int64_t r0 = 0; r0 < rows; r0 += group) {
     const float* hr = h + r0 * ldh;
     float* orow = out + r0 * ldo;
@@ -159,18 +155,14 @@ void rows_times_panels(const float* panels, int64_t k, int64_t ncols, const floa
     }
   }
 }
+KILN_ISA_DISPATCH(rows_times_panels, rows_times_panels_body);
 
 #if defined(KILN_LSTM_PRAGMAS)
 #pragma GCC pop_options
 #endif
 
 int64_t row_group() {
-#if defined(__x86_64__) && defined(__GNUC__)
-  static const int64_t g = __builtin_cpu_supports("avx512f") ? 4 : 3;
-  return g;
-#else
-  return 3;
-#endif
+  return cpu::kernel_isa() >= cpu::Isa::kAvx512 ? 4 : 3;
 }
 
 }  // namespace

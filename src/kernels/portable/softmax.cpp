@@ -7,13 +7,14 @@
 // the contiguous row case that attention and classifiers hit.
 //
 // float32 uses a vectorizable exp (simd_math.h's exp_nonpositive, ~1 ulp for
-// the arguments softmax needs: <= 0 after subtracting the max), cloned per
-// x86-64 level (SSE2, AVX2+FMA, AVX-512).
+// the arguments softmax needs: <= 0 after subtracting the max), compiled per
+// x86-64 level (SSE2, AVX2+FMA, AVX-512; cpu/x86/isa.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "kernels/portable/cpu/x86/isa.h"
 #include "kernels/portable/cpu/x86/simd_math.h"
 #include "kernels/portable/util/strided_copy.h"
 #include "kernels/registry.h"
@@ -22,10 +23,6 @@
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define KILN_SOFTMAX_X86 1
-// One clone of each float loop per x86-64 level, picked at load.
-#define KILN_SOFTMAX_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define KILN_SOFTMAX_CLONES
 #endif
 
 namespace kiln::kernels {
@@ -78,7 +75,7 @@ using simd::exp_nonpositive;
 }
 
 // `rows` contiguous float rows of n values each. Softmax or LogSoftmax.
-KILN_SOFTMAX_CLONES void rows_f32(const float* x, float* y, int64_t rows, int64_t n, bool log) {
+KILN_ISA_BODY void rows_f32_body(const float* x, float* y, int64_t rows, int64_t n, bool log) {
   for (int64_t row = 0; row < rows; ++row, x += n, y += n) {
     const float m = row_max(x, n);
     const float s = exp_row_sum(x, y, n, m);
@@ -91,10 +88,11 @@ KILN_SOFTMAX_CLONES void rows_f32(const float* x, float* y, int64_t rows, int64_
     }
   }
 }
+KILN_ISA_DISPATCH(rows_f32, rows_f32_body);
 
 // One float [n, inner] block normalized along n, vectorized across inner.
 // `m` and `s` are scratch of `inner` floats.
-KILN_SOFTMAX_CLONES void block_f32(const float* x, float* y, int64_t n, int64_t inner, bool log, float* m,
+KILN_ISA_BODY void block_f32_body(const float* x, float* y, int64_t n, int64_t inner, bool log, float* m,
                                    float* s) {
   for (int64_t i = 0; i < inner; ++i) {
     m[i] = -__builtin_inff();
@@ -119,6 +117,7 @@ KILN_SOFTMAX_CLONES void block_f32(const float* x, float* y, int64_t n, int64_t 
       for (int64_t i = 0; i < inner; ++i) y[r * inner + i] *= s[i];
   }
 }
+KILN_ISA_DISPATCH(block_f32, block_f32_body);
 
 #if defined(KILN_SOFTMAX_X86)
 #pragma GCC pop_options

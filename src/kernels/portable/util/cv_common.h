@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/kernel.h"
+#include "kernels/portable/cpu/x86/isa.h"  // KILN_ISA_BODY / KILN_ISA_DISPATCH for the conv loops
 #include "kernels/util/kernel_args.h"
 
 namespace kiln::kernels {
@@ -224,11 +225,3 @@ Status check_conv_inputs(const KernelContext& ctx);
 
 }  // namespace kiln::kernels
 
-/// Marks a hot loop function to be compiled for AVX-512F, AVX2 and the
-/// baseline ISA, picked at load time by the CPU (GCC function multiversioning);
-/// plain otherwise.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define KILN_CV_MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define KILN_CV_MULTIVERSION
-#endif

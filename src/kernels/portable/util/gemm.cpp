@@ -76,8 +76,8 @@ using gemm::kAvx512Mr;
 using gemm::kAvx512Nr;
 using gemm::ukernel_avx2;
 using gemm::ukernel_avx512;
-bool avx2_supported() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
-bool avx512_supported() { return __builtin_cpu_supports("avx512f"); }
+bool avx2_supported() { return cpu::kernel_isa() >= cpu::Isa::kAvx2; }
+bool avx512_supported() { return cpu::kernel_isa() >= cpu::Isa::kAvx512; }
 #endif
 
 // The table, best first. Blocking: an MR x KC sliver of A and a KC x NR
@@ -284,8 +284,8 @@ void run_empty_k(const GemmProblem& g) {
 // acc[w] += sum_p panel[p * width + w] * x[p * incx] for w < width: one
 // packed panel (kc rows of `width` values) times a vector. The usual widths
 // get constant trip counts so the accumulators stay in registers.
-KILN_CV_MULTIVERSION
-void panel_times_vector(const float* __restrict panel, int64_t kc, int64_t width, const float* __restrict x,
+KILN_ISA_BODY
+void panel_times_vector_body(const float* __restrict panel, int64_t kc, int64_t width, const float* __restrict x,
                         int64_t incx, float* __restrict acc) {
   auto run = [&](auto w_const) {
     constexpr int64_t W = decltype(w_const)::value;
@@ -319,6 +319,7 @@ void panel_times_vector(const float* __restrict panel, int64_t kc, int64_t width
         for (int64_t w = 0; w < width; ++w) acc[w] += x[p * incx] * panel[p * width + w];
   }
 }
+KILN_ISA_DISPATCH(panel_times_vector, panel_times_vector_body);
 
 // A pre-packed operand times a vector: C = alpha * op(A) * op(B) + beta * C
 // plus the epilogue when m == 1 and B is packed (out runs along C's row) or

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/portable/cpu/x86/isa.h"
 #include "kernels/portable/util/interleave4.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -140,8 +141,9 @@ using RunFn = void (*)(int64_t, int64_t, int64_t, float, StridedMatrix, StridedM
 
 RunFn variant_fn(int variant) {
 #if defined(KILN_SMALL_MATMUL_X86)
-  if (variant == 0) return __builtin_cpu_supports("avx512f") ? run_avx512 : nullptr;
-  if (variant == 1) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? run_avx2 : nullptr;
+  const cpu::Isa isa = cpu::kernel_isa();  // the CPU's level, capped by $KILN_CPU_ISA
+  if (variant == 0) return isa >= cpu::Isa::kAvx512 ? run_avx512 : nullptr;
+  if (variant == 1) return isa >= cpu::Isa::kAvx2 ? run_avx2 : nullptr;
 #endif
   return variant == 2 ? run_baseline : nullptr;
 }
@@ -155,8 +157,7 @@ RunFn pick() {
 
 void small_matmul_f32(int64_t m, int64_t n, int64_t k, float alpha, StridedMatrix a, StridedMatrix b, float* c,
                       int64_t ldc) {
-  static const RunFn fn = pick();
-  fn(m, n, k, alpha, a, b, c, ldc);
+  pick()(m, n, k, alpha, a, b, c, ldc);
 }
 
 bool small_matmul_f32_variant(int variant, int64_t m, int64_t n, int64_t k, float alpha, StridedMatrix a,

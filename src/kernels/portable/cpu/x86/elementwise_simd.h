@@ -1,5 +1,6 @@
 // float32 hot loops of the element-wise kernels, compiled for several x86-64
-// levels (AVX-512, AVX2+FMA, baseline) and picked at load time by the CPU.
+// levels (AVX-512, AVX2+FMA, baseline) and picked at run time by
+// cpu::kernel_isa() (cpu/x86/isa.h).
 //
 // All loops read n contiguous floats and write n contiguous floats; output
 // may equal an input (in-place). The transcendental ones use polynomial

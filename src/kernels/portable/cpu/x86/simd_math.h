@@ -1,5 +1,5 @@
 // Scalar float32 exp, tanh, erf and sigmoid written so that GCC vectorizes a
-// loop of them for each ISA of a target_clones function: selects the
+// loop of them for each ISA level of a KILN_ISA_DISPATCH body (isa.h): selects the
 // vectorizer may if-convert (no FP traps), no calls, no libm. Shared by the
 // element-wise kernels (elementwise_simd.cpp), Softmax (softmax.cpp)
 // and the LSTM cell (rnn_lstm_sliced.cpp), so all compute the same bits.

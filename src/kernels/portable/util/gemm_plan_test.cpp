@@ -91,7 +91,8 @@ TEST(GemmPlanTest, TilesCoverCOnRegisterAndVectorEdges) {
 // The products of mobile nets' pointwise convs on 14x14 and 7x7 maps (W X,
 // or X^T W^T where 49 positions fill vectors badly), with enough work for
 // two threads: the busiest thread has at most 1/8 more than an even share
-// (panel-sized tiles left 4 + 3 panels of 32 columns, or worse).
+// (panel-sized tiles left 4 + 3 panels of 32 columns, or worse), on three
+// at most 1/4 more (160 columns are 10 vectors: 4 + 3 + 3 at best).
 TEST(GemmPlanTest, SmallMapProductsSplitEvenlyOverTwoAndThreeThreads) {
   const GemmShape shapes[] = {
       {49, 960, 160, false, true, false, false},   // 7x7, 160 -> 960, transposed
@@ -111,7 +112,7 @@ TEST(GemmPlanTest, SmallMapProductsSplitEvenlyOverTwoAndThreeThreads) {
         const TilePlan p = plan_tiles(s, g, threads);
         const std::string what = describe(s, threads) + " mr " + std::to_string(g.mr);
         ASSERT_GE(p.tiles(), threads) << what;
-        EXPECT_LE(imbalance(p, g, threads), 1.125) << what << ": " << p.tm << " x " << p.tn << " tiles";
+        EXPECT_LE(imbalance(p, g, threads), threads == 2 ? 1.125 : 1.25) << what << ": " << p.tm << " x " << p.tn << " tiles";
       }
     }
   }

@@ -4,7 +4,8 @@
 // Waking a sleeping thread costs more than many nodes take, so while a run
 // is in progress (RunScope) a worker that runs out of work spins for a short
 // while before it sleeps; between runs idle workers sleep on a condition
-// variable at once, so a pool between runs costs no CPU.
+// variable at once, so a pool between runs costs no CPU. A run's start wakes
+// them (they spin for its first job instead of paying the wake there).
 //
 // parallel_for may be called from several threads at once (concurrent
 // Session::run calls share one pool) and from inside a task (it then runs

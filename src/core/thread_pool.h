@@ -4,7 +4,8 @@
 // Waking a sleeping thread costs more than many nodes take, so while a run
 // is in progress (RunScope) a worker that runs out of work spins for a short
 // while before it sleeps; between runs idle workers sleep on a condition
-// variable at once, so a pool between runs costs no CPU.
+// variable at once, so a pool between runs costs no CPU. A run's start wakes
+// them (they spin for its first job instead of paying the wake there).
 //
 // parallel_for may be called from several threads at once (concurrent
 // Session::run calls share one pool) and from inside a task (it then runs
@@ -74,8 +75,10 @@ class ThreadPool {
 
   int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
 
-  /// Calls fn(begin, end) over disjoint chunks covering [0, n). A chunk holds
-  /// at least `grain` items (the last may hold fewer). Returns when all are done.
+  /// Calls fn(begin, end) over disjoint chunks covering [0, n): no more
+  /// chunks than chunks of `grain` items would make (a few per thread at
+  /// most), all of the same size give or take one item. Returns when all
+  /// are done.
   void parallel_for(int64_t n, int64_t grain, RangeFn fn);
 
   /// Calls fn(i, i + 1) for every i in [0, n), each on whichever thread is
@@ -89,7 +92,9 @@ class ThreadPool {
   class RunScope {
    public:
     explicit RunScope(ThreadPool* pool) : pool_(pool) {
-      if (pool_) pool_->runs_.fetch_add(1, std::memory_order_relaxed);
+      // The first run wakes sleeping workers now, so they are up (spinning)
+      // by the run's first parallel node instead of paying the wake there.
+      if (pool_ && pool_->runs_.fetch_add(1, std::memory_order_relaxed) == 0) pool_->wake_sleepers();
     }
     ~RunScope() {
       if (pool_) pool_->runs_.fetch_sub(1, std::memory_order_relaxed);
@@ -105,8 +110,7 @@ class ThreadPool {
   struct Job {
     RangeFn fn;
     int64_t n;
-    int64_t chunk;
-    int64_t num_chunks;
+    int64_t num_chunks;  // chunk c is [c * n / num_chunks, (c + 1) * n / num_chunks)
     ChunkRecorder* recorder = nullptr;
     bool leaf = true;  // false for run_tasks' jobs: their chunks may wait on other jobs
     std::atomic<int64_t> next{0};
@@ -118,6 +122,7 @@ class ThreadPool {
   Job* take_job_locked(bool leaf_only);
   void leave_job(Job& job);
   void spin_for_work();
+  void wake_sleepers();
   void worker_loop();
 
   std::vector<std::thread> workers_;
@@ -128,6 +133,7 @@ class ThreadPool {
   std::atomic<int> queued_{0};  // queue_.size(), readable without mu_ (for spinning)
   std::atomic<int> runs_{0};    // runs in progress (RunScope)
   int sleepers_ = 0;            // workers waiting on cv_; guarded by mu_
+  uint64_t wakes_ = 0;          // wake_sleepers calls; guarded by mu_
   bool stop_ = false;
 };
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <mutex>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -50,6 +51,26 @@ TEST(ThreadPoolTest, FewItemsSplitEvenlyOverThreads) {
   });
   std::sort(chunks.begin(), chunks.end());
   EXPECT_EQ(chunks, (std::vector<std::pair<int64_t, int64_t>>{{0, 5}, {5, 10}}));
+}
+
+// A grain larger than a thread's share: as many chunks as grain-sized ones
+// would make, but of equal sizes (12 items, grain 9: 6 + 6, not 9 + 3; 22
+// items, grain 5 on 3 threads: 7 + 7 + 8, not 8 + 8 + 6).
+TEST(ThreadPoolTest, ChunksOfAGrainAreEqualized) {
+  for (auto [threads, n, grain] : {std::tuple<int, int64_t, int64_t>{2, 12, 9}, {3, 22, 5}, {2, 7, 1}, {3, 100, 1}}) {
+    ThreadPool pool(threads);
+    std::mutex mu;
+    std::vector<int64_t> sizes;
+    int64_t covered = 0;
+    pool.parallel_for(n, grain, [&](int64_t b, int64_t e) {
+      std::lock_guard<std::mutex> lock(mu);
+      sizes.push_back(e - b);
+      covered += e - b;
+    });
+    EXPECT_EQ(covered, n);
+    const auto [lo, hi] = std::minmax_element(sizes.begin(), sizes.end());
+    EXPECT_LE(*hi - *lo, 1) << threads << " threads, " << n << " items, grain " << grain;
+  }
 }
 
 // The recorder hears of exactly the chunks workers ran, not the caller's.

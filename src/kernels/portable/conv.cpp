@@ -6,7 +6,7 @@
 //     on the NCHW input, no copy; on small maps whose size is a poor fit for
 //     the vector width (7x7 = 49 positions fill 64 lanes) and known at load,
 //     Y^T = X^T W^T instead (the vectors then run along the output channels)
-//     into a scratch, then transposed into Y;
+//     into a scratch, each block transposed into Y as soon as it is final;
 //   - everything else: GEMM with an implicit im2col that writes the packed B
 //     panels directly (gemm.h BPanelSource), so the column matrix is never
 //     materialized and its scratch stays one cache block; stride-1 convs on
@@ -207,26 +207,41 @@ void apply_activation(float* y, int64_t n, const ConvFusion& f, ThreadPool* pool
 }
 
 // A pointwise conv of one image as Y^T = X^T W^T (prefer_transposed_pointwise):
-// `wt` is W^T packed as the GEMM's B; the bias is a per-column epilogue.
-// FusedConv's sum input `z` (the image's planes; may be null) is added after
-// the transpose, and then the activation.
+// `wt` is W^T packed as the GEMM's B; the bias is a per-column epilogue. Each
+// block of Y^T goes into Y as the GEMM finishes it (TransposedStore), with
+// the activation before; FusedConv's sum input `z` (the image's planes; may
+// be null) is added after the transpose, then the activation.
 void pointwise_transposed(const ConvProblem& p, const float* xg, const PackedMatrix& wt, const float* bias,
                           const ConvFusion& fusion, const float* z, float* yg, ThreadPool* pool) {
   const int64_t n = p.g.out_size(), m = p.m, k = p.c;
   thread_local std::vector<float> scratch;
   if (scratch.size() < static_cast<size_t>(n * m)) scratch.resize(static_cast<size_t>(n * m));
-  GemmEpilogue ep = z ? GemmEpilogue{} : activation_epilogue(fusion);
+  struct SumThenAct {
+    const float* z;
+    int64_t n;
+    const ConvFusion* fusion;
+  } sum{z, n, &fusion};
+  TransposedStore store{scratch.data(), m, yg, n};
+  GemmEpilogue ep;
+  if (z) {  // Z and the activation (a clamp too) on each channel's run of Y
+    store.after = [](const void* ctx, float* run, int64_t ch, int64_t pos0, int64_t len) {
+      const SumThenAct& s = *static_cast<const SumThenAct*>(ctx);
+      const float* zr = s.z + ch * s.n + pos0;
+      for (int64_t i = 0; i < len; ++i) run[i] += zr[i];
+      apply_activation_block(run, len, *s.fusion);
+    };
+    store.after_ctx = &sum;
+    ep = store.epilogue();
+  } else {
+    const GemmEpilogue act = activation_epilogue(fusion);
+    store.before = act.apply;
+    store.before_ctx = act.apply_ctx;
+    ep = store.epilogue();
+    ep.clamp_min = act.clamp_min;
+    ep.clamp_max = act.clamp_max;
+  }
   ep.col_bias = bias;
   sgemm_ex(n, m, k, 1.f, GemmOperand::raw(xg, n, true), GemmOperand::prepacked(wt), 0.f, scratch.data(), m, pool, ep);
-  transpose_f32(scratch.data(), n, m, yg, pool);
-  if (!z) return;
-  parallel_for(pool, m, std::max<int64_t>(1, 16384 / n), [&](int64_t c0, int64_t c1) {
-    float* yc = yg + c0 * n;
-    const float* zc = z + c0 * n;
-    const int64_t len = (c1 - c0) * n;
-    for (int64_t i = 0; i < len; ++i) yc[i] += zc[i];
-    apply_activation_block(yc, len, fusion);
-  });
 }
 
 // Y = conv(X, W) + B for float32. `packed` holds W per group when W was

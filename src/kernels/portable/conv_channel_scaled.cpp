@@ -138,7 +138,7 @@ class ChannelScaledConvKernel final : public Kernel {
 
  private:
   // One image as Y^T = (X^T diag(s)) W^T: the scaled X in a scratch, the
-  // GEMM into another, transposed into Y.
+  // GEMM into another, each block transposed into Y as it is final.
   void run_transposed(const float* x, const float* scale, int64_t c, int64_t hw, int64_t m, const float* bias,
                       float* y, ThreadPool* pool) const {
     thread_local Scratch xs_buf, yt_buf;
@@ -147,10 +147,10 @@ class ChannelScaledConvKernel final : public Kernel {
     parallel_for(pool, c, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, hw)), [&](int64_t c0, int64_t c1) {
       for (int64_t ch = c0; ch < c1; ++ch) scale_row(x + ch * hw, scale[ch], hw, xs + ch * hw);
     });
-    GemmEpilogue ep;
+    const TransposedStore store{yt, m, y, hw};  // Y^T's blocks into Y as they are final
+    GemmEpilogue ep = store.epilogue();
     ep.col_bias = bias;
     sgemm_ex(hw, m, c, 1.f, GemmOperand::raw(xs, hw, true), GemmOperand::prepacked(packed_t_), 0.f, yt, m, pool, ep);
-    transpose_f32(yt, hw, m, y, pool);
   }
 
   // Output positions per image when X's spatial dims are known at load; 0 otherwise.

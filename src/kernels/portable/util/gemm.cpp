@@ -10,8 +10,9 @@
 //           for ir in MC step MR:   microkernel: MR x NR of C in registers
 //
 // Parallelism splits C into a grid of tiles (rows in multiples of MR, columns
-// in multiples of NR); each task runs the loops above on its tile with its
-// own thread-local packing buffers.
+// in multiples of the vector width), picked by a cost model (gemm_plan.h);
+// each task runs the loops above on its tile with its own thread-local
+// packing buffers.
 #include "kernels/portable/util/gemm.h"
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <type_traits>
 
 #include "kernels/portable/util/cv_common.h"
+#include "kernels/portable/util/gemm_plan.h"
 #include "kernels/portable/util/gemm_tile.h"
 #include "kernels/portable/util/interleave4.h"
 #include "kernels/portable/util/scratch.h"
@@ -41,6 +43,7 @@ struct Baseline {};  // store_tile_scalar<Baseline>: this file's copy
 struct MicroKernel {
   const char* name;
   int64_t mr, nr;  // register tile
+  int64_t lane;    // columns of one vector: a tile may start mid-panel on one (the SIMD kernels' H = 1 variants)
   int64_t mc, kc, nc;  // cache blocks (mc % mr == 0, nc % nr == 0)
   MicroKernelFn fn;
   bool (*supported)();
@@ -85,10 +88,10 @@ bool avx512_supported() { return cpu::kernel_isa() >= cpu::Isa::kAvx512; }
 // of A in L2; NC bounds the packed B block.
 const MicroKernel kKernels[] = {
 #if KILN_GEMM_X86
-    {"avx512f", kAvx512Mr, kAvx512Nr, 144, 256, 2048, ukernel_avx512, avx512_supported},
-    {"avx2+fma", kAvx2Mr, kAvx2Nr, 144, 256, 2048, ukernel_avx2, avx2_supported},
+    {"avx512f", kAvx512Mr, kAvx512Nr, kAvx512Nr / 2, 144, 256, 2048, ukernel_avx512, avx512_supported},
+    {"avx2+fma", kAvx2Mr, kAvx2Nr, kAvx2Nr / 2, 144, 256, 2048, ukernel_avx2, avx2_supported},
 #endif
-    {"portable", kPortableMr, kPortableNr, 128, 256, 2048, ukernel_portable, always_supported},
+    {"portable", kPortableMr, kPortableNr, kPortableNr, 128, 256, 2048, ukernel_portable, always_supported},
 };
 constexpr int kNumKernels = static_cast<int>(sizeof(kKernels) / sizeof(kKernels[0]));
 
@@ -196,7 +199,9 @@ struct GemmProblem {
 };
 
 // Runs the blocked loops on the C tile rows [i0, i1) x columns [j0, j1).
-// i0 is a multiple of MR and j0 of NR (so pre-packed panels line up).
+// i0 is a multiple of MR (so packed A panels line up); j0 a multiple of the
+// vector width: a tile of packed B may start in the middle of a panel, and
+// its first microkernel call then covers the panel's second vector only.
 void run_tile(const GemmProblem& g, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
   thread_local Scratch a_scratch, b_scratch;
   const MicroKernel& uk = *g.uk;
@@ -222,7 +227,7 @@ void run_tile(const GemmProblem& g, int64_t i0, int64_t i1, int64_t j0, int64_t 
         if (nc % nr != 0)  // the ragged last panel, packed at its place in b_buf
           pack_b_block(g.b.data, g.b.ld, false, pc, kc, jc + nc / nr * nr, nc % nr, nr, b_buf + nc / nr * nr * kc);
       } else if (g.b_pack) {
-        bp = g.b_pack + pc * n_pad + jc * kc;
+        bp = g.b_pack + pc * n_pad;  // this K block's panels; columns are absolute
       } else if (g.b.source) {
         g.b.source->pack(pc, kc, jc, nc, nr, b_buf);
         bp = b_buf;
@@ -242,18 +247,23 @@ void run_tile(const GemmProblem& g, int64_t i0, int64_t i1, int64_t j0, int64_t 
         // apply runs on groups of column panels (rows of >= 256 values, the
         // block still in L2) so its per-call cost is amortized.
         int64_t applied = 0;
-        for (int64_t jr = 0; jr < nc; jr += nr) {
-          const int64_t nv = std::min(nr, nc - jr);
+        for (int64_t jr = 0, nv = 0; jr < nc; jr += nv) {
+          // Columns [jr, jr + nv) of the block within one B panel: packed
+          // B's panels are at absolute column multiples of NR (jb: where in
+          // its panel the run starts); a block packed here starts a panel at jc.
+          const int64_t jb = g.b_pack ? (jc + jr) % nr : 0;
+          nv = std::min(nr - jb, nc - jr);
+          const float* bcol = g.b_pack ? bp + (jc + jr - jb) * kc + jb : (g.b_direct ? b_buf : bp) + jr * kc;
+          int64_t ldb = nr;
+          if (g.b_direct && nv == nr) {
+            bcol = g.b.data + pc * g.b.ld + jc + jr;
+            ldb = g.b.ld;
+          }
           st.col_bias = g.ep->col_bias ? g.ep->col_bias + jc + jr : nullptr;
           for (int64_t ir = 0; ir < mc; ir += mr) {
             const int64_t mv = std::min(mr, mc - ir);
             st.row_bias = g.ep->row_bias ? g.ep->row_bias + ic + ir : nullptr;
-            if (g.b_direct && nv == nr)
-              uk.fn(kc, ap + ir * kc, g.b.data + pc * g.b.ld + jc + jr, g.b.ld, g.c + (ic + ir) * g.ldc + jc + jr,
-                    g.ldc, mv, nv, st);
-            else
-              uk.fn(kc, ap + ir * kc, (g.b_direct ? b_buf : bp) + jr * kc, nr, g.c + (ic + ir) * g.ldc + jc + jr,
-                    g.ldc, mv, nv, st);
+            uk.fn(kc, ap + ir * kc, bcol, ldb, g.c + (ic + ir) * g.ldc + jc + jr, g.ldc, mv, nv, st);
           }
           const int64_t done = jr + nv;
           if (st.last && g.ep->apply && (done - applied >= 256 || done == nc)) {
@@ -358,6 +368,24 @@ void packed_gemv(const GemmProblem& g, bool b_side, const float* x, int64_t incx
         if (b_side) g.ep->apply(g.ep->apply_ctx, first, g.ldc, 1, rows);
         else g.ep->apply(g.ep->apply_ctx, first, g.ldc, rows, 1);
       }
+    }
+  });
+}
+
+// Calls fn(pc, kc, p0, p1) over the K blocks of a `k`-deep operand times
+// ranges [p0, p1) of its `panels` panels, split over the pool: a few pieces
+// per thread even when K is a single block (the packing of a shared operand
+// is then not left to one thread).
+template <class F>
+void for_each_pack_block(ThreadPool* pool, int64_t k, int64_t kc_max, int64_t panels, const F& fn) {
+  const int64_t k_blocks = (k + kc_max - 1) / kc_max;
+  const int64_t threads = pool ? pool->num_threads() : 1;
+  const int64_t groups = std::clamp<int64_t>((4 * threads + k_blocks - 1) / k_blocks, 1, panels);
+  parallel_for(pool, k_blocks * groups, 1, [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t blk = u / groups, grp = u % groups;
+      const int64_t pc = blk * kc_max;
+      fn(pc, std::min(kc_max, k - pc), grp * panels / groups, (grp + 1) * panels / groups);
     }
   });
 }
@@ -475,65 +503,44 @@ void sgemm_ex(int64_t m, int64_t n, int64_t k, float alpha, const GemmOperand& a
   const MicroKernel& uk = *g.uk;
   g.b_direct = !g.b_pack && !b.source && !b.trans && m <= 8 * uk.mr && n >= uk.nr;
   const int64_t threads = pool ? pool->num_threads() : 1;
-  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  if (threads <= 1 || flops < 2e6) {
+  const gemm::TilePlan plan =
+      gemm::plan_tiles({m, n, k, g.a_pack != nullptr, g.b_pack != nullptr, g.b_direct, b.source != nullptr},
+                       {uk.mr, uk.nr, uk.lane}, threads);
+  if (plan.tiles() == 1) {
     run_tile(g, 0, m, 0, n);
     return;
   }
-  // A grid of about 4 tiles per thread (balances a busy machine), tiles no
-  // thinner than a few microkernel tiles so packing stays amortized. When
-  // that leaves fewer tiles than threads (few rows: the 3x3 convs of
-  // DenseNet's later blocks have 32 output channels on 14x14 and 7x7 maps),
-  // columns split down to single panels: A is then packed once and shared,
-  // and a thin tile packs only its own columns of B.
-  const int64_t want = threads * 4;
-  int64_t max_tn = std::max<int64_t>(1, n / std::max<int64_t>(4 * uk.nr, 64));
-  const int64_t max_tm = std::max<int64_t>(1, m / (4 * uk.mr));
-  if (max_tn * max_tm < threads) max_tn = std::max<int64_t>(1, (n + uk.nr - 1) / uk.nr);
-  int64_t tn = std::min(want, max_tn);
-  int64_t tm = std::min(std::max<int64_t>(1, want / tn), max_tm);
-  if (tn * tm < threads) tn = std::min(max_tn, (threads + tm - 1) / tm);
-  const int64_t tile_m = round_up((m + tm - 1) / tm, uk.mr);
-  tm = (m + tile_m - 1) / tile_m;
-  // Column tile t starts at the panel edge nearest t * n / tn, so tiles of
-  // a ragged last panel stay balanced (196 columns of 32-wide panels in two:
-  // 96 + 100, not 128 + 68).
-  auto col_begin = [&](int64_t t) {
-    return t >= tn ? n : std::min(n, (t * n / tn + uk.nr / 2) / uk.nr * uk.nr);
-  };
-  // An operand every task would pack in full (B when only rows are split, A
-  // when only columns are) is packed once, in parallel, and shared: Conv's
-  // im2col on small maps would otherwise run once per task.
+  // An operand every tile would pack in full (B when only rows are split, A
+  // when only columns are) is packed once, split over the pool by K block
+  // and panel range, and shared: Conv's im2col on small maps would otherwise
+  // run once per tile.
   std::unique_ptr<float, AlignedFree> shared_a, shared_b;
-  const int64_t m_pad = round_up(m, uk.mr), n_pad = round_up(n, uk.nr);
-  const int64_t k_blocks = (k + uk.kc - 1) / uk.kc;
-  if (!g.b_pack && !g.b_direct && tn == 1 && tm > 1) {
+  if (plan.share_b) {
+    const int64_t n_pad = round_up(n, uk.nr);
     shared_b.reset(static_cast<float*>(aligned_alloc_bytes(static_cast<size_t>(n_pad * k) * sizeof(float))));
     float* dst = shared_b.get();
-    parallel_for(pool, k_blocks, 1, [&](int64_t b0, int64_t b1) {
-      for (int64_t blk = b0; blk < b1; ++blk) {
-        const int64_t pc = blk * uk.kc, kc = std::min(uk.kc, k - pc);
-        if (b.source) b.source->pack(pc, kc, 0, n, uk.nr, dst + pc * n_pad);
-        else pack_b_block(b.data, b.ld, b.trans, pc, kc, 0, n, uk.nr, dst + pc * n_pad);
-      }
+    for_each_pack_block(pool, k, uk.kc, n_pad / uk.nr, [&](int64_t pc, int64_t kc, int64_t p0, int64_t p1) {
+      const int64_t j0 = p0 * uk.nr, nc = std::min(n, p1 * uk.nr) - j0;
+      float* out = dst + pc * n_pad + j0 * kc;
+      if (b.source) b.source->pack(pc, kc, j0, nc, uk.nr, out);
+      else pack_b_block(b.data, b.ld, b.trans, pc, kc, j0, nc, uk.nr, out);
     });
     g.b_pack = dst;
   }
-  if (!g.a_pack && tm == 1 && tn > 1) {
+  if (plan.share_a) {
+    const int64_t m_pad = round_up(m, uk.mr);
     shared_a.reset(static_cast<float*>(aligned_alloc_bytes(static_cast<size_t>(m_pad * k) * sizeof(float))));
     float* dst = shared_a.get();
-    parallel_for(pool, k_blocks, 1, [&](int64_t b0, int64_t b1) {
-      for (int64_t blk = b0; blk < b1; ++blk) {
-        const int64_t pc = blk * uk.kc, kc = std::min(uk.kc, k - pc);
-        pack_a_block(a.data, a.ld, a.trans, 0, m, pc, kc, uk.mr, dst + pc * m_pad);
-      }
+    for_each_pack_block(pool, k, uk.kc, m_pad / uk.mr, [&](int64_t pc, int64_t kc, int64_t p0, int64_t p1) {
+      const int64_t i0 = p0 * uk.mr, mc = std::min(m, p1 * uk.mr) - i0;
+      pack_a_block(a.data, a.ld, a.trans, i0, mc, pc, kc, uk.mr, dst + pc * m_pad + i0 * kc);
     });
     g.a_pack = dst;
   }
-  parallel_for(pool, tn * tm, 1, [&](int64_t t0, int64_t t1) {
+  parallel_for(pool, plan.tiles(), 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t i0 = (t / tn) * tile_m, j0 = col_begin(t % tn), j1 = col_begin(t % tn + 1);
-      if (j1 > j0) run_tile(g, i0, std::min(m, i0 + tile_m), j0, j1);
+      const int64_t r = t / plan.tn, c = t % plan.tn;
+      run_tile(g, plan.row_begin(r), plan.row_begin(r + 1), plan.col_begin(c), plan.col_begin(c + 1));
     }
   });
 }

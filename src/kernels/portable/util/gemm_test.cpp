@@ -356,6 +356,61 @@ TEST(GemmTest, PanelSourceSharedAcrossRowSplitTasks) {
   EXPECT_EQ(got, want);
 }
 
+// The thread split (gemm_plan.h) changes which tile computes an element of C,
+// never how: every split on 2 and 3 threads gives the one-thread result bit
+// for bit, over shapes with edge rows and columns, column tiles that start in
+// the middle of a packed B panel, shared packed operands (A when only columns
+// split, B when only rows do, from a panel source too) and B read in place.
+TEST(GemmTest, ThreadSplitsMatchOneThreadBitForBit) {
+  std::mt19937 rng(31);
+  ThreadPool two(2), three(3);
+  const std::string original = sgemm_kernel_name();
+  const int64_t ms[] = {1, 5, 12, 13, 25, 49, 64, 97, 150};
+  const int64_t ns[] = {16, 17, 33, 48, 49, 96, 100, 196, 230};
+  const int64_t ks[] = {7, 64, 300};
+  const ShiftedIdentitySource src;
+  for (const std::string& kernel : available_kernels()) {
+    ASSERT_TRUE(sgemm_force_kernel(kernel.c_str()));
+    std::uniform_int_distribution<size_t> pm(0, std::size(ms) - 1), pn(0, std::size(ns) - 1), pk(0, std::size(ks) - 1);
+    for (int t = 0; t < 48; ++t) {
+      const int64_t m = ms[pm(rng)], n = ns[pn(rng)], k = ks[pk(rng)];
+      const bool ta = t % 3 == 1, tb = t % 5 == 2;
+      const int64_t lda = (ta ? m : k) + 1, ldb = (tb ? k : n) + 2, ldc = n + 3;
+      const std::vector<float> a = random_vec(static_cast<size_t>((ta ? k : m) * lda), rng);
+      const std::vector<float> b = random_vec(static_cast<size_t>((tb ? n : k) * ldb), rng);
+      const std::vector<float> c0 = random_vec(static_cast<size_t>(m * ldc), rng);
+      const std::vector<float> row_bias = random_vec(static_cast<size_t>(m), rng);
+      GemmEpilogue ep;
+      ep.row_bias = row_bias.data();
+      ep.clamp_min = -1.f;
+      ep.apply = [](const void*, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j < cols; ++j) c[i * ldc + j] = 2.f * c[i * ldc + j] - 0.5f;
+      };
+      const float beta = t % 4 == 3 ? 0.5f : 0.f;
+      const PackedMatrix pa = PackedMatrix::pack_a(ta, m, k, a.data(), lda);
+      const PackedMatrix pb = PackedMatrix::pack_b(tb, k, n, b.data(), ldb);
+      const GemmOperand forms[][2] = {
+          {GemmOperand::raw(a.data(), lda, ta), GemmOperand::raw(b.data(), ldb, tb)},
+          {GemmOperand::prepacked(pa), GemmOperand::raw(b.data(), ldb, tb)},
+          {GemmOperand::raw(a.data(), lda, ta), GemmOperand::prepacked(pb)},
+          {GemmOperand::prepacked(pa), GemmOperand::from_source(src)},
+      };
+      for (const auto& form : forms) {
+        std::vector<float> want = c0;
+        sgemm_ex(m, n, k, 1.f, form[0], form[1], beta, want.data(), ldc, nullptr, ep);
+        for (ThreadPool* pool : {&two, &three}) {
+          std::vector<float> got = c0;
+          sgemm_ex(m, n, k, 1.f, form[0], form[1], beta, got.data(), ldc, pool, ep);
+          ASSERT_EQ(got, want) << kernel << " " << m << "x" << n << "x" << k << " ta=" << ta << " tb=" << tb
+                               << " form " << (&form - forms) << " threads " << pool->num_threads();
+        }
+      }
+    }
+  }
+  ASSERT_TRUE(sgemm_force_kernel(original.c_str()));
+}
+
 TEST(GemmTest, GenericGemmMatchesIntegerProduct) {
   const std::vector<int64_t> a{1, 2, 3, 4, 5, 6};  // 2x3
   const std::vector<int64_t> b{7, 8, 9, 10, 11, 12};  // 3x2

@@ -297,10 +297,13 @@ def test_kernel_table_selects_families_and_the_files_they_call(tmp_path):
     assert r.returncode == 0, r.stderr
     families, files = r.stdout.strip().split("|")
     assert families.split(";") == ["conv", "einsum"]
-    # conv calls its depthwise, padded-row, pre-activation, sparse-tap and
-    # Winograd kernels; einsum calls matmul's GEMM
-    assert files.split(";") == ["P/conv.cpp", "P/conv_depthwise.cpp", "P/conv_padded_rows.cpp", "P/conv_preact.cpp",
-                                "P/conv_sparse_taps.cpp", "P/conv_winograd.cpp", "P/einsum.cpp", "P/matmul.cpp"]
+    # conv calls its depthwise (and those its packed and row kernels), direct
+    # small-channel, padded-row, pre-activation, sparse-tap and Winograd
+    # kernels; einsum calls matmul's GEMM
+    assert files.split(";") == ["P/conv.cpp", "P/conv_depthwise.cpp", "P/conv_depthwise_packed.cpp",
+                                "P/conv_depthwise_rows.cpp", "P/conv_direct_small.cpp", "P/conv_padded_rows.cpp",
+                                "P/conv_preact.cpp", "P/conv_sparse_taps.cpp", "P/conv_winograd.cpp", "P/einsum.cpp",
+                                "P/matmul.cpp"]
     (tmp_path / "bad.txt").write_text("family x\n")
     r = run(sys.executable, os.environ["KILN_KERNEL_TABLE_SCRIPT"], "select", str(tmp_path / "bad.txt"),
             str(tmp_path / "ops.txt"))

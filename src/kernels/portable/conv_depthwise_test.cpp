@@ -357,10 +357,11 @@ TEST(DepthwiseConvTest, PackedKernelsMatchNaive) {
   std::mt19937 rng(25);
   const int64_t channels[] = {1, 3, 7, 8, 9, 15, 16, 17, 33};
   const int64_t maps[] = {1, 2, 5, 7, 9, 14, 17, 20};
-  int run = 0;
+  int run = 0, isas = 0;
   for (int isa : {1, 2}) {
     ForcedIsa forced(isa);
     if (!forced.ok) continue;
+    ++isas;
     int n = 0;
     for (int64_t k_h : {1, 3, 5, 7})
       for (int64_t s : {1, 2, 3})
@@ -389,7 +390,7 @@ TEST(DepthwiseConvTest, PackedKernelsMatchNaive) {
         }
   }
   if (run == 0) GTEST_SKIP() << "this CPU has neither AVX-512 nor AVX2+FMA";
-  EXPECT_GT(run, 100);
+  EXPECT_GT(run, 45 * isas);  // 95 cases per ISA level run (KILN_CPU_ISA may cap it to one)
 }
 
 // Channels share vectors in the packed kernels: Inf and NaN in one channel

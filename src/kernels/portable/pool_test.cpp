@@ -258,10 +258,11 @@ TEST(PoolTest, PhaseRowPathOverShapes) {
       {2, 7, 1, 3, 1, 1, 1, 3, 0, 2, false, true},
   };
   const int64_t widths[] = {8, 9, 15, 16, 17, 31, 33, 56, 112};
-  int run = 0;
+  int run = 0, isas = 0;
   for (int isa : {1, 2}) {
     ForcedIsa forced(isa);
     if (!forced.ok) continue;
+    ++isas;
     int n = 0;
     for (const Pool2D& p : cases)
       for (int64_t ow : widths)
@@ -277,7 +278,7 @@ TEST(PoolTest, PhaseRowPathOverShapes) {
     EXPECT_GT(n, 0);
   }
   if (run == 0) GTEST_SKIP() << "this CPU has neither AVX-512 nor AVX2+FMA";
-  EXPECT_GT(run, 150);
+  EXPECT_GT(run, 60 * isas);  // 126 cases per ISA level run (KILN_CPU_ISA may cap it to one)
 }
 
 // On the phase-row kernels too, a NaN wins its windows and only those, and

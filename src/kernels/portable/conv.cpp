@@ -29,7 +29,6 @@
 // runs kiln::PreActivationConv, BatchNormalization + Relu + Conv
 // (conv_preact.h).
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -127,44 +126,6 @@ struct ConvFusion {
   const float* pre_b = nullptr;
 };
 
-// e^t for t in [-87, 87]: t = k ln2 + g with |g| <= ln2 / 2, e^g by its
-// degree-7 Taylor polynomial (relative error < 1e-7), 2^k added into the
-// exponent bits. Branch-free bit arithmetic (no float-to-int conversion) so
-// the loops below vectorize, and NaN flows through.
-inline float exp_bounded(float t) {
-  constexpr float kRound = 12582912.f;  // 1.5 * 2^23: adding it rounds to an integer
-  const float r = t * 1.44269504f + kRound;
-  const float kf = r - kRound;
-  const float g = (t - kf * 0.693145752f) - kf * 1.42860677e-6f;  // ln2 split in two
-  float p = 1.f / 5040.f;
-  p = p * g + 1.f / 720.f;
-  p = p * g + 1.f / 120.f;
-  p = p * g + 1.f / 24.f;
-  p = p * g + 1.f / 6.f;
-  p = p * g + 0.5f;
-  p = p * g + 1.f;
-  p = p * g + 1.f;
-  const int32_t k = std::bit_cast<int32_t>(r) - std::bit_cast<int32_t>(kRound);
-  return std::bit_cast<float>(std::bit_cast<int32_t>(p) + k * (1 << 23));
-}
-
-// y = y * sigmoid(y) = y / (1 + e^-y), vectorized for the CPU (FusedConv's
-// Silu in the GEMM epilogue; as accurate as Sigmoid then Mul to a few ulp).
-KILN_ISA_BODY
-void silu_inplace_body(float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float x = y[i];
-    y[i] = x / (1.f + exp_bounded(std::min(std::max(-x, -87.f), 87.f)));
-  }
-}
-KILN_ISA_DISPATCH(silu_inplace, silu_inplace_body);
-
-KILN_ISA_BODY
-void hard_swish_inplace_body(float* y, int64_t n) {  // as the HardSwish kernel computes it
-  for (int64_t i = 0; i < n; ++i) y[i] *= std::min(1.f, std::max(0.f, y[i] * (1.f / 6.f) + 0.5f));
-}
-KILN_ISA_DISPATCH(hard_swish_inplace, hard_swish_inplace_body);
-
 void apply_activation_block(float* y, int64_t n, const ConvFusion& f) {
   switch (f.act) {
     case ConvFusion::Act::kNone: break;
@@ -173,8 +134,8 @@ void apply_activation_block(float* y, int64_t n, const ConvFusion& f) {
     case ConvFusion::Act::kSigmoid: simd::sigmoid_f32(y, y, n); break;
     case ConvFusion::Act::kTanh: simd::tanh_f32(y, y, n); break;
     case ConvFusion::Act::kHardSigmoid: simd::hard_sigmoid_f32(y, y, n, f.p0, f.p1); break;  // as the kernel computes it
-    case ConvFusion::Act::kHardSwish: hard_swish_inplace(y, n); break;
-    case ConvFusion::Act::kSilu: silu_inplace(y, n); break;
+    case ConvFusion::Act::kHardSwish: simd::hard_swish_f32(y, y, n); break;
+    case ConvFusion::Act::kSilu: simd::silu_f32(y, y, n); break;
   }
 }
 

@@ -135,6 +135,12 @@ KILN_ISA_BODY void hard_swish_f32_body(const float* x, float* y, int64_t n) {
 KILN_ISA_DISPATCH(hard_swish_f32_isa, hard_swish_f32_body);
 void hard_swish_f32(const float* x, float* y, int64_t n) { hard_swish_f32_isa(x, y, n); }
 
+KILN_ISA_BODY void silu_f32_body(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * sigmoid_one(x[i]);
+}
+KILN_ISA_DISPATCH(silu_f32_isa, silu_f32_body);
+void silu_f32(const float* x, float* y, int64_t n) { silu_f32_isa(x, y, n); }
+
 namespace {
 KILN_ISA_BODY void fix_pow_half_body(const float* x, float* y, int64_t n) {
   // sqrt(-0) = -0 and sqrt(-inf) = NaN, but pow(x, 0.5) gives +0 and +inf.

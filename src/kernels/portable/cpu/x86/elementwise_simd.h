@@ -25,6 +25,9 @@ void clip_f32(const float* x, float* y, int64_t n, float lo, float hi);
 void hard_sigmoid_f32(const float* x, float* y, int64_t n, float alpha, float beta);
 /// y = x * clamp(x / 6 + 1/2, 0, 1) (HardSwish); NaN stays NaN.
 void hard_swish_f32(const float* x, float* y, int64_t n);
+/// y = x * sigmoid(x) (SiLU / Swish, FusedConv's Silu), the Sigmoid kernel's
+/// sigmoid; NaN stays NaN.
+void silu_f32(const float* x, float* y, int64_t n);
 void sqrt_f32(const float* x, float* y, int64_t n);
 void square_f32(const float* x, float* y, int64_t n);
 void exp_f32(const float* x, float* y, int64_t n);

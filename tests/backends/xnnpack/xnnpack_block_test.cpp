@@ -87,21 +87,10 @@ std::shared_ptr<ir::Graph> block_graph(const BlockCase& c) {
   return b.graph();
 }
 
-// The variant the plugin's kernels run when capped at `isa` on this CPU ("none": no fused blocks).
-std::string expected_isa(const std::string& isa) {
-#if defined(__x86_64__) || defined(__i386__)
-  if (isa == "avx512" && __builtin_cpu_supports("avx512f")) return "avx512";
-  if (isa != "none" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2";
-#else
-  (void)isa;
-#endif
-  return "none";
-}
-
 // The caps worth running here: avx512 only where the CPU has it (elsewhere it runs as avx2).
 std::vector<const char*> isas() {
   std::vector<const char*> v{"avx2"};
-  if (expected_isa("avx512") == "avx512") v.insert(v.begin(), "avx512");
+  if (plugin_kernel_isa("avx512") == "avx512") v.insert(v.begin(), "avx512");
   return v;
 }
 
@@ -127,7 +116,7 @@ TEST_P(XnnpackFusedBlock, MatchesPortableKernels) {
     const PlacementReport& r = (*x)->placement();
     ASSERT_EQ(r.partitions.size(), 1u);
     ASSERT_EQ(r.partitions[0].diagnostics.size(), 1u);
-    const std::string want = expected_isa(c.isa);
+    const std::string want = plugin_kernel_isa(c.isa);
     const bool fused = fuse && want != "none";
     const std::string& log = r.partitions[0].diagnostics[0];
     EXPECT_NE(log.find(fused ? "1 inverted-residual blocks fused" : "0 inverted-residual blocks fused"),
@@ -239,7 +228,7 @@ TEST_P(XnnpackFusedChain, MatchesPortableKernels) {
   ASSERT_TRUE(f.ok()) << f.status().to_string();
   const PlacementReport& r = (*f)->placement();
   ASSERT_EQ(r.partitions.size(), 1u);
-  EXPECT_NE(r.partitions[0].diagnostics.at(0).find(expected_isa("avx512") != "none" ? "4 inverted-residual blocks fused"
+  EXPECT_NE(r.partitions[0].diagnostics.at(0).find(plugin_kernel_isa("avx512") != "none" ? "4 inverted-residual blocks fused"
                                                             : "0 inverted-residual blocks fused"),
             std::string::npos)
       << r.partitions[0].diagnostics[0];
@@ -321,7 +310,7 @@ TEST_P(XnnpackFusedPool, MatchesPortableKernels) {
     const PlacementReport& r = (*f)->placement();
     ASSERT_EQ(r.partitions.size(), 1u);
     // Fused, the block and the head leave no XNNPACK op: one native segment.
-    if (fuse && expected_isa("avx512") != "none") {
+    if (fuse && plugin_kernel_isa("avx512") != "none") {
       EXPECT_NE(r.partitions[0].diagnostics.at(0).find("XNNPACK ops in 1 segment "), std::string::npos)
           << r.partitions[0].diagnostics[0];
     }

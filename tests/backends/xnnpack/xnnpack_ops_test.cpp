@@ -267,17 +267,6 @@ std::string dw_name(const DwCase& d) {
   return s + (d.bias ? "_bias" : "") + (d.relu ? "_relu" : "") + "_" + d.isa;
 }
 
-// The variant the plugin's kernels run when capped at `isa` on this CPU.
-std::string kernel_isa_for(const std::string& isa) {
-#if defined(__x86_64__) || defined(__i386__)
-  if (isa == "avx512" && __builtin_cpu_supports("avx512f")) return "avx512";
-  if (isa != "none" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2";
-#else
-  (void)isa;
-#endif
-  return "none";
-}
-
 std::vector<DwCase> dw_cases() {
   std::vector<DwCase> v;
   for (int64_t c : {16, 48})
@@ -285,7 +274,7 @@ std::vector<DwCase> dw_cases() {
       for (std::vector<int64_t> p : {std::vector<int64_t>{1, 1, 1, 1}, {0, 0, 0, 0}, {1, 0, 2, 1}, {2, 2, 0, 1}})
         for (int64_t w : {5, 12, 15})
           for (const char* isa : {"avx512", "avx2"})  // avx512 runs as avx2 on an AVX2-only CPU
-            if (isa != std::string("avx512") || kernel_isa_for(isa) == "avx512")
+            if (isa != std::string("avx512") || plugin_kernel_isa(isa) == "avx512")
               v.push_back({w == 12 ? 2 : 1, c, 7, w, s, p, w != 15, w == 5, isa});
   return v;
 }
@@ -308,7 +297,7 @@ TEST_P(XnnpackNativeDepthwise, MatchesPortableKernels) {
   const PlacementReport& r = (*x)->placement();
   ASSERT_EQ(r.partitions.size(), 1u);
   ASSERT_EQ(r.partitions[0].diagnostics.size(), 1u);
-  const std::string want = kernel_isa_for(d.isa);
+  const std::string want = plugin_kernel_isa(d.isa);
   const std::string& log = r.partitions[0].diagnostics[0];
   EXPECT_NE(log.find(want != "none" ? "1 depthwise run by the plugin's kernel" : "0 depthwise run by the plugin's kernel"),
             std::string::npos)

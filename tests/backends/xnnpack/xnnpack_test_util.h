@@ -27,4 +27,16 @@ inline ir::Attribute a_ints(const char* n, std::vector<int64_t> v) {
 }
 inline ir::Attribute a_float(const char* n, float v) { return optimizer::testing::attr_float(n, v); }
 
+// The variant of the plugin's own kernels (xnn_isa.h) that runs when capped
+// at `cap` ($KILN_XNNPACK_ISA or $KILN_XNNPACK_WINOGRAD_ISA: avx512, avx2,
+// none/baseline) on this CPU: "avx512", "avx2", or `none` where neither runs.
+inline std::string plugin_kernel_isa(const std::string& cap, const std::string& none = "none") {
+#if defined(__x86_64__) || defined(__i386__)
+  if (cap == "avx512" && __builtin_cpu_supports("avx512f")) return "avx512";
+  if (cap != "none" && cap != "baseline" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return "avx2";
+#endif
+  return none;
+}
+
 }  // namespace kiln::abi_test

@@ -41,17 +41,6 @@ struct WCase {
   const char* isa;  // KILN_XNNPACK_WINOGRAD_ISA: the widest transforms allowed
 };
 
-// The transforms the plugin runs when capped at `isa` on this CPU.
-std::string expected_isa(const std::string& isa) {
-#if defined(__x86_64__) || defined(__i386__)
-  if (isa == "avx512" && __builtin_cpu_supports("avx512f")) return "avx512";
-  if (isa != "baseline" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2";
-#else
-  (void)isa;
-#endif
-  return "baseline";
-}
-
 std::string w_name(const WCase& c) {
   std::string s = "n" + std::to_string(c.n) + "_" + std::to_string(c.cin) + "to" + std::to_string(c.cout) + "_" +
                   std::to_string(c.h) + "x" + std::to_string(c.w) + "_p";
@@ -186,7 +175,7 @@ TEST_P(XnnpackWinograd, MatchesFloat64DirectConvolutionWithinTheBound) {
   ASSERT_EQ(rep.partitions.size(), 1u);
   ASSERT_EQ(rep.partitions[0].diagnostics.size(), 1u);
   const std::string want = std::string("; 1 3x3 convolutions by Winograd F(4x4,3x3), ") + (c.residual ? "1" : "0") +
-                           " with their residual Add (" + expected_isa(c.isa) + " transforms)";
+                           " with their residual Add (" + plugin_kernel_isa(c.isa, "baseline") + " transforms)";
   EXPECT_NE(rep.partitions[0].diagnostics[0].find(want), std::string::npos) << rep.partitions[0].diagnostics[0];
   std::vector<double> ref, bound;
   reference(c, x, w, c.bias ? &b : nullptr, c.residual ? &r : nullptr, oh, ow, &ref, &bound);

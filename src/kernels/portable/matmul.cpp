@@ -96,7 +96,7 @@ void matmul_f32(const MatMulPlan& plan, const float* a, const float* b, const Pa
   } else {
     // Many small products (attention heads): one per task, without the
     // engine's packing where nothing is packed and nothing follows.
-    const bool plain = !packed_a && !packed_b && !epilogue.row_bias && !epilogue.col_bias && !epilogue.apply &&
+    const bool plain = small_matmul_pays() && !packed_a && !packed_b && !epilogue.row_bias && !epilogue.col_bias && !epilogue.apply &&
                        epilogue.clamp_min == -std::numeric_limits<float>::infinity() &&
                        epilogue.clamp_max == std::numeric_limits<float>::infinity();
     parallel_for(pool, plan.batches, 1, [&](int64_t t0, int64_t t1) {
@@ -527,7 +527,7 @@ class TransposedMatMulKernel final : public Kernel {
     const double flops = 2.0 * static_cast<double>(m * n) * static_cast<double>(k);
     if (flops >= 4e6 || plan.batches == 1) {
       for (int64_t t = 0; t < plan.batches; ++t) one(t, ctx.pool());
-    } else if (k <= kSmallMatMulMaxK) {
+    } else if (k <= kSmallMatMulMaxK && small_matmul_pays()) {
       // Many small products (attention heads): one per task, read in place.
       parallel_for(ctx.pool(), plan.batches, 1, [&](int64_t t0, int64_t t1) {
         for (int64_t t = t0; t < t1; ++t)

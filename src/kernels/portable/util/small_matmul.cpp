@@ -155,6 +155,8 @@ RunFn pick() {
 
 }  // namespace
 
+bool small_matmul_pays() { return cpu::kernel_isa() >= cpu::Isa::kAvx512; }
+
 void small_matmul_f32(int64_t m, int64_t n, int64_t k, float alpha, StridedMatrix a, StridedMatrix b, float* c,
                       int64_t ldc) {
   pick()(m, n, k, alpha, a, b, c, ldc);

@@ -27,6 +27,12 @@ inline constexpr int64_t kSmallMatMulMaxK = 512;
 void small_matmul_f32(int64_t m, int64_t n, int64_t k, float alpha, StridedMatrix a, StridedMatrix b, float* c,
                       int64_t ldc);
 
+/// Whether small_matmul_f32 beats the GEMM engine at the current ISA level:
+/// only with AVX-512 (its 16-float vectors are one zmm there; at AVX2 GCC
+/// lowers them piecewise and bert_encoder ran 1.7x slower than through the
+/// engine). Callers take the engine otherwise.
+bool small_matmul_pays();
+
 /// For tests: the same product through one variant (0: AVX-512, 1: AVX2+FMA,
 /// 2: baseline); false, computing nothing, where this CPU lacks it.
 bool small_matmul_f32_variant(int variant, int64_t m, int64_t n, int64_t k, float alpha, StridedMatrix a,

@@ -195,6 +195,11 @@ class RecurrentKernel final : public Kernel {
   Status compute(KernelContext& ctx) const override;
 
  private:
+  DirectionParams direction_params(int64_t d, bool packed, const std::vector<float>& w, const std::vector<float>& r,
+                                   const std::vector<float>& b, const std::vector<float>& p, int64_t hs,
+                                   int64_t in_size) const;
+  void run_sliced_direction(int64_t d, int64_t hs, LstmSequence sq, const std::vector<float>& b,
+                            const std::vector<float>& p, float* h, float* c, float* y, ThreadPool* pool) const;
   void run_direction(const DirectionParams& p, bool reverse, int64_t seq, int64_t batch, int64_t input_size,
                      int64_t hidden, const float* x, const int64_t* lens, float* h, float* c, float* y, int64_t dir,
                      ThreadPool* pool) const;
@@ -391,6 +396,52 @@ Status write_y(KernelContext& ctx, DType dt, int64_t layout, int64_t seq, int64_
   return Status::ok();
 }
 
+// Direction d's weights, biases, peepholes and activations for run_direction
+// (W and R packed at load where they were constants).
+DirectionParams RecurrentKernel::direction_params(int64_t d, bool packed, const std::vector<float>& w,
+                                                  const std::vector<float>& r, const std::vector<float>& b,
+                                                  const std::vector<float>& p, int64_t hs, int64_t in_size) const {
+  const int64_t g = num_gates(kind_);
+  DirectionParams dp;
+  if (packed) {
+    dp.w_packed = &packed_w_[static_cast<size_t>(d)];
+    dp.r_packed = &packed_r_[static_cast<size_t>(d)];
+    if (!packed_rh_.empty()) dp.rh_packed = &packed_rh_[static_cast<size_t>(d)];
+  } else {
+    dp.w = w.data() + d * g * hs * in_size;
+    dp.r = r.data() + d * g * hs * hs;
+  }
+  if (!b.empty()) {
+    dp.wb = b.data() + d * 2 * g * hs;
+    dp.rb = dp.wb + g * hs;
+  }
+  if (!p.empty()) dp.p = p.data() + d * 3 * hs;
+  dp.act = acts_.data() + d * num_activations(kind_);
+  return dp;
+}
+
+// Direction d of the sliced LSTM (rnn_lstm_sliced.h) over compute()'s
+// buffers: states [num_directions][batch][hidden], Y
+// [seq][num_directions][batch][hidden] at y (sq carries seq, batch,
+// reverse, X, lens and Y's step).
+void RecurrentKernel::run_sliced_direction(int64_t d, int64_t hs, LstmSequence sq, const std::vector<float>& b,
+                                           const std::vector<float>& p, float* h, float* c, float* y,
+                                           ThreadPool* pool) const {
+  const int64_t g = num_gates(kind_);
+  LstmCellOptions opt;
+  opt.peepholes = p.empty() ? nullptr : p.data() + d * 3 * hs;
+  opt.input_forget = input_forget_;
+  opt.clip = clip_;
+  if (!b.empty()) {
+    sq.wb = b.data() + d * 2 * g * hs;
+    sq.rb = sq.wb + g * hs;
+  }
+  sq.h = h + d * sq.batch * hs;
+  sq.c = c + d * sq.batch * hs;
+  sq.y = y + d * sq.batch * hs;
+  run_lstm_sliced(sliced_[static_cast<size_t>(d)], opt, sq, pool);
+}
+
 Status RecurrentKernel::compute(KernelContext& ctx) const {
   const ir::Node& node = ctx.node();
   if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.has_input(2))
@@ -457,42 +508,12 @@ Status RecurrentKernel::compute(KernelContext& ctx) const {
   auto direction = [&](int64_t d, ThreadPool* pool) {
     const bool reverse = d == 1 || reverse_only_;
     if (!sliced_.empty()) {
-      LstmCellOptions opt;
-      opt.peepholes = p.empty() ? nullptr : p.data() + d * 3 * hs;
-      opt.input_forget = input_forget_;
-      opt.clip = clip_;
-      LstmSequence s;
-      s.seq = seq;
-      s.batch = batch;
-      s.reverse = reverse;
-      s.x = xseq;
-      s.lens = lens.data();
-      if (!b.empty()) {
-        s.wb = b.data() + d * 2 * g * hs;
-        s.rb = s.wb + g * hs;
-      }
-      s.h = h.data() + d * batch * hs;
-      s.c = c.data() + d * batch * hs;
-      s.y = yd + d * batch * hs;
-      s.y_step = nd * batch * hs;
-      run_lstm_sliced(sliced_[static_cast<size_t>(d)], opt, s, pool);
+      LstmSequence sq{seq, batch, reverse, xseq, lens.data()};
+      sq.y_step = nd * batch * hs;
+      run_sliced_direction(d, hs, sq, b, p, h.data(), c.data(), yd, pool);
       return;
     }
-    DirectionParams dp;
-    if (packed) {
-      dp.w_packed = &packed_w_[static_cast<size_t>(d)];
-      dp.r_packed = &packed_r_[static_cast<size_t>(d)];
-      if (!packed_rh_.empty()) dp.rh_packed = &packed_rh_[static_cast<size_t>(d)];
-    } else {
-      dp.w = w.data() + d * g * hs * in_size;
-      dp.r = r.data() + d * g * hs * hs;
-    }
-    if (!b.empty()) {
-      dp.wb = b.data() + d * 2 * g * hs;
-      dp.rb = dp.wb + g * hs;
-    }
-    if (!p.empty()) dp.p = p.data() + d * 3 * hs;
-    dp.act = acts_.data() + d * num_activations(kind_);
+    const DirectionParams dp = direction_params(d, packed, w, r, b, p, hs, in_size);
     run_direction(dp, reverse, seq, batch, in_size, hs, xseq, lens.data(), h.data() + d * batch * hs,
                   c.empty() ? nullptr : c.data() + d * batch * hs, y.data(), d, pool);
   };

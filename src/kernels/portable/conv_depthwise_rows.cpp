@@ -127,20 +127,13 @@ void depthwise_rows_f32(const DepthwiseConv& p, const float* x, const float* w, 
   const int64_t plane = (sub_rows + halo + kDwRowsSlackRows) * wq;
   const int64_t buffer = p.s_h * p.s_w * plane + kDwRowsMaxLanes;
   const int64_t tasks = p.n * p.c * plan.bands;
-  // Chunks of at least ~32k multiply-adds, yet at least one per thread.
   const int64_t per_task = std::max<int64_t>(1, p.mult * plan.band_rows * p.out_w * taps);
-  const int64_t grain = std::max<int64_t>(1, std::min((tasks + threads - 1) / threads, (int64_t{1} << 15) / per_task));
+  const int64_t grain = phase_rows_grain(tasks, threads, per_task);
   parallel_for(pool, tasks, grain, [&](int64_t begin, int64_t end) {
-    thread_local std::vector<float> phases;
-    struct Release {  // very wide maps: a buffer past 1M floats is not kept for the process
-      ~Release() {
-        if (phases.capacity() > (size_t{1} << 20)) std::vector<float>().swap(phases);
-      }
-    } release;
     // Zeroed once per chunk: the slack rows past a sub-band's last fill and
     // the floats after the last plane are read only for discarded outputs,
     // and stay finite.
-    phases.assign(static_cast<size_t>(buffer), 0.f);
+    PhaseScratch phases(buffer);
     DwRowsBand band;
     band.phases = phases.data();
     band.wq = wq;

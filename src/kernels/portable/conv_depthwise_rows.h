@@ -3,7 +3,9 @@
 // kernels compiled once per ISA (cpu/x86/phase_rows_{avx512,avx2}.cpp).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/portable/conv_depthwise.h"
 
@@ -15,6 +17,33 @@ namespace kiln::kernels {
 constexpr int64_t kDwRowsMaxLanes = 16;
 constexpr int64_t kDwRowsMaxKw = 16;
 constexpr int64_t kDwRowsSlackRows = 3;
+
+/// The zeroed phase-row scratch of one parallel chunk of the row kernels
+/// (depthwise and pooling): a thread-local buffer reused across chunks,
+/// released when the chunk ends if it grew past 1M floats, so that very wide
+/// maps do not keep it for the life of the process.
+class PhaseScratch {
+ public:
+  explicit PhaseScratch(int64_t floats) { buffer().assign(static_cast<size_t>(floats), 0.f); }
+  ~PhaseScratch() {
+    if (buffer().capacity() > (size_t{1} << 20)) std::vector<float>().swap(buffer());
+  }
+  PhaseScratch(const PhaseScratch&) = delete;
+  PhaseScratch& operator=(const PhaseScratch&) = delete;
+  float* data() { return buffer().data(); }
+
+ private:
+  static std::vector<float>& buffer() {
+    thread_local std::vector<float> v;
+    return v;
+  }
+};
+
+/// parallel_for's grain over `tasks` of `per_task` multiply-adds (or window
+/// reads) each: chunks of at least ~32k, yet at least one per thread.
+inline int64_t phase_rows_grain(int64_t tasks, int64_t threads, int64_t per_task) {
+  return std::max<int64_t>(1, std::min((tasks + threads - 1) / threads, (int64_t{1} << 15) / per_task));
+}
 
 /// One band of output rows of one output channel, read from phase rows.
 ///

@@ -61,16 +61,10 @@ void pool_rows_f32(const PoolRows2D& g, const float* x, float* y, ThreadPool* po
   }
   const int64_t tasks = g.planes * bands;
   const int64_t per_task = std::max<int64_t>(1, band_rows * g.out_w * g.k_h * g.k_w);
-  const int64_t grain = std::max<int64_t>(1, std::min((tasks + threads - 1) / threads, (int64_t{1} << 15) / per_task));
+  const int64_t grain = phase_rows_grain(tasks, threads, per_task);
   parallel_for(pool, tasks, grain, [&](int64_t begin, int64_t end) {
-    thread_local std::vector<float> phases;
-    struct Release {  // very wide maps: a buffer past 1M floats is not kept for the process
-      ~Release() {
-        if (phases.capacity() > (size_t{1} << 20)) std::vector<float>().swap(phases);
-      }
-    } release;
     // The floats after the last plane are read only for discarded outputs.
-    phases.assign(static_cast<size_t>(buffer), 0.f);
+    PhaseScratch phases(buffer);
     PoolRowsBand band;
     band.phases = phases.data();
     band.wq = wq;

@@ -28,25 +28,11 @@ DirectSmallIsa g_isa = DirectSmallIsa::kBest;
 // The geometry as 2-D (rank 1: one row) and the bordered, column-phase-split
 // layout of one image: channel ci, padded row r, phase ph, column j holds
 // input (r - pt, j * sw + ph - pl), zero outside the input.
-struct Plan {
-  int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
+struct Plan : WindowDims2 {
   int64_t hp, wq, rs, plane;
   std::vector<int64_t> taps;  // offset of tap (ci, a, e) from an output's base
 
-  Plan(const WindowGeometry& g, int64_t cin) {
-    const bool two = g.rank() == 2;
-    ih = two ? g.in[0] : 1;
-    iw = g.in.back();
-    oh = two ? g.out[0] : 1;
-    ow = g.out.back();
-    kh = two ? g.kernel[0] : 1;
-    kw = g.kernel.back();
-    sh = two ? g.stride[0] : 1;
-    sw = g.stride.back();
-    dh = two ? g.dilation[0] : 1;
-    dw = g.dilation.back();
-    pt = two ? g.pad_begin[0] : 0;
-    pl = g.pad_begin.back();
+  Plan(const WindowGeometry& g, int64_t cin) : WindowDims2(g) {
     hp = (oh - 1) * sh + (kh - 1) * dh + 1;
     wq = ow + kMaxPX + ((kw - 1) * dw) / sw;  // a full last pixel block reads zeros past the row
     rs = sw * wq;

@@ -32,25 +32,10 @@ PaddedRowsMode g_mode = initial_mode();
 // / s_w of plane (kh * dh % s_h, kw * dw % s_w). Numbered over the phase
 // plane's width, every tap's outputs are again one contiguous run. Stride 1
 // has one plane, the zero-bordered input itself.
-struct Rows {
-  int64_t ih, iw, oh, ow, kh, kw, dh, dw, pt, pl, sh, sw;
+struct Rows : WindowDims2 {
   int64_t hp, wp;  // the padded input the outputs read: (oh - 1) * sh + (kh - 1) * dh + 1 rows, alike for columns
   int64_t hq, wq;  // one phase plane: ceil(hp / sh) x ceil(wp / sw)
-  explicit Rows(const WindowGeometry& g) {
-    const bool two = g.rank() == 2;
-    const size_t l = g.rank() - 1;
-    ih = two ? g.in[0] : 1;
-    oh = two ? g.out[0] : 1;
-    kh = two ? g.kernel[0] : 1;
-    dh = two ? g.dilation[0] : 1;
-    sh = two ? g.stride[0] : 1;
-    pt = two ? g.pad_begin[0] : 0;
-    iw = g.in[l];
-    ow = g.out[l];
-    kw = g.kernel[l];
-    dw = g.dilation[l];
-    sw = g.stride[l];
-    pl = g.pad_begin[l];
+  explicit Rows(const WindowGeometry& g) : WindowDims2(g) {
     hp = (oh - 1) * sh + (kh - 1) * dh + 1;
     wp = (ow - 1) * sw + (kw - 1) * dw + 1;
     hq = (hp + sh - 1) / sh;

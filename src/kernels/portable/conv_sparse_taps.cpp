@@ -58,26 +58,6 @@ class BoxSource final : public BPanelSource {
   BoxGeometry b_;
 };
 
-// The spatial dims of a rank-1 or rank-2 geometry as 2-D (rank 1: height 1).
-struct Dims2 {
-  int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw;
-  explicit Dims2(const WindowGeometry& g) {
-    const bool two = g.rank() == 2;
-    const size_t l = g.rank() - 1;
-    ih = two ? g.in[0] : 1;
-    oh = two ? g.out[0] : 1;
-    kh = two ? g.kernel[0] : 1;
-    sh = two ? g.stride[0] : 1;
-    dh = two ? g.dilation[0] : 1;
-    ph = two ? g.pad_begin[0] : 0;
-    iw = g.in[l];
-    ow = g.out[l];
-    kw = g.kernel[l];
-    sw = g.stride[l];
-    dw = g.dilation[l];
-    pw = g.pad_begin[l];
-  }
-};
 
 // Y's box [lo, hi) of every channel += the matching rows of C (cout x box).
 void add_box(const TapBox& box, const float* c, int64_t cout, int64_t out_size, int64_t ow, float* y,
@@ -114,13 +94,13 @@ void finish(float* y, int64_t planes, int64_t plane, const ConvEpilogue& ep, Thr
 }  // namespace
 
 std::vector<TapBox> tap_boxes(const WindowGeometry& g) {
-  const Dims2 d(g);
+  const WindowDims2 d(g);
   std::vector<TapBox> boxes(static_cast<size_t>(d.kh * d.kw));
   for (int64_t a = 0; a < d.kh; ++a)
     for (int64_t b = 0; b < d.kw; ++b) {
       TapBox& box = boxes[static_cast<size_t>(a * d.kw + b)];
-      tap_interval(d.ih, d.oh, a, d.sh, d.dh, d.ph, &box.lo[0], &box.hi[0]);
-      tap_interval(d.iw, d.ow, b, d.sw, d.dw, d.pw, &box.lo[1], &box.hi[1]);
+      tap_interval(d.ih, d.oh, a, d.sh, d.dh, d.pt, &box.lo[0], &box.hi[0]);
+      tap_interval(d.iw, d.ow, b, d.sw, d.dw, d.pl, &box.lo[1], &box.hi[1]);
     }
   return boxes;
 }
@@ -176,7 +156,7 @@ bool SparseTapConv::applies(const WindowGeometry& g, const Shape& w_shape) const
 
 void SparseTapConv::run(int64_t n, const WindowGeometry& g, const float* x, float* y, const ConvEpilogue& ep,
                         ThreadPool* pool) const {
-  const Dims2 d(g);
+  const WindowDims2 d(g);
   const int64_t in_size = g.in_size(), out_size = g.out_size();
   const std::vector<TapBox> boxes = tap_boxes(g);
   // A tap that reaches every output goes first: it writes Y (and the bias).
@@ -198,8 +178,8 @@ void SparseTapConv::run(int64_t n, const WindowGeometry& g, const float* x, floa
     for (int64_t t : order) {
       const TapBox& box = boxes[static_cast<size_t>(t)];
       const int64_t bw = box.hi[1] - box.lo[1], cols = box.size();
-      const BoxGeometry geo{xi, in_size, d.iw, box.lo[0] * d.sh - d.ph + (t / d.kw) * d.dh,
-                            box.lo[1] * d.sw - d.pw + (t % d.kw) * d.dw, d.sh, d.sw, bw};
+      const BoxGeometry geo{xi, in_size, d.iw, box.lo[0] * d.sh - d.pt + (t / d.kw) * d.dh,
+                            box.lo[1] * d.sw - d.pl + (t % d.kw) * d.dw, d.sh, d.sw, bw};
       const BoxSource source(geo);
       // The whole input plane in order (the centre tap of a "same" conv): read in place.
       const bool whole_input = geo.iy0 == 0 && geo.ix0 == 0 && d.sh == 1 && d.sw == 1 && bw == d.iw && cols == in_size;

@@ -46,6 +46,27 @@ struct WindowGeometry {
   int64_t kernel_size() const;  // product of kernel
 };
 
+/// A rank-1 or rank-2 window as 2-D: rank 1 is one row (height 1, no top
+/// padding). The shared base of the 2-D convolution paths' plans.
+struct WindowDims2 {
+  int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
+  explicit WindowDims2(const WindowGeometry& g) {
+    const bool two = g.rank() == 2;
+    ih = two ? g.in[0] : 1;
+    iw = g.in.back();
+    oh = two ? g.out[0] : 1;
+    ow = g.out.back();
+    kh = two ? g.kernel[0] : 1;
+    kw = g.kernel.back();
+    sh = two ? g.stride[0] : 1;
+    sw = g.stride.back();
+    dh = two ? g.dilation[0] : 1;
+    dw = g.dilation.back();
+    pt = two ? g.pad_begin[0] : 0;
+    pl = g.pad_begin.back();
+  }
+};
+
 /// Resolves `attrs` for the spatial dims `in_spatial` and the kernel dims
 /// `kernel` (from W for Conv, kernel_shape for pools). Applies auto_pad
 /// (SAME_UPPER/SAME_LOWER: output = ceil(in / stride); VALID: no padding)

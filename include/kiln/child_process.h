@@ -41,6 +41,13 @@ struct ChildResult {
 /// Errors: kInternal when the pipe or the fork cannot be made.
 Result<ChildResult> run_in_child(const std::function<int(int fd)>& body, int timeout_s = 0);
 
+/// False when a forked child could hang before it runs anything: in an
+/// AddressSanitizer build whose process runs more than one thread. clang-14's
+/// ASan allocator has no fork handlers, so a child forked while another thread
+/// holds the allocator's lock waits for it forever at its first allocation
+/// (glibc's malloc and TSan lock around fork; they are always safe).
+bool fork_is_safe();
+
 /// Writes all of `bytes` to `fd`, retrying after EINTR; false on an error.
 bool write_all(int fd, std::string_view bytes);
 

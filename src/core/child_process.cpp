@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <cstring>
 
@@ -37,6 +38,28 @@ bool read_until_eof(int fd, int timeout_s, std::string* out) {
 }
 
 }  // namespace
+
+#if defined(__SANITIZE_ADDRESS__)
+#define KILN_ASAN_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KILN_ASAN_BUILD 1
+#endif
+#endif
+
+bool fork_is_safe() {
+#ifdef KILN_ASAN_BUILD
+  std::error_code ec;
+  size_t threads = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/task", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    if (++threads > 1) return false;
+  }
+  return !ec;  // unknown: not safe
+#else
+  return true;
+#endif
+}
 
 bool write_all(int fd, std::string_view bytes) {
   size_t done = 0;

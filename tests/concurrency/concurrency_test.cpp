@@ -242,9 +242,14 @@ TEST(ConcurrencyTest, LoadsWhileOtherThreadsAllocate) {
   std::vector<std::thread> churn;
   for (int t = 0; t < 2; ++t) {
     churn.emplace_back([&stop] {
-      std::vector<std::unique_ptr<std::string>> held(64);
-      for (size_t i = 0; !stop.load(std::memory_order_relaxed); ++i)
-        held[i % held.size()] = std::make_unique<std::string>(100 + i % 900, 'x');
+      // Batches larger than a thread's allocator cache, so the thread keeps
+      // taking the allocator's shared locks (refill and drain).
+      std::vector<std::unique_ptr<char[]>> batch(4096);
+      for (size_t i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+        const size_t bytes = 16 << (i % 8);
+        for (auto& p : batch) p.reset(new char[bytes]);
+        for (auto& p : batch) p.reset();
+      }
     });
   }
   const std::string model = cli::demo_model_bytes();

@@ -264,6 +264,7 @@ void SimInstance::copy_batch(const kiln_copy_t* copies, size_t n, kiln_fence_t* 
   };
   if (fence) {
     job->done = [&api, fence, value](kiln_status_t* st) { api.fence_signal(fence, value, st); };
+    job->fence = fence;
     stream_->submit(std::move(job));
     return;
   }
@@ -439,6 +440,7 @@ void SimCompiled::enqueue(kiln_exec_context_t* ctx, const kiln_tensor_t* const* 
   if (args->traced) dev.begin_trace(&api, ctx);  // from here on the job runs and ends the window
   if (fence) {
     job->done = [&api, fence, value](kiln_status_t* st) { api.fence_signal(fence, value, st); };
+    job->fence = fence;
     instance_.stream().submit(std::move(job));
     return;
   }

@@ -92,7 +92,7 @@ std::shared_ptr<Job> Stream::next_for(Engine engine) const {
     if (job.engine != engine) continue;
     if (job.started) continue;
     for (size_t i = 0; i < k; ++i)
-      if (!independent(*pending_[i], job)) return nullptr;
+      if (!pending_[i]->finished && !independent(*pending_[i], job)) return nullptr;
     return pending_[k];
   }
   return nullptr;
@@ -108,18 +108,42 @@ void Stream::engine_loop(Engine engine) {
     lock.unlock();
     TimelineEntry entry{engine, job->name, now_ns(), 0};
     kiln_status_t* st = job->work ? job->work() : nullptr;
+    job->work = nullptr;  // captured state dies here, not in whoever drops the last reference
     entry.end_ns = now_ns();
     lock.lock();  // on the timeline before anyone learns it is done
     timeline_.push_back(std::move(entry));
     if (timeline_.size() > kTimelineCap) timeline_.pop_front();
-    lock.unlock();
-    if (job->done) job->done(st);
-    job->work = nullptr;  // captured state dies here, not in whoever drops the last reference
-    job->done = nullptr;
-    lock.lock();
-    pending_.erase(std::find(pending_.begin(), pending_.end(), job));
-    cv_.notify_all();
+    job->finished = true;
+    job->status = st;
+    deliver(lock);
+    cv_.notify_all();  // later jobs it held back may start
   }
+}
+
+// Calls the `done` of finished jobs and drops them from the queue: a job of
+// a fence only after every earlier job of that fence (signalling a value of
+// a timeline fence completes the values below it: an engine that finished
+// the later job first must not complete the earlier one's value while it
+// still runs). One thread delivers at a time, so the calls keep that order.
+void Stream::deliver(std::unique_lock<std::mutex>& lock) {
+  if (delivering_) return;  // that thread sees this job before it stops
+  delivering_ = true;
+  for (;;) {
+    std::shared_ptr<Job> next;
+    for (size_t k = 0; k < pending_.size() && !next; ++k) {
+      if (!pending_[k]->finished) continue;
+      bool held = false;
+      for (size_t i = 0; i < k && !held && pending_[k]->fence; ++i) held = pending_[i]->fence == pending_[k]->fence;
+      if (!held) next = pending_[k];
+    }
+    if (!next) break;
+    lock.unlock();
+    if (next->done) next->done(next->status);
+    next->done = nullptr;
+    lock.lock();
+    pending_.erase(std::find(pending_.begin(), pending_.end(), next));  // drain() returns once it is done
+  }
+  delivering_ = false;
 }
 
 }  // namespace simdev

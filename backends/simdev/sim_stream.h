@@ -4,7 +4,10 @@
 // fences). A job starts when every earlier unfinished job leaves its memory
 // alone (no read/write or write/write overlap) and no earlier stream wait is
 // pending, so the results are those of running the queue in order while a
-// copy can overlap an execution that does not touch its bytes.
+// copy can overlap an execution that does not touch its bytes. Jobs that
+// signal one fence say they are done in queue order (a timeline fence's
+// value v tells the host that every lower value is done too), whatever
+// order the engines finish them in.
 #pragma once
 
 #include <atomic>
@@ -49,9 +52,14 @@ struct Job {
   std::vector<Range> reads, writes;
   /// The work; returns NULL or an error status (owned by whoever gets it).
   std::function<kiln_status_t*()> work;
-  /// Called once after `work`, off the stream's lock, with its status.
+  /// Called once after `work`, off the stream's lock, with its status;
+  /// after the `done` of every earlier job of the same `fence`.
   std::function<void(kiln_status_t*)> done;
+  /// The fence `done` signals (null: none); orders the `done` calls.
+  const void* fence = nullptr;
   bool started = false;
+  bool finished = false;           // `work` returned (under the stream's lock)
+  kiln_status_t* status = nullptr;  // what it returned, for `done`
 };
 
 class Stream {
@@ -77,12 +85,14 @@ class Stream {
  private:
   void engine_loop(Engine engine);
   std::shared_ptr<Job> next_for(Engine engine) const;  // under mu_
+  void deliver(std::unique_lock<std::mutex>& lock);      // under mu_ (released while `done` runs)
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> pending_;  // queued or running, in queue order
   std::deque<TimelineEntry> timeline_;
   bool stop_ = false;
+  bool delivering_ = false;  // a thread is calling `done`s (deliver)
   std::atomic<bool> closing_{false};
   std::vector<std::thread> engines_;
 };

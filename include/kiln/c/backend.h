@@ -712,7 +712,10 @@ typedef struct kiln_host_api {
    * are ignored) and wakes its waiters. Callable from any thread, also after
    * the call that received the fence has returned. With a non-NULL `error`
    * (whose ownership passes to the host) the work failed: waiters of this
-   * value and above get that status. Every fence a plugin was handed must be
+   * value and above get that status. Signal one fence's values in the order
+   * the host handed them out: reaching a value tells the host that the work
+   * of every lower value is done too, so it may release that work's exec
+   * context, views and inputs. Every fence a plugin was handed must be
    * signalled exactly once for its value, error or not; once fence_signal
    * returns, the plugin must not touch that fence again (its last waiter may
    * already have destroyed it).

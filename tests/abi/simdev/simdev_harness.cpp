@@ -52,6 +52,7 @@ void fence_signal(kiln_fence_t* f, uint64_t value, kiln_status_t* error) {
   std::string message = take(error, &code);
   std::lock_guard<std::mutex> lock(fence->mu);
   ++fence->signals;
+  fence->order.push_back(value);
   if (code != KILN_STATUS_OK && fence->error_code == KILN_STATUS_OK) {
     fence->error_code = code;
     fence->error = message;

@@ -30,6 +30,7 @@ struct TestFence {
   std::condition_variable cv;
   uint64_t value = 0;
   int signals = 0;
+  std::vector<uint64_t> order;  // the values, in the order they were signalled
   int32_t error_code = KILN_STATUS_OK;  // the first error signalled
   std::string error;
   kiln_fence_t* c() { return reinterpret_cast<kiln_fence_t*>(this); }

@@ -354,6 +354,34 @@ TEST(SimdevPlugin, CompiledHandlesOfOneInstanceShareDeviceConstants) {
   EXPECT_EQ(h.counter(inst, "device_used_bytes"), 0);
 }
 
+// Work on one fence completes its values in order even when the engines
+// finish it out of order: a copy queued after a long execution and
+// independent of it ends first, yet signalling its value would tell the host
+// that the execution (a lower value) is done too, and the host would free
+// the execution's context under it (ASan caught exec_should_cancel reading a
+// freed context that way).
+TEST(SimdevPlugin, OneFenceIsSignalledInQueueOrder) {
+  Harness h;
+  kiln_instance_t* inst = h.instance({{"latency_us", "50000"}, {"copy_latency_us", "1000"}});
+  Mlp mlp;
+  kiln_compiled_t* c = h.compile(inst, *mlp.graph());
+  void* x = h.upload(inst, kX);
+  void* other = h.alloc(inst, KILN_MEMORY_DEVICE, 64);
+  kiln_tensor_t in = view(x, kXDims, KILN_MEMORY_DEVICE);
+  const kiln_tensor_t* ins[] = {&in};
+  TestCtx ctx;
+  ctx.harness = &h;
+  ctx.instance = inst;
+  TestFence timeline;
+  ASSERT_EQ(take(h.api().compiled_execute_async(c, ctx.c(), ins, 1, timeline.c(), 1)), "");
+  std::vector<float> src(16, 1.f);
+  kiln_copy_t cp{sizeof(kiln_copy_t), src.data(), KILN_MEMORY_HOST, 0, other, KILN_MEMORY_DEVICE, 0, 64};
+  ASSERT_EQ(take(h.api().instance_copy(inst, &cp, 1, timeline.c(), 2)), "");
+  EXPECT_EQ(Harness::wait(timeline, 2), "");
+  std::lock_guard<std::mutex> lock(timeline.mu);
+  EXPECT_EQ(timeline.order, (std::vector<uint64_t>{1, 2}));
+}
+
 TEST(SimdevPlugin, ACopyOverlapsAnExecutionThatLeavesItsBytesAlone) {
   Harness h;
   kiln_instance_t* inst = h.instance({{"latency_us", "100000"}, {"copy_latency_us", "50000"}});

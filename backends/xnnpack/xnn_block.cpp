@@ -134,6 +134,7 @@ struct FusedBlocks::Block {
   // channels).
   size_t scratch_floats() const {
     if (pool) return n * h * w * pool_panels * 32;
+    if (stem_only) return stem_conv.scratch_floats();
     return (ring * w + band * ow) * ce16() + (stem ? round16(stem_conv.scratch_floats()) : 0);
   }
   /// Output rows [g0, g1) of the stem alone, plain NHWC.

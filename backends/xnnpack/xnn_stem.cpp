@@ -19,15 +19,15 @@ constexpr size_t kMaxKernel = 11;
 
 size_t panel_width(size_t cols) { return cols <= 16 ? 16 : 32; }
 
-// What one call of a tile kernel computes: mr pixels of one output row
-// (pixel i's tap t at base[off[t] + i * stride]) times one panel.
+// What the tile kernels of one panel share; each call computes mr pixels of
+// one output row (pixel i's tap t at base[off[t] + i * stride], its output
+// channel 0 at c + i * ldc) times the panel. Read into locals first: the
+// kernels' float stores could alias it.
 struct Tile {
-  size_t k;
-  const float* base;
+  size_t k;           // taps, at least 1
   const uint32_t* off;
   const float* b;     // the panel: k rows of `width` floats
   const float* bias;  // `width` floats
-  float* c;           // pixel 0, channel 0 of the panel
   size_t ldc, cvs;    // floats from one pixel to the next; from one block of 16 channels to the next
   size_t cols;        // real channels of the panel (stores past them are masked when mask_tail)
   bool mask_tail;
@@ -55,32 +55,36 @@ namespace {
 // over all taps; S is the horizontal stride (the broadcasts' displacements
 // are constants).
 template <size_t MR, size_t W, size_t S>
-__attribute__((target("avx512f,fma"))) void tile512(const Tile& t) {
+__attribute__((target("avx512f,fma"))) void tile512(const Tile& t, const float* base, float* c) {
   constexpr size_t NZ = W / 16;
+  const size_t k = t.k, ldc = t.ldc, cvs = t.cvs;
+  const uint32_t* off = t.off;
+  const float* b = t.b;
+  const size_t tail = t.cols - (NZ - 1) * 16;
+  const __mmask16 last = t.mask_tail && tail < 16 ? static_cast<__mmask16>((1u << tail) - 1) : __mmask16(0xFFFF);
+  const __m512 lo = _mm512_set1_ps(t.lo), hi = _mm512_set1_ps(t.hi);
   __m512 acc[MR][NZ];
   for (size_t j = 0; j < NZ; ++j) {
     const __m512 bj = _mm512_loadu_ps(t.bias + j * 16);
     for (size_t i = 0; i < MR; ++i) acc[i][j] = bj;
   }
-  const float* b = t.b;
-  for (size_t kk = 0; kk < t.k; ++kk, b += W) {
-    const float* a = t.base + t.off[kk];
+  size_t kk = 0;
+  do {  // k >= 1: no path skips the loop (GCC then kept the accumulators' first values on the stack too)
+    const float* a = base + off[kk];
     __m512 bv[NZ];
     for (size_t j = 0; j < NZ; ++j) bv[j] = _mm512_loadu_ps(b + j * 16);
     for (size_t i = 0; i < MR; ++i) {
       const __m512 av = _mm512_set1_ps(a[i * S]);
       for (size_t j = 0; j < NZ; ++j) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
     }
-  }
-  const __m512 lo = _mm512_set1_ps(t.lo), hi = _mm512_set1_ps(t.hi);
-  const size_t tail = t.cols - (NZ - 1) * 16;
-  const __mmask16 last = t.mask_tail && tail < 16 ? static_cast<__mmask16>((1u << tail) - 1) : __mmask16(0xFFFF);
+    b += W;
+  } while (++kk < k);
 #pragma GCC unroll 16
   for (size_t i = 0; i < MR; ++i) {
 #pragma GCC unroll 2
     for (size_t j = 0; j < NZ; ++j) {
       const __m512 v = _mm512_maskz_min_ps(0xFFFF, _mm512_maskz_max_ps(0xFFFF, acc[i][j], lo), hi);
-      _mm512_mask_storeu_ps(t.c + i * t.ldc + j * t.cvs, j + 1 == NZ ? last : __mmask16(0xFFFF), v);
+      _mm512_mask_storeu_ps(c + i * ldc + j * cvs, j + 1 == NZ ? last : __mmask16(0xFFFF), v);
     }
   }
 }
@@ -92,38 +96,44 @@ __attribute__((target("avx2"))) inline __m256i lanes(size_t n) {
 
 // AVX2: MR pixels x NV vectors of 8 channels from panel column g0 (a multiple of 16).
 template <size_t MR, size_t NV, size_t S>
-__attribute__((target("avx2,fma"))) void tile256(const Tile& t, size_t width, size_t g0) {
+__attribute__((target("avx2,fma"))) void tile256(const Tile& t, const float* base, float* c, size_t width,
+                                               size_t g0) {
+  const size_t k = t.k, ldc = t.ldc, cvs = t.cvs, cols = t.cols;
+  const bool mask_tail = t.mask_tail;
+  const uint32_t* off = t.off;
+  const float* b = t.b + g0;
+  const __m256 lo = _mm256_set1_ps(t.lo), hi = _mm256_set1_ps(t.hi);
   __m256 acc[MR][NV];
   for (size_t j = 0; j < NV; ++j) {
     const __m256 bj = _mm256_loadu_ps(t.bias + g0 + j * 8);
     for (size_t i = 0; i < MR; ++i) acc[i][j] = bj;
   }
-  const float* b = t.b + g0;
-  for (size_t kk = 0; kk < t.k; ++kk, b += width) {
-    const float* a = t.base + t.off[kk];
+  size_t kk = 0;
+  do {
+    const float* a = base + off[kk];
     __m256 bv[NV];
     for (size_t j = 0; j < NV; ++j) bv[j] = _mm256_loadu_ps(b + j * 8);
     for (size_t i = 0; i < MR; ++i) {
       const __m256 av = _mm256_broadcast_ss(a + i * S);
       for (size_t j = 0; j < NV; ++j) acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
     }
-  }
-  const __m256 lo = _mm256_set1_ps(t.lo), hi = _mm256_set1_ps(t.hi);
+    b += width;
+  } while (++kk < k);
   for (size_t j = 0; j < NV; ++j) {
     const size_t col = g0 + j * 8;
-    const size_t real = t.mask_tail ? std::min<size_t>(8, t.cols > col ? t.cols - col : 0) : 8;
+    const size_t real = mask_tail ? std::min<size_t>(8, cols > col ? cols - col : 0) : 8;
     const __m256i mask = lanes(real == 0 ? 1 : real);
-    float* dst = t.c + col / 16 * t.cvs + col % 16;
+    float* dst = c + col / 16 * cvs + col % 16;
     for (size_t i = 0; i < MR; ++i) {
       const __m256 v = _mm256_min_ps(_mm256_max_ps(acc[i][j], lo), hi);
-      if (real == 8) _mm256_storeu_ps(dst + i * t.ldc, v);
-      else if (real > 0) _mm256_maskstore_ps(dst + i * t.ldc, mask, v);
+      if (real == 8) _mm256_storeu_ps(dst + i * ldc, v);
+      else if (real > 0) _mm256_maskstore_ps(dst + i * ldc, mask, v);
     }
   }
 }
 
-using Tile512 = void (*)(const Tile&);
-using Tile256 = void (*)(const Tile&, size_t, size_t);
+using Tile512 = void (*)(const Tile&, const float*, float*);
+using Tile256 = void (*)(const Tile&, const float*, float*, size_t, size_t);
 
 // Pixels per tile: 12 x 32 or 16 x 16 channels (24 or 16 zmm accumulators);
 // AVX2: 6 x 16 (12 ymm).
@@ -222,24 +232,19 @@ void StemConv::run(const float* x, size_t r0, size_t r1, float* y, size_t row_st
     const float* b = panels_.data();
     for (size_t col0 = 0; col0 < s_.cout; col0 += kPanel) {
       const size_t cols = std::min(kPanel, s_.cout - col0), width = panel_width(cols);
+      const Tile t{taps, offsets_.data(), b, bias_.data() + col0, px_stride, cvs, cols, cvs == 16, s_.lo, s_.hi};
       for (size_t r = q0; r < q1; ++r) {
-        Tile t{taps,       scratch + (r - q0) * s_.sh * pitch_, offsets_.data(), b, bias_.data() + col0,
-               nullptr,    px_stride, cvs, cols, cvs == 16, s_.lo, s_.hi};
+        const float* base = scratch + (r - q0) * s_.sh * pitch_;
         float* row = y + (r - r0) * row_stride + col0 / 16 * cvs;
         if (isa_ == Isa::kAvx512) {
           for_tiles(s_.ow, width == 32 ? kMr512W32 : kMr512W16, [&](size_t p, size_t mr) {
-            Tile u = t;
-            u.base += p * s_.sw;
-            u.c = row + p * px_stride;
-            pick512(width, s_.sw, mr)(u);
+            pick512(width, s_.sw, mr)(t, base + p * s_.sw, row + p * px_stride);
           });
         } else if (isa_ == Isa::kAvx2) {
           for_tiles(s_.ow, kMr256, [&](size_t p, size_t mr) {
-            Tile u = t;
-            u.base += p * s_.sw;
-            u.c = row + p * px_stride;
             for (size_t g0 = 0; g0 < width; g0 += 16)
-              pick256(cols > g0 + 8 || !t.mask_tail ? 2 : 1, s_.sw, mr)(u, width, g0);
+              pick256(cols > g0 + 8 || !t.mask_tail ? 2 : 1, s_.sw, mr)(t, base + p * s_.sw, row + p * px_stride,
+                                                                         width, g0);
           });
         }
       }

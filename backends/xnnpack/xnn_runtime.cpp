@@ -109,6 +109,9 @@ Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> p
     native_dw_[i] = native_depthwise && op.kind == OpKind::kDepthwise && native_depthwise_supported() &&
                     op.floats.size() >= 2 && native_depthwise_fits(op.ints, p.values[op.in.at(0)].dims);
   }
+  // winograd=always asks for Winograd on every 3x3 stride-1 convolution, a
+  // stem's too: the stems give way (auto picks none with so few channels).
+  if (winograd == WinogradMode::kAlways) fusion.stem = false;
   blocks_ = std::make_unique<FusedBlocks>(p, fusion, pool_->threads());
   plan_direct_concat();
   wino_ = plan_winograd(p, winograd, into_concat_);

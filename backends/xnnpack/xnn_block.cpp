@@ -256,6 +256,15 @@ std::unique_ptr<FusedBlocks::Block> match_stem(const Program& p, size_t i, const
     b->stem_only = true;
     b->end = i + 1;
     b->output = c.out;
+    // A HardSwish or SiLU alone reading the stem's output runs on its rows as they are written.
+    if (readers[c.out] == 1 && i + 1 < p.ops.size()) {
+      const Op& a = p.ops[i + 1];
+      if ((a.kind == OpKind::kHardSwish || a.kind == OpKind::kSiLU) && a.in.size() == 1 && a.in[0] == c.out &&
+          p.values[a.out].dims == yd) {
+        b->end = i + 2;
+        b->output = a.out;
+      }
+    }
     b->n = static_cast<size_t>(yd[0]), b->h = b->oh = static_cast<size_t>(yd[1]);
     b->w = b->ow = static_cast<size_t>(yd[2]), b->ce = b->cout = static_cast<size_t>(yd[3]);
   }
@@ -277,6 +286,8 @@ void prepare_stem(const Program& p, FusedBlocks::Block& b, size_t max_rows) {
   s.sh = static_cast<size_t>(c.ints[6]), s.sw = static_cast<size_t>(c.ints[7]);
   s.pad_top = static_cast<size_t>(c.ints[0]), s.pad_left = static_cast<size_t>(c.ints[3]);
   s.lo = c.floats[0], s.hi = c.floats[1];
+  if (b.stem_only && b.end == b.first + 2)
+    s.act = p.ops[b.first + 1].kind == OpKind::kHardSwish ? StemAct::kHardSwish : StemAct::kSiLU;
   b.stem_conv = StemConv(s, constant_of(p, c.in[1]).data(), bias_of(p, c), max_rows);
 }
 
@@ -487,7 +498,8 @@ std::string FusedBlocks::describe(size_t op) const {
     const StemShape& t = b.stem_conv.shape();
     stem = "stem conv " + s(t.kh) + "x" + s(t.kw) + " s" + s(t.sh) + " from NCHW " + s(t.h) + "x" + s(t.w) + "x" +
            s(t.cin) + " (" + isa_name(b.stem_conv.isa()) + ") -> ";
-    if (b.stem_only) return stem + s(b.oh) + "x" + s(b.ow) + "x" + s(b.cout);
+    const char* act = t.act == StemAct::kHardSwish ? " + HardSwish" : t.act == StemAct::kSiLU ? " + SiLU" : "";
+    if (b.stem_only) return stem + s(b.oh) + "x" + s(b.ow) + "x" + s(b.cout) + act;
   }
   return stem + s(b.h) + "x" + s(b.w) + "x" + s(b.stem ? b.ce : b.cin) + (b.expand ? " -> " + s(b.ce) : "") + " -> " + s(b.oh) + "x" + s(b.ow) +
          "x" + s(b.cout) + " s" + s(b.dw.stride) + (b.residual ? " +res" : "") + " band " + s(b.band);

@@ -1,5 +1,7 @@
 #include "xnn_stem.h"
 
+#include "xnn_silu.h"
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -31,6 +33,7 @@ struct Tile {
   size_t ldc, cvs;    // floats from one pixel to the next; from one block of 16 channels to the next
   size_t cols;        // real channels of the panel (stores past them are masked when mask_tail)
   bool mask_tail;
+  bool hswish;        // HardSwish after the clamp: v * clamp(v + 3, 0, 6) / 6
   float lo, hi;
 };
 
@@ -63,6 +66,7 @@ __attribute__((target("avx512f,fma"))) void tile512(const Tile& t, const float* 
   const size_t tail = t.cols - (NZ - 1) * 16;
   const __mmask16 last = t.mask_tail && tail < 16 ? static_cast<__mmask16>((1u << tail) - 1) : __mmask16(0xFFFF);
   const __m512 lo = _mm512_set1_ps(t.lo), hi = _mm512_set1_ps(t.hi);
+  const bool hswish = t.hswish;
   __m512 acc[MR][NZ];
   for (size_t j = 0; j < NZ; ++j) {
     const __m512 bj = _mm512_loadu_ps(t.bias + j * 16);
@@ -83,7 +87,13 @@ __attribute__((target("avx512f,fma"))) void tile512(const Tile& t, const float* 
   for (size_t i = 0; i < MR; ++i) {
 #pragma GCC unroll 2
     for (size_t j = 0; j < NZ; ++j) {
-      const __m512 v = _mm512_maskz_min_ps(0xFFFF, _mm512_maskz_max_ps(0xFFFF, acc[i][j], lo), hi);
+      __m512 v = _mm512_maskz_min_ps(0xFFFF, _mm512_maskz_max_ps(0xFFFF, acc[i][j], lo), hi);
+      if (hswish) {
+        const __m512 g = _mm512_maskz_min_ps(
+            0xFFFF, _mm512_maskz_max_ps(0xFFFF, _mm512_add_ps(v, _mm512_set1_ps(3.0f)), _mm512_setzero_ps()),
+            _mm512_set1_ps(6.0f));
+        v = _mm512_mul_ps(_mm512_mul_ps(v, g), _mm512_set1_ps(1.0f / 6.0f));
+      }
       _mm512_mask_storeu_ps(c + i * ldc + j * cvs, j + 1 == NZ ? last : __mmask16(0xFFFF), v);
     }
   }
@@ -99,7 +109,7 @@ template <size_t MR, size_t NV, size_t S>
 __attribute__((target("avx2,fma"))) void tile256(const Tile& t, const float* base, float* c, size_t width,
                                                size_t g0) {
   const size_t k = t.k, ldc = t.ldc, cvs = t.cvs, cols = t.cols;
-  const bool mask_tail = t.mask_tail;
+  const bool mask_tail = t.mask_tail, hswish = t.hswish;
   const uint32_t* off = t.off;
   const float* b = t.b + g0;
   const __m256 lo = _mm256_set1_ps(t.lo), hi = _mm256_set1_ps(t.hi);
@@ -125,7 +135,12 @@ __attribute__((target("avx2,fma"))) void tile256(const Tile& t, const float* bas
     const __m256i mask = lanes(real == 0 ? 1 : real);
     float* dst = c + col / 16 * cvs + col % 16;
     for (size_t i = 0; i < MR; ++i) {
-      const __m256 v = _mm256_min_ps(_mm256_max_ps(acc[i][j], lo), hi);
+      __m256 v = _mm256_min_ps(_mm256_max_ps(acc[i][j], lo), hi);
+      if (hswish) {
+        const __m256 g =
+            _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, _mm256_set1_ps(3.0f)), _mm256_setzero_ps()), _mm256_set1_ps(6.0f));
+        v = _mm256_mul_ps(_mm256_mul_ps(v, g), _mm256_set1_ps(1.0f / 6.0f));
+      }
       if (real == 8) _mm256_storeu_ps(dst + i * ldc, v);
       else if (real > 0) _mm256_maskstore_ps(dst + i * ldc, mask, v);
     }
@@ -185,6 +200,7 @@ void for_tiles(size_t ow, size_t most, F&& f) {
 
 StemConv::StemConv(const StemShape& s, const float* filter, const float* bias, size_t max_rows)
     : s_(s), isa_(kernel_isa()), max_rows_(std::max<size_t>(1, std::min(max_rows, s.oh))) {
+  if (s_.act == StemAct::kSiLU) silu_ = pick_silu().fn;
   pitch_ = std::max(s_.pad_left + s_.w, (s_.ow - 1) * s_.sw + s_.kw);
   pitch_ = (pitch_ + 15) / 16 * 16;
   cin_pitch_ = ((max_rows_ - 1) * s_.sh + s_.kh) * pitch_;
@@ -243,16 +259,19 @@ void StemConv::run(const float* x, size_t r0, size_t r1, float* y, size_t row_st
                    float* scratch) const {
 #ifdef KILN_XNN_X86
   const size_t taps = offsets_.size();
+  const bool hswish = s_.act == StemAct::kHardSwish;
   for (size_t q0 = r0; q0 < r1; q0 += max_rows_) {
     const size_t q1 = std::min(r1, q0 + max_rows_);
     pad_rows(x, q0, q1, scratch);
     prefetch_rows(x, q1, std::min(r1, q1 + max_rows_));
-    const float* b = panels_.data();
-    for (size_t col0 = 0; col0 < s_.cout; col0 += kPanel) {
-      const size_t cols = std::min(kPanel, s_.cout - col0), width = panel_width(cols);
-      const Tile t{taps, offsets_.data(), b, bias_.data() + col0, px_stride, cvs, cols, cvs == 16, s_.lo, s_.hi};
-      for (size_t r = q0; r < q1; ++r) {
-        const float* base = scratch + (r - q0) * s_.sh * pitch_;
+    // A row's panels one after the other, while its padded input rows are in L1.
+    for (size_t r = q0; r < q1; ++r) {
+      const float* base = scratch + (r - q0) * s_.sh * pitch_;
+      const float* b = panels_.data();
+      for (size_t col0 = 0; col0 < s_.cout; col0 += kPanel) {
+        const size_t cols = std::min(kPanel, s_.cout - col0), width = panel_width(cols);
+        const Tile t{taps, offsets_.data(), b, bias_.data() + col0, px_stride, cvs, cols, cvs == 16, hswish,
+                     s_.lo, s_.hi};
         float* row = y + (r - r0) * row_stride + col0 / 16 * cvs;
         if (isa_ == Isa::kAvx512) {
           for_tiles(s_.ow, width == 32 ? kMr512W32 : kMr512W16, [&](size_t p, size_t mr) {
@@ -265,8 +284,10 @@ void StemConv::run(const float* x, size_t r0, size_t r1, float* y, size_t row_st
                                                                          width, g0);
           });
         }
+        b += taps * width;
       }
-      b += taps * width;
+      // SiLU on the row just written (plain NHWC: the constructor checked), still in L1.
+      if (s_.act == StemAct::kSiLU) silu_(y + (r - r0) * row_stride, y + (r - r0) * row_stride, s_.ow * s_.cout);
     }
   }
 #else

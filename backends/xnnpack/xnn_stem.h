@@ -20,12 +20,17 @@
 
 namespace kiln_xnnpack {
 
+/// What follows the clamp: mobilenet_v3's HardSwish, efficientnet's SiLU
+/// (x * sigmoid(x)); only where the output is plain NHWC (a stem alone).
+enum class StemAct : uint8_t { kNone, kHardSwish, kSiLU };
+
 struct StemShape {
   size_t cin = 0, h = 0, w = 0;      // one input image, NCHW
   size_t cout = 0, oh = 0, ow = 0;   // its output
   size_t kh = 0, kw = 0, sh = 1, sw = 1;
   size_t pad_top = 0, pad_left = 0;  // bottom and right: whatever oh and ow imply
   float lo = 0, hi = 0;              // output clamp
+  StemAct act = StemAct::kNone;      // after the clamp
 };
 
 /// Input channels at most: more taps per input value make the layout transpose cheap next to the convolution.
@@ -73,6 +78,7 @@ class StemConv {
   std::vector<uint32_t> offsets_;  // per tap (ky, kx, c): its offset in the scratch from a row's pixel 0
   std::vector<float> panels_;      // per panel of 32 (the last 16 or 32) output channels: taps x width
   std::vector<float> bias_;        // cout rounded up to 32, zero-padded
+  void (*silu_)(const float*, float*, size_t) = nullptr;  // act kSiLU: the SiLU kernel (xnn_silu.h)
 };
 
 }  // namespace kiln_xnnpack

@@ -349,14 +349,14 @@ namespace {
 // there is none). Kernels 3, 5 and 1x3, strides 1 and 2 (also unequal),
 // symmetric and asymmetric pads, 1/3/4 input channels, output channels in
 // one panel of 16 or 32 (masked at 24) or two (40), odd image sizes,
-// batches, 1/2/3 threads, with and without a clamp, every variant of the
-// plugin's kernels the CPU has; against portable kernels, with fuse_stem
-// off as well.
+// batches, 1/2/3 threads, with and without a clamp, alone with the
+// HardSwish or SiLU after it run on its rows, every variant of the plugin's
+// kernels the CPU has; against portable kernels, with fuse_stem off as well.
 struct StemCase {
   int64_t n, cin, cout, h, w, kh, kw, sh, sw;
   std::vector<int64_t> pads;  // top, left, bottom, right
-  bool clip;                  // Clip(0, 6) after the stem (else none)
-  int64_t block_stride;       // the depthwise -> project block after it: 1 or 2; 0: none (a Relu instead)
+  std::string act;            // after the stem: "clip" (0, 6), "none", "hardswish" or "silu" (x * Sigmoid(x))
+  int64_t block_stride;       // the depthwise -> project block after it: 1 or 2; 0: none (a Relu unless act is an activation)
   int64_t threads;
   const char* isa = "avx512";
 };
@@ -367,7 +367,7 @@ std::string stem_name(const ::testing::TestParamInfo<StemCase>& i) {
   for (int64_t p : c.pads) pads += std::to_string(p);
   return "n" + std::to_string(c.n) + "_c" + std::to_string(c.cin) + "_o" + std::to_string(c.cout) + "_" +
          std::to_string(c.h) + "x" + std::to_string(c.w) + "_k" + std::to_string(c.kh) + "x" + std::to_string(c.kw) +
-         "_s" + std::to_string(c.sh) + std::to_string(c.sw) + "_p" + pads + (c.clip ? "_clip" : "") +
+         "_s" + std::to_string(c.sh) + std::to_string(c.sw) + "_p" + pads + "_" + c.act +
          (c.block_stride ? "_block" + std::to_string(c.block_stride) : "_alone") + "_t" + std::to_string(c.threads) +
          "_" + c.isa;
 }
@@ -386,7 +386,10 @@ TEST_P(XnnpackStem, MatchesPortableKernels) {
                           b.constant("bs", scaled({c.cout}, 32, 1.0f))},
                          "stem", {c.n, c.cout, oh, ow}, DType::kFloat32, "",
                          {a_ints("kernel_shape", {c.kh, c.kw}), a_ints("strides", {c.sh, c.sw}), a_ints("pads", c.pads)});
-  if (c.clip) {
+  const std::vector<int64_t> yd{c.n, c.cout, oh, ow};
+  if (c.act == "hardswish") y = b.node("HardSwish", {y}, "hswish", yd);
+  if (c.act == "silu") y = b.node("Mul", {y, b.node("Sigmoid", {y}, "sigmoid", yd)}, "silu", yd);
+  if (c.act == "clip") {
     Tensor lo = Tensor::allocate(DType::kFloat32, Shape(std::vector<int64_t>{}));
     Tensor hi = Tensor::allocate(DType::kFloat32, Shape(std::vector<int64_t>{}));
     lo.data<float>()[0] = 0.0f;
@@ -397,7 +400,7 @@ TEST_P(XnnpackStem, MatchesPortableKernels) {
   if (c.block_stride) {
     const int64_t cp = c.cout == 16 ? 24 : 16;
     y = add_block(b, y, {c.n, c.cout, c.cout, cp, oh, ow, c.block_stride, false, false, c.threads, 0}, "_blk");
-  } else {
+  } else if (c.act == "clip" || c.act == "none") {
     y = b.node("Relu", {y}, "relu", {c.n, c.cout, oh, ow});
   }
   b.output(y);
@@ -422,6 +425,9 @@ TEST_P(XnnpackStem, MatchesPortableKernels) {
                           : "0 stem convolutions from NCHW), 2 boundary transposes "),
               std::string::npos)
         << log;
+    if (on && (c.act == "hardswish" || c.act == "silu")) {  // the activation runs in the stem's op: one native segment
+      EXPECT_NE(log.find("XNNPACK ops in 1 segment "), std::string::npos) << log;
+    }
     if (c.block_stride) {  // without the stem, a block without expand is fused when it reads 16n channels
       const bool fused = on || (plugin_kernel_isa(c.isa) != "none" && c.cout % 16 == 0);
       EXPECT_NE(log.find(fused ? "1 inverted-residual blocks fused" : "0 inverted-residual blocks fused"),
@@ -440,23 +446,29 @@ std::vector<StemCase> stem_cases() {
   std::vector<StemCase> v;
   // mobilenet_v2's stem (3 -> 32, 3x3 s2 pads 1) on a small odd image, fused and alone, 1/2/3 threads, batches.
   for (int64_t t : {1, 2, 3})
-    for (int64_t bs : {1, 2, 0}) v.push_back({t == 3 ? 2 : 1, 3, 32, 23, 19, 3, 3, 2, 2, {1, 1, 1, 1}, true, bs, t});
+    for (int64_t bs : {1, 2, 0}) v.push_back({t == 3 ? 2 : 1, 3, 32, 23, 19, 3, 3, 2, 2, {1, 1, 1, 1}, "clip", bs, t});
   // Channels: 1 and 4 in; 16, 24 (a masked panel), 40 (two panels) out.
   for (int64_t cin : {1, 4})
     for (int64_t cout : {16, 24, 40})
-      for (int64_t bs : {1, 0}) v.push_back({1, cin, cout, 13, 17, 3, 3, 2, 2, {1, 1, 1, 1}, bs != 0, bs, 2});
+      for (int64_t bs : {1, 0}) v.push_back({1, cin, cout, 13, 17, 3, 3, 2, 2, {1, 1, 1, 1}, bs != 0 ? "clip" : "none", bs, 2});
   // 5x5 (pads 2, or asymmetric 1 / 2 / 0 / 3), stride 1 and 2, no clamp; a 1x3 kernel; unequal strides.
   for (int64_t s : {1, 2})
     for (int64_t t : {1, 3}) {
-      v.push_back({1, 3, 32, 15, 12, 5, 5, s, s, {2, 2, 2, 2}, false, 1, t});
-      v.push_back({2, 3, 16, 11, 14, 5, 5, s, s, {1, 2, 0, 3}, false, 0, t});
-      v.push_back({1, 3, 24, 9, 21, 3, 3, s, s, {0, 0, 0, 0}, true, 2, t});
+      v.push_back({1, 3, 32, 15, 12, 5, 5, s, s, {2, 2, 2, 2}, "none", 1, t});
+      v.push_back({2, 3, 16, 11, 14, 5, 5, s, s, {1, 2, 0, 3}, "none", 0, t});
+      v.push_back({1, 3, 24, 9, 21, 3, 3, s, s, {0, 0, 0, 0}, "clip", 2, t});
     }
-  v.push_back({1, 2, 32, 10, 31, 1, 3, 1, 2, {0, 1, 0, 1}, true, 1, 2});
-  v.push_back({1, 3, 32, 18, 7, 3, 3, 2, 1, {1, 0, 1, 2}, true, 0, 1});
+  v.push_back({1, 2, 32, 10, 31, 1, 3, 1, 2, {0, 1, 0, 1}, "clip", 1, 2});
+  v.push_back({1, 3, 32, 18, 7, 3, 3, 2, 1, {1, 0, 1, 2}, "clip", 0, 1});
   // One output row, fewer rows than threads; a wide image (tiles split into 12 + 11 pixels).
-  v.push_back({1, 3, 32, 2, 40, 3, 3, 2, 2, {1, 1, 0, 1}, true, 1, 3});
-  v.push_back({1, 3, 32, 9, 225, 3, 3, 2, 2, {1, 1, 1, 1}, true, 1, 1});
+  v.push_back({1, 3, 32, 2, 40, 3, 3, 2, 2, {1, 1, 0, 1}, "clip", 1, 3});
+  v.push_back({1, 3, 32, 9, 225, 3, 3, 2, 2, {1, 1, 1, 1}, "clip", 1, 1});
+  // mobilenet_v3's stem (16 channels + HardSwish) and efficientnet's (32 + SiLU), alone, with the activation fused.
+  for (int64_t t : {1, 2}) {
+    v.push_back({1, 3, 16, 21, 16, 3, 3, 2, 2, {1, 1, 1, 1}, "hardswish", 0, t});
+    v.push_back({2, 3, 32, 12, 19, 3, 3, 2, 2, {1, 1, 1, 1}, "silu", 0, t});
+    v.push_back({1, 4, 40, 11, 13, 3, 3, 1, 1, {1, 1, 1, 1}, "silu", 0, t + 1});
+  }
   std::vector<StemCase> all;
   for (const char* isa : isas())
     for (StemCase c : v) {

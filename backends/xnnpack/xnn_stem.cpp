@@ -238,23 +238,6 @@ void StemConv::pad_rows(const float* x, size_t r0, size_t r1, float* scratch) co
   }
 }
 
-// Asks for the input rows output rows [r0, r1) read and [r0 - 1, ...) did
-// not, while the tiles of the rows before run: the copy in pad_rows() then
-// finds them in cache (mobilenet_v2: the image comes from memory).
-void StemConv::prefetch_rows(const float* x, size_t r0, size_t r1) const {
-#ifdef KILN_XNN_X86
-  if (r0 >= r1) return;
-  const size_t first = r0 * s_.sh + s_.kh - s_.sh, end = (r1 - 1) * s_.sh + s_.kh;  // + pad_top
-  for (size_t c = 0; c < s_.cin; ++c)
-    for (size_t iy = std::max(first, s_.pad_top); iy < end && iy - s_.pad_top < s_.h; ++iy) {
-      const char* row = reinterpret_cast<const char*>(x + (c * s_.h + iy - s_.pad_top) * s_.w);
-      for (size_t b = 0; b < s_.w * sizeof(float); b += 64) _mm_prefetch(row + b, _MM_HINT_T0);
-    }
-#else
-  (void)x, (void)r0, (void)r1;
-#endif
-}
-
 void StemConv::run(const float* x, size_t r0, size_t r1, float* y, size_t row_stride, size_t px_stride, size_t cvs,
                    float* scratch) const {
 #ifdef KILN_XNN_X86
@@ -263,7 +246,6 @@ void StemConv::run(const float* x, size_t r0, size_t r1, float* y, size_t row_st
   for (size_t q0 = r0; q0 < r1; q0 += max_rows_) {
     const size_t q1 = std::min(r1, q0 + max_rows_);
     pad_rows(x, q0, q1, scratch);
-    prefetch_rows(x, q1, std::min(r1, q1 + max_rows_));
     // A row's panels one after the other, while its padded input rows are in L1.
     for (size_t r = q0; r < q1; ++r) {
       const float* base = scratch + (r - q0) * s_.sh * pitch_;

@@ -68,7 +68,6 @@ class StemConv {
 
  private:
   void pad_rows(const float* x, size_t r0, size_t r1, float* scratch) const;
-  void prefetch_rows(const float* x, size_t r0, size_t r1) const;
 
   StemShape s_;
   Isa isa_ = Isa::kNone;

@@ -229,10 +229,10 @@ std::unique_ptr<FusedBlocks::Block> match(const Program& p, size_t first, const 
 
 // A stem convolution (xnn_stem.h) at ops[i] reading a partition input
 // whose host tensor is NCHW and that nothing else reads: with the block it
-// feeds when one follows (depthwise -> project, the block's input read only
-// by it), else alone.
+// feeds when one follows and `blocks` (depthwise -> project, the block's
+// input read only by it), else alone.
 std::unique_ptr<FusedBlocks::Block> match_stem(const Program& p, size_t i, const std::vector<size_t>& readers,
-                                               bool fuse_stem) {
+                                               bool fuse_stem, bool blocks) {
   if (!fuse_stem) return nullptr;
   const Op& c = p.ops[i];
   if (c.kind != OpKind::kConv || c.in.size() < 2 || c.floats.size() < 2 || !is_constant(p, c.in[1]) ||
@@ -248,7 +248,7 @@ std::unique_ptr<FusedBlocks::Block> match_stem(const Program& p, size_t i, const
   const std::vector<int64_t>& i13 = c.ints;
   if (!weights_are(p, c, {yd[3], i13[4], i13[5], xd[3]}, yd[3])) return nullptr;
   std::unique_ptr<FusedBlocks::Block> b;
-  if (readers[c.out] == 1 && i + 1 < p.ops.size()) b = match(p, i + 1, readers, true);
+  if (blocks && readers[c.out] == 1 && i + 1 < p.ops.size()) b = match(p, i + 1, readers, true);
   if (b && b->input == c.out) {
     b->stem = true;
   } else {
@@ -411,7 +411,7 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
   block_of_.assign(p.ops.size(), -1);
   hidden_.assign(p.values.size(), 0);
   stem_input_.assign(p.values.size(), 0);
-  if (!f.enabled || !gemm_supported() || !native_depthwise_supported()) return;
+  if ((!f.enabled && !f.stem) || !gemm_supported() || !native_depthwise_supported()) return;
   size_t expanded_size = 0;
   std::vector<size_t> readers(p.values.size(), 0);
   for (const Op& op : p.ops)
@@ -419,8 +419,8 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
       if (v != kNoValue) ++readers[v];
   for (const Boundary& b : p.outputs) ++readers[b.value];
   for (size_t i = 0; i < p.ops.size();) {
-    std::unique_ptr<Block> b = match(p, i, readers);
-    if (b || (b = match_stem(p, i, readers, f.stem))) {
+    std::unique_ptr<Block> b = f.enabled ? match(p, i, readers) : nullptr;
+    if (b || (b = match_stem(p, i, readers, f.stem, f.enabled))) {
       if (b->stem_only) {
         prepare_stem(p, *b, kStemRows);
         ++stems_alone_;
@@ -432,7 +432,7 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
         ++stems_;
         stem_input_[b->input] = 1;
       }
-    } else if ((b = match_pool(p, i, readers))) {
+    } else if (f.enabled && (b = match_pool(p, i, readers))) {
       // Items of a few panels: ~kItemsPerRun per thread, within kBandBytes of scratch at one thread.
       const size_t panels = b->project_gemm.panels(), px = b->n * b->h * b->w;
       b->pool_panels = threads_ > 1 ? ceil_div(panels, threads_ * kItemsPerRun)

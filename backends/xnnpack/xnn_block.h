@@ -59,7 +59,9 @@ struct BlockFusion {
 class FusedBlocks {
  public:
   /// Finds the blocks of `p` (none when `f.enabled` is false or
-  /// kernel_isa() is kNone) and packs their weights; `threads` bands run at once.
+  /// kernel_isa() is kNone) and its stems (`f.stem`; fused with the block
+  /// after them only when `f.enabled`) and packs their weights; `threads`
+  /// bands run at once.
   FusedBlocks(const Program& p, const BlockFusion& f, size_t threads);
   ~FusedBlocks();
   FusedBlocks(const FusedBlocks&) = delete;

@@ -351,7 +351,8 @@ namespace {
 // one panel of 16 or 32 (masked at 24) or two (40), odd image sizes,
 // batches, 1/2/3 threads, with and without a clamp, alone with the
 // HardSwish or SiLU after it run on its rows, every variant of the plugin's
-// kernels the CPU has; against portable kernels, with fuse_stem off as well.
+// kernels the CPU has; against portable kernels, with fuse_stem off as well,
+// and with fuse_blocks off (the stem then runs alone).
 struct StemCase {
   int64_t n, cin, cout, h, w, kh, kw, sh, sw;
   std::vector<int64_t> pads;  // top, left, bottom, right
@@ -410,10 +411,13 @@ TEST_P(XnnpackStem, MatchesPortableKernels) {
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   auto expected = (*p)->run(in, {}, nullptr);
   ASSERT_TRUE(expected.ok()) << expected.status().to_string();
-  for (bool stem : {true, false}) {
+  // The stem with the block fused, no stem, the stem alone (fuse_blocks=false).
+  for (int mode : {0, 1, 2}) {
+    const bool stem = mode != 1, blocks = mode != 2;
     auto f = build(g, reg().get(), {"xnnpack"},
                    {{"xnnpack", "threads", std::to_string(c.threads)},
-                    {"xnnpack", "fuse_stem", stem ? "true" : "false"}, claim_all()},
+                    {"xnnpack", "fuse_stem", stem ? "true" : "false"},
+                    {"xnnpack", "fuse_blocks", blocks ? "true" : "false"}, claim_all()},
                    FallbackPolicy::kRequire);
     ASSERT_TRUE(f.ok()) << f.status().to_string();
     const PlacementReport& r = (*f)->placement();
@@ -429,7 +433,7 @@ TEST_P(XnnpackStem, MatchesPortableKernels) {
       EXPECT_NE(log.find("XNNPACK ops in 1 segment "), std::string::npos) << log;
     }
     if (c.block_stride) {  // without the stem, a block without expand is fused when it reads 16n channels
-      const bool fused = on || (plugin_kernel_isa(c.isa) != "none" && c.cout % 16 == 0);
+      const bool fused = blocks && (on || (plugin_kernel_isa(c.isa) != "none" && c.cout % 16 == 0));
       EXPECT_NE(log.find(fused ? "1 inverted-residual blocks fused" : "0 inverted-residual blocks fused"),
                 std::string::npos)
           << log;

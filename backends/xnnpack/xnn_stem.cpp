@@ -129,11 +129,15 @@ __attribute__((target("avx2,fma"))) void tile256(const Tile& t, const float* bas
     }
     b += width;
   } while (++kk < k);
+  // Unrolled: indexed by a loop counter, the accumulators went through the
+  // stack on every tap.
+#pragma GCC unroll 2
   for (size_t j = 0; j < NV; ++j) {
     const size_t col = g0 + j * 8;
     const size_t real = mask_tail ? std::min<size_t>(8, cols > col ? cols - col : 0) : 8;
     const __m256i mask = lanes(real == 0 ? 1 : real);
     float* dst = c + col / 16 * cvs + col % 16;
+#pragma GCC unroll 8
     for (size_t i = 0; i < MR; ++i) {
       __m256 v = _mm256_min_ps(_mm256_max_ps(acc[i][j], lo), hi);
       if (hswish) {

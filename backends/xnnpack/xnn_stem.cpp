@@ -68,8 +68,10 @@ __attribute__((target("avx512f,fma"))) void tile512(const Tile& t, const float* 
   const __m512 lo = _mm512_set1_ps(t.lo), hi = _mm512_set1_ps(t.hi);
   const bool hswish = t.hswish;
   __m512 acc[MR][NZ];
+#pragma GCC unroll 2
   for (size_t j = 0; j < NZ; ++j) {
     const __m512 bj = _mm512_loadu_ps(t.bias + j * 16);
+#pragma GCC unroll 16
     for (size_t i = 0; i < MR; ++i) acc[i][j] = bj;
   }
   size_t kk = 0;
@@ -114,8 +116,10 @@ __attribute__((target("avx2,fma"))) void tile256(const Tile& t, const float* bas
   const float* b = t.b + g0;
   const __m256 lo = _mm256_set1_ps(t.lo), hi = _mm256_set1_ps(t.hi);
   __m256 acc[MR][NV];
+#pragma GCC unroll 2
   for (size_t j = 0; j < NV; ++j) {
     const __m256 bj = _mm256_loadu_ps(t.bias + g0 + j * 8);
+#pragma GCC unroll 8
     for (size_t i = 0; i < MR; ++i) acc[i][j] = bj;
   }
   size_t kk = 0;

@@ -194,6 +194,7 @@ Tile256 pick256(size_t nv, size_t s, size_t mr) {
 // 9 x 12 + 4), each running `f(tile, mr)`.
 template <typename F>
 void for_tiles(size_t ow, size_t most, F&& f) {
+  if (ow == 0) return;
   const size_t n = (ow + most - 1) / most, base = ow / n, rem = ow % n;
   size_t p = 0;
   for (size_t k = 0; k < n; ++k) {
@@ -215,7 +216,14 @@ StemConv::StemConv(const StemShape& s, const float* filter, const float* bias, s
   const size_t taps = s_.kh * s_.kw * s_.cin;
   for (size_t ky = 0; ky < s_.kh; ++ky)
     for (size_t kx = 0; kx < s_.kw; ++kx)
-      for (size_t c = 0; c < s_.cin; ++c) offsets_.push_back(static_cast<uint32_t>(c * cin_pitch_ + ky * pitch_ + kx));
+      for (size_t c = 0; c < s_.cin; ++c) {
+        offsets_.push_back(static_cast<uint32_t>(c * cin_pitch_ + ky * pitch_ + kx));
+        direct_.push_back(static_cast<uint32_t>((c * s_.h + ky) * s_.w + kx));
+      }
+  // Output pixels whose taps are all inside the image's columns.
+  direct_lo_ = std::min(s_.ow, (s_.pad_left + s_.sw - 1) / s_.sw);
+  direct_hi_ = s_.w + s_.pad_left >= s_.kw ? std::min(s_.ow, (s_.w + s_.pad_left - s_.kw) / s_.sw + 1) : 0;
+  if (direct_hi_ < direct_lo_) direct_lo_ = direct_hi_ = 0;
   for (size_t col0 = 0; col0 < s_.cout; col0 += kPanel) {
     const size_t width = panel_width(std::min(kPanel, s_.cout - col0));
     for (size_t t = 0; t < taps; ++t)
@@ -246,6 +254,29 @@ void StemConv::pad_rows(const float* x, size_t r0, size_t r1, float* scratch) co
   }
 }
 
+// The columns of the padded input rows that the pixels outside
+// [direct_lo_, direct_hi_) read, for output rows [r0, r1) whose input rows
+// are all inside the image (the pixels between read the image itself).
+void StemConv::pad_cols(const float* x, size_t r0, size_t r1, float* scratch) const {
+  const size_t rows = (r1 - r0 - 1) * s_.sh + s_.kh;
+  const size_t left = direct_lo_ > 0 ? (direct_lo_ - 1) * s_.sw + s_.kw : 0;
+  const size_t right = direct_hi_ < s_.ow ? direct_hi_ * s_.sw : pitch_;
+  for (size_t c = 0; c < s_.cin; ++c) {
+    float* out = scratch + c * cin_pitch_;
+    for (size_t j = 0; j < rows; ++j, out += pitch_) {
+      const float* row = x + (c * s_.h + r0 * s_.sh + j - s_.pad_top) * s_.w;
+      auto fill = [&](size_t a, size_t b) {
+        for (size_t col = a; col < b; ++col) {
+          const size_t ix = col - s_.pad_left;  // wraps past w when col < pad_left
+          out[col] = col >= s_.pad_left && ix < s_.w ? row[ix] : 0.0f;
+        }
+      };
+      fill(0, left);
+      fill(std::max(left, right), pitch_);
+    }
+  }
+}
+
 void StemConv::run(const float* x, size_t r0, size_t r1, float* y, size_t row_stride, size_t px_stride, size_t cvs,
                    float* scratch) const {
 #ifdef KILN_XNN_X86
@@ -253,26 +284,47 @@ void StemConv::run(const float* x, size_t r0, size_t r1, float* y, size_t row_st
   const bool hswish = s_.act == StemAct::kHardSwish;
   for (size_t q0 = r0; q0 < r1; q0 += max_rows_) {
     const size_t q1 = std::min(r1, q0 + max_rows_);
-    pad_rows(x, q0, q1, scratch);
-    // A row's panels one after the other, while its padded input rows are in L1.
+    // Rows whose input rows are all inside the image read the image itself
+    // (but for the pixels at the left and right edges): copying the rows,
+    // which the image's first reader has to fetch from memory, cost 10% of
+    // mobilenet_v2's stem fused with its block.
+    const bool inside = q0 * s_.sh >= s_.pad_top && (q1 - 1) * s_.sh + s_.kh <= s_.h + s_.pad_top;
+    if (inside) pad_cols(x, q0, q1, scratch);
+    else pad_rows(x, q0, q1, scratch);
+    // A row's panels one after the other, while its input rows are in L1.
     for (size_t r = q0; r < q1; ++r) {
-      const float* base = scratch + (r - q0) * s_.sh * pitch_;
+      const float* padded = scratch + (r - q0) * s_.sh * pitch_;
+      const float* image = inside ? x + (r * s_.sh - s_.pad_top) * s_.w : x;  // input row r sh - pad_top
       const float* b = panels_.data();
       for (size_t col0 = 0; col0 < s_.cout; col0 += kPanel) {
         const size_t cols = std::min(kPanel, s_.cout - col0), width = panel_width(cols);
-        const Tile t{taps, offsets_.data(), b, bias_.data() + col0, px_stride, cvs, cols, cvs == 16, hswish,
-                     s_.lo, s_.hi};
+        const Tile pt{taps, offsets_.data(), b, bias_.data() + col0, px_stride, cvs, cols, cvs == 16, hswish,
+                      s_.lo, s_.hi};
+        Tile dt = pt;
+        dt.off = direct_.data();
         float* row = y + (r - r0) * row_stride + col0 / 16 * cvs;
-        if (isa_ == Isa::kAvx512) {
-          for_tiles(s_.ow, width == 32 ? kMr512W32 : kMr512W16, [&](size_t p, size_t mr) {
-            pick512(width, s_.sw, mr)(t, base + p * s_.sw, row + p * px_stride);
-          });
-        } else if (isa_ == Isa::kAvx2) {
-          for_tiles(s_.ow, kMr256, [&](size_t p, size_t mr) {
-            for (size_t g0 = 0; g0 < width; g0 += 16)
-              pick256(cols > g0 + 8 || !t.mask_tail ? 2 : 1, s_.sw, mr)(t, base + p * s_.sw, row + p * px_stride,
-                                                                         width, g0);
-          });
+        // Pixels [p0, p1): from the image (pixel p's window starts at column p sw - pad_left) or the padded rows.
+        auto span = [&](size_t p0, size_t p1, bool direct) {
+          const Tile& t = direct ? dt : pt;
+          auto at = [&](size_t p) { return direct ? image + (p * s_.sw - s_.pad_left) : padded + p * s_.sw; };
+          if (isa_ == Isa::kAvx512) {
+            for_tiles(p1 - p0, width == 32 ? kMr512W32 : kMr512W16, [&](size_t p, size_t mr) {
+              pick512(width, s_.sw, mr)(t, at(p0 + p), row + (p0 + p) * px_stride);
+            });
+          } else if (isa_ == Isa::kAvx2) {
+            for_tiles(p1 - p0, kMr256, [&](size_t p, size_t mr) {
+              for (size_t g0 = 0; g0 < width; g0 += 16)
+                pick256(cols > g0 + 8 || !t.mask_tail ? 2 : 1, s_.sw, mr)(t, at(p0 + p), row + (p0 + p) * px_stride,
+                                                                           width, g0);
+            });
+          }
+        };
+        if (inside && direct_hi_ > direct_lo_) {
+          span(0, direct_lo_, false);
+          span(direct_lo_, direct_hi_, true);
+          span(direct_hi_, s_.ow, false);
+        } else {
+          span(0, s_.ow, false);
         }
         b += taps * width;
       }

@@ -1,8 +1,9 @@
 // The stem of a mobile net (mobilenet_v2: a 3x3 stride-2 convolution of
 // the 3-channel image to 32 channels) run by the plugin straight from the
 // partition's NCHW input: no layout transpose of the image, and no im2col.
-// Rows of output pixels are computed from copies of the few input rows
-// they read, zero-padded left and right (a few KB, in L1); the kernel
+// Rows of output pixels are computed from the image's rows (from
+// zero-padded copies of the few input rows they read at the image's edges,
+// a few KB, in L1); the kernel
 // keeps MR pixels x 32 (or 16) output channels in registers over all the
 // kh * kw * cin taps, each tap broadcasting one input value per pixel (at
 // the horizontal stride) against a vector of packed weights, so it runs
@@ -68,6 +69,7 @@ class StemConv {
 
  private:
   void pad_rows(const float* x, size_t r0, size_t r1, float* scratch) const;
+  void pad_cols(const float* x, size_t r0, size_t r1, float* scratch) const;
 
   StemShape s_;
   Isa isa_ = Isa::kNone;
@@ -75,6 +77,8 @@ class StemConv {
   size_t pitch_ = 0;      // floats of one padded input row in the scratch
   size_t cin_pitch_ = 0;  // floats of one channel's rows in the scratch
   std::vector<uint32_t> offsets_;  // per tap (ky, kx, c): its offset in the scratch from a row's pixel 0
+  std::vector<uint32_t> direct_;   // per tap: its offset in the image from a pixel's window's first value
+  size_t direct_lo_ = 0, direct_hi_ = 0;  // output pixels whose windows lie inside the image's columns
   std::vector<float> panels_;      // per panel of 32 (the last 16 or 32) output channels: taps x width
   std::vector<float> bias_;        // cout rounded up to 32, zero-padded
   void (*silu_)(const float*, float*, size_t) = nullptr;  // act kSiLU: the SiLU kernel (xnn_silu.h)

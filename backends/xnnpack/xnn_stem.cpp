@@ -1,11 +1,11 @@
 #include "xnn_stem.h"
 
-#include "xnn_silu.h"
-
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <utility>
+
+#include "xnn_silu.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -48,6 +48,7 @@ bool stem_fits(const std::vector<int64_t>& i, const std::vector<int64_t>& x, con
     return false;
   if ((sh != 1 && sh != 2) || (sw != 1 && sw != 2)) return false;
   if (pt < 0 || pb < 0 || pl < 0 || pr < 0 || pt >= kh || pb >= kh || pl >= kw || pr >= kw) return false;
+  if (x[1] + pt + pb < kh || x[2] + pl + pr < kw) return false;
   return y[1] >= 1 && y[2] >= 1 && y[1] == (x[1] + pt + pb - kh) / sh + 1 && y[2] == (x[2] + pl + pr - kw) / sw + 1;
 }
 

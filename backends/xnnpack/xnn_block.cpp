@@ -8,6 +8,7 @@
 
 #include "kiln/c/backend_sdk.hpp"
 #include "xnn_dwconv.h"
+#include "xnn_stem.h"
 #include "xnn_tsan.h"
 
 namespace kiln_xnnpack {
@@ -20,6 +21,12 @@ namespace {
 // fewer times (mobilenet_v2, Zen 4: 512 KB ran its blocks ~1% faster than
 // 320 KB or 1 MB).
 constexpr size_t kBandBytes = 512 * 1024;
+
+// A stem convolution's padded input rows (all channels) at a time: within
+// L1 next to the weights (mobilenet_v2: 5 output rows from 11 input rows).
+constexpr size_t kStemBytes = 32 * 1024;
+// Output rows a stem alone computes per pass over its padded input rows.
+constexpr size_t kStemRows = 4;
 
 // Threads sharing a block deal its work in about kItemsPerRun items per
 // thread: bands of at least kItemPixels output pixels (one GEMM call each:
@@ -113,11 +120,25 @@ struct FusedBlocks::Block {
   PackedGemm::Epilogue expand_epi{}, project_epi{};
   DepthwiseShape dw{};
   std::vector<float> dw_filter, dw_bias;  // [9][ce16], [ce16], zero-padded
+  // A stem convolution (xnn_stem.h) reading the partition's NCHW input:
+  // it fills the ring instead of an expand (`input` is then the image and
+  // cin its channels), or runs alone (stem_only: its output in memory).
+  bool stem = false, stem_only = false;
+  StemConv stem_conv;
 
   size_t ce16() const { return round16(ce); }
-  // Ring of expanded rows, then the depthwise output of a band (pool: the
-  // convolution's output for an item's channels).
-  size_t scratch_floats() const { return pool ? n * h * w * pool_panels * 32 : (ring * w + band * ow) * ce16(); }
+  // The ring of rows is filled by the expand or the stem.
+  bool ringed() const { return expand || stem; }
+  // Ring of expanded rows, then the depthwise output of a band, then the
+  // stem's padded input rows (pool: the convolution's output for an item's
+  // channels).
+  size_t scratch_floats() const {
+    if (pool) return n * h * w * pool_panels * 32;
+    if (stem_only) return stem_conv.scratch_floats();
+    return (ring * w + band * ow) * ce16() + (stem ? round16(stem_conv.scratch_floats()) : 0);
+  }
+  /// Output rows [g0, g1) of the stem alone, plain NHWC.
+  void run_stem_rows(const float* x, float* y, float* scratch, size_t g0, size_t g1) const;
   /// pool: channels [32 p0, 32 p1) of the pooled output.
   void run_pool(const float* x, float* y, float* scratch, size_t p0, size_t p1) const;
   /// Output rows [g0, g1) of all images (row g is image g / oh, row g % oh).
@@ -153,8 +174,11 @@ namespace {
 
 // The block whose first op is ops[i], if there is one: [expand ->]
 // depthwise -> project [-> Add of the block's input], consecutive ops, each
-// intermediate value read only by the next op.
-std::unique_ptr<FusedBlocks::Block> match(const Program& p, size_t first, const std::vector<size_t>& readers) {
+// intermediate value read only by the next op. `after_stem`: the block's
+// input comes from a stem convolution (into the ring: any channel count, no
+// residual, no expand).
+std::unique_ptr<FusedBlocks::Block> match(const Program& p, size_t first, const std::vector<size_t>& readers,
+                                          bool after_stem = false) {
   auto b = std::make_unique<FusedBlocks::Block>();
   const size_t i0 = first;
   b->first = i0;
@@ -176,7 +200,8 @@ std::unique_ptr<FusedBlocks::Block> match(const Program& p, size_t first, const 
   b->h = static_cast<size_t>(xd[1]), b->w = static_cast<size_t>(xd[2]), b->cin = static_cast<size_t>(xd[3]);
   b->ce = static_cast<size_t>(dd[3]), b->oh = static_cast<size_t>(dd[1]), b->ow = static_cast<size_t>(dd[2]);
   b->cout = static_cast<size_t>(yd[3]);
-  if (!b->expand && b->cin % 16 != 0) return nullptr;  // the depthwise reads the input's rows in place
+  if (after_stem && b->expand) return nullptr;
+  if (!b->expand && !after_stem && b->cin % 16 != 0) return nullptr;  // the depthwise reads the input's rows in place
   // Every dim the kernels index by, checked (an imported blob passes only Program::validate).
   const int64_t n = xd[0], h = xd[1], w = xd[2], cin = xd[3], ce = dd[3], oh = dd[1], ow = dd[2], cout = yd[3];
   const std::vector<int64_t>& i = d.ints;
@@ -187,7 +212,7 @@ std::unique_ptr<FusedBlocks::Block> match(const Program& p, size_t first, const 
     return nullptr;
   b->output = pr.out;
   b->end = k + 2;
-  if (b->end < p.ops.size() && readers[pr.out] == 1) {
+  if (b->end < p.ops.size() && readers[pr.out] == 1 && !after_stem) {
     const Op& a = p.ops[b->end];
     const bool reads =
         a.in.size() == 2 && ((a.in[0] == pr.out && a.in[1] == b->input) || (a.in[1] == pr.out && a.in[0] == b->input));
@@ -200,6 +225,70 @@ std::unique_ptr<FusedBlocks::Block> match(const Program& p, size_t first, const 
     }
   }
   return b;
+}
+
+// A stem convolution (xnn_stem.h) at ops[i] reading a partition input
+// whose host tensor is NCHW and that nothing else reads: with the block it
+// feeds when one follows and `blocks` (depthwise -> project, the block's
+// input read only by it), else alone.
+std::unique_ptr<FusedBlocks::Block> match_stem(const Program& p, size_t i, const std::vector<size_t>& readers,
+                                               bool fuse_stem, bool blocks) {
+  if (!fuse_stem) return nullptr;
+  const Op& c = p.ops[i];
+  if (c.kind != OpKind::kConv || c.in.size() < 2 || c.floats.size() < 2 || !is_constant(p, c.in[1]) ||
+      (c.in.size() > 2 && c.in[2] != kNoValue && !is_constant(p, c.in[2])) || is_constant(p, c.in[0]) ||
+      readers[c.in[0]] != 1)
+    return nullptr;
+  bool nchw_input = false;
+  for (const Boundary& b : p.inputs) nchw_input |= b.value == c.in[0] && b.nchw;
+  for (const Boundary& b : p.outputs) nchw_input &= b.value != c.in[0];
+  const std::vector<int64_t>& xd = p.values[c.in[0]].dims;
+  const std::vector<int64_t>& yd = p.values[c.out].dims;
+  if (!nchw_input || !stem_fits(c.ints, xd, yd)) return nullptr;
+  const std::vector<int64_t>& i13 = c.ints;
+  if (!weights_are(p, c, {yd[3], i13[4], i13[5], xd[3]}, yd[3])) return nullptr;
+  std::unique_ptr<FusedBlocks::Block> b;
+  if (blocks && readers[c.out] == 1 && i + 1 < p.ops.size()) b = match(p, i + 1, readers, true);
+  if (b && b->input == c.out) {
+    b->stem = true;
+  } else {
+    b = std::make_unique<FusedBlocks::Block>();
+    b->stem_only = true;
+    b->end = i + 1;
+    b->output = c.out;
+    // A HardSwish or SiLU alone reading the stem's output runs on its rows as they are written.
+    if (readers[c.out] == 1 && i + 1 < p.ops.size()) {
+      const Op& a = p.ops[i + 1];
+      if ((a.kind == OpKind::kHardSwish || a.kind == OpKind::kSiLU) && a.in.size() == 1 && a.in[0] == c.out &&
+          p.values[a.out].dims == yd) {
+        b->end = i + 2;
+        b->output = a.out;
+      }
+    }
+    b->n = static_cast<size_t>(yd[0]), b->h = b->oh = static_cast<size_t>(yd[1]);
+    b->w = b->ow = static_cast<size_t>(yd[2]), b->ce = b->cout = static_cast<size_t>(yd[3]);
+  }
+  b->first = i;
+  b->input = c.in[0];
+  b->cin = static_cast<size_t>(xd[3]);
+  return b;
+}
+
+// Packs a stem's filter; `max_rows`: output rows it computes at a time.
+void prepare_stem(const Program& p, FusedBlocks::Block& b, size_t max_rows) {
+  const Op& c = p.ops[b.first];
+  const std::vector<int64_t>& xd = p.values[c.in[0]].dims;
+  const std::vector<int64_t>& yd = p.values[c.out].dims;
+  StemShape s;
+  s.cin = static_cast<size_t>(xd[3]), s.h = static_cast<size_t>(xd[1]), s.w = static_cast<size_t>(xd[2]);
+  s.cout = static_cast<size_t>(yd[3]), s.oh = static_cast<size_t>(yd[1]), s.ow = static_cast<size_t>(yd[2]);
+  s.kh = static_cast<size_t>(c.ints[4]), s.kw = static_cast<size_t>(c.ints[5]);
+  s.sh = static_cast<size_t>(c.ints[6]), s.sw = static_cast<size_t>(c.ints[7]);
+  s.pad_top = static_cast<size_t>(c.ints[0]), s.pad_left = static_cast<size_t>(c.ints[3]);
+  s.lo = c.floats[0], s.hi = c.floats[1];
+  if (b.stem_only && b.end == b.first + 2)
+    s.act = p.ops[b.first + 1].kind == OpKind::kHardSwish ? StemAct::kHardSwish : StemAct::kSiLU;
+  b.stem_conv = StemConv(s, constant_of(p, c.in[1]).data(), bias_of(p, c), max_rows);
 }
 
 // A 1x1 convolution whose output only a GlobalAveragePool reads (the head
@@ -249,8 +338,8 @@ void prepare(const Program& p, FusedBlocks::Block& b, size_t band_rows) {
     b.expand_epi.lo = e.floats[0];
     b.expand_epi.hi = e.floats[1];
   }
-  const Op& d = p.ops[b.first + (b.expand ? 1 : 0)];
-  const Op& pr = p.ops[b.first + (b.expand ? 2 : 1)];
+  const Op& d = p.ops[b.first + (b.ringed() ? 1 : 0)];
+  const Op& pr = p.ops[b.first + (b.ringed() ? 2 : 1)];
   b.dw_filter.assign(9 * ce16, 0.0f);
   b.dw_bias.assign(ce16, 0.0f);
   const std::vector<float>& df = constant_of(p, d.in[1]);  // [1, 3, 3, ce]
@@ -269,13 +358,23 @@ void prepare(const Program& p, FusedBlocks::Block& b, size_t band_rows) {
   b.project_gemm = PackedGemm(constant_of(p, pr.in[1]).data(), bias_of(p, pr), b.cout, b.ce, ce16);
   b.project_epi.lo = pr.floats[0];
   b.project_epi.hi = pr.floats[1];
+  // A stem's padded input rows: as many as fit kStemBytes.
+  size_t stem_bytes = 0;
+  if (b.stem) {
+    prepare_stem(p, b, 1);
+    const size_t row_bytes = b.stem_conv.scratch_floats() * sizeof(float) / b.stem_conv.shape().kh;  // all channels
+    const StemShape& s = b.stem_conv.shape();
+    const size_t rows_in = std::max(s.kh, kStemBytes / row_bytes);
+    prepare_stem(p, b, (rows_in - s.kh) / s.sh + 1);
+    stem_bytes = b.stem_conv.scratch_floats() * sizeof(float);
+  }
   // Band rows: as many as keep the scratch within kBandBytes (at least 1).
   b.band = band_rows > 0 ? std::min(band_rows, b.oh) : 1;
   for (;;) {
-    b.ring = b.expand ? (b.band - 1) * b.dw.stride + 3 : 0;
+    b.ring = b.ringed() ? (b.band - 1) * b.dw.stride + 3 : 0;
     if (band_rows > 0 || b.band >= b.oh) break;
-    const size_t next = (b.expand ? b.band * b.dw.stride + 3 : 0) * b.w + (b.band + 1) * b.ow;
-    if (next * ce16 * sizeof(float) > kBandBytes) break;
+    const size_t next = (b.ringed() ? b.band * b.dw.stride + 3 : 0) * b.w + (b.band + 1) * b.ow;
+    if (next * ce16 * sizeof(float) + stem_bytes > kBandBytes) break;
     ++b.band;
   }
 }
@@ -311,7 +410,8 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
     : threads_(std::max<size_t>(1, threads)) {
   block_of_.assign(p.ops.size(), -1);
   hidden_.assign(p.values.size(), 0);
-  if (!f.enabled || !gemm_supported() || !native_depthwise_supported()) return;
+  stem_input_.assign(p.values.size(), 0);
+  if ((!f.enabled && !f.stem) || !gemm_supported() || !native_depthwise_supported()) return;
   size_t expanded_size = 0;
   std::vector<size_t> readers(p.values.size(), 0);
   for (const Op& op : p.ops)
@@ -319,11 +419,20 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
       if (v != kNoValue) ++readers[v];
   for (const Boundary& b : p.outputs) ++readers[b.value];
   for (size_t i = 0; i < p.ops.size();) {
-    std::unique_ptr<Block> b = match(p, i, readers);
-    if (b) {
-      prepare(p, *b, f.band_rows);
+    std::unique_ptr<Block> b = f.enabled ? match(p, i, readers) : nullptr;
+    if (b || (b = match_stem(p, i, readers, f.stem, f.enabled))) {
+      if (b->stem_only) {
+        prepare_stem(p, *b, kStemRows);
+        ++stems_alone_;
+      } else {
+        prepare(p, *b, f.band_rows);
+      }
       plan_split(*b, f.split, threads_);
-    } else if ((b = match_pool(p, i, readers))) {
+      if (b->stem || b->stem_only) {
+        ++stems_;
+        stem_input_[b->input] = 1;
+      }
+    } else if (f.enabled && (b = match_pool(p, i, readers))) {
       // Items of a few panels: ~kItemsPerRun per thread, within kBandBytes of scratch at one thread.
       const size_t panels = b->project_gemm.panels(), px = b->n * b->h * b->w;
       b->pool_panels = threads_ > 1 ? ceil_div(panels, threads_ * kItemsPerRun)
@@ -356,7 +465,7 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
 
 FusedBlocks::~FusedBlocks() = default;
 
-size_t FusedBlocks::count() const { return blocks_.size() - pools_; }
+size_t FusedBlocks::count() const { return blocks_.size() - pools_ - stems_alone_; }
 
 void FusedBlocks::Block::run_pool(const float* x, float* y, float* scratch, size_t p0, size_t p1) const {
   const size_t c0 = p0 * 32, c1 = std::min(cout, p1 * 32), ld = (p1 - p0) * 32, px = h * w;
@@ -384,7 +493,15 @@ std::string FusedBlocks::describe(size_t op) const {
   const Block& b = *blocks_[static_cast<size_t>(block_of_[op])];
   auto s = [](size_t v) { return std::to_string(v); };
   if (b.pool) return "1x1 conv + global average pool " + s(b.h) + "x" + s(b.w) + "x" + s(b.cin) + " -> " + s(b.cout);
-  return s(b.h) + "x" + s(b.w) + "x" + s(b.cin) + (b.expand ? " -> " + s(b.ce) : "") + " -> " + s(b.oh) + "x" + s(b.ow) +
+  std::string stem;
+  if (b.stem || b.stem_only) {
+    const StemShape& t = b.stem_conv.shape();
+    stem = "stem conv " + s(t.kh) + "x" + s(t.kw) + " s" + s(t.sh) + " from NCHW " + s(t.h) + "x" + s(t.w) + "x" +
+           s(t.cin) + " (" + isa_name(b.stem_conv.isa()) + ") -> ";
+    const char* act = t.act == StemAct::kHardSwish ? " + HardSwish" : t.act == StemAct::kSiLU ? " + SiLU" : "";
+    if (b.stem_only) return stem + s(b.oh) + "x" + s(b.ow) + "x" + s(b.cout) + act;
+  }
+  return stem + s(b.h) + "x" + s(b.w) + "x" + s(b.stem ? b.ce : b.cin) + (b.expand ? " -> " + s(b.ce) : "") + " -> " + s(b.oh) + "x" + s(b.ow) +
          "x" + s(b.cout) + " s" + s(b.dw.stride) + (b.residual ? " +res" : "") + " band " + s(b.band);
 }
 
@@ -393,24 +510,31 @@ void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, cons
   const size_t ce16 = this->ce16(), s = dw.stride, pt = dw.pad_top;
   // The ring holds expanded rows by blocks of 16 channels ([ce16 / 16][ring][w][16]):
   // the depthwise reads a block's rows contiguously, not one 64-byte line per pixel.
-  const bool ring_mode = expand && !expanded;
+  const bool ring_mode = ringed() && !expanded;
+  if (stem_only) return run_stem_rows(x, y, scratch, g0, g1);
   float* ring_rows = scratch;
   float* dw_out = scratch + ring * w * ce16;
   PackedGemm::Epilogue pe = project_epi;
   for (size_t g = g0; g < g1;) {
     const size_t n = g / oh, oy0 = g % oh, oy_end = std::min(oh, oy0 + (g1 - g));
-    const float* xn = x + n * h * w * cin;
+    const float* xn = x + n * (stem ? stem_conv.image_floats() : h * w * cin);
     float* yn = y + n * oh * ow * cout;
     // Input rows [0, next) have been expanded into the ring (row r in slot r % ring).
     size_t next = oy0 * s > pt ? oy0 * s - pt : 0;
     if (ring_at && ring_at->g == g && oy0 > 0) next = std::max(next, ring_at->next);
     for (size_t oy = oy0; oy < oy_end; oy += band) {
       const size_t oe = std::min(oy + band, oy_end);
-      if (expand && !expanded) {
+      if (ring_mode) {
         const size_t need = std::min(h, (oe - 1) * s + 3 > pt ? (oe - 1) * s + 3 - pt : 0);
         while (next < need) {
           const size_t slot = next % ring, rows = std::min(need - next, ring - slot);
-          expand_gemm.run(rows * w, xn + next * w * cin, cin, ring_rows + slot * w * 16, 16, expand_epi, ring * w * 16);
+          if (stem) {
+            stem_conv.run(xn, next, next + rows, ring_rows + slot * w * 16, w * 16, 16, ring * w * 16,
+                          dw_out + band * ow * ce16);
+          } else {
+            expand_gemm.run(rows * w, xn + next * w * cin, cin, ring_rows + slot * w * 16, 16, expand_epi,
+                            ring * w * 16);
+          }
           next += rows;
         }
       }
@@ -422,7 +546,7 @@ void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, cons
           const float* row = nullptr;
           if (inside && expanded)
             row = expanded + (n * h + iy - pt) * w * ce16;
-          else if (inside && expand)
+          else if (inside && ringed())
             row = ring_rows + ((iy - pt) % ring) * w * 16;
           else if (inside)
             row = xn + (iy - pt) * w * cin;
@@ -447,6 +571,15 @@ void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, cons
     }
     g += oy_end - oy0;
     if (ring_at && ring_mode) *ring_at = RingCursor{g, next};
+  }
+}
+
+void FusedBlocks::Block::run_stem_rows(const float* x, float* y, float* scratch, size_t g0, size_t g1) const {
+  for (size_t g = g0; g < g1;) {
+    const size_t img = g / oh, r0 = g % oh, r1 = std::min(oh, r0 + (g1 - g));
+    stem_conv.run(x + img * stem_conv.image_floats(), r0, r1, y + (img * oh + r0) * ow * cout, ow * cout, cout, 16,
+                  scratch);
+    g += r1 - r0;
   }
 }
 

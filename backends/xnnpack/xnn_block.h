@@ -53,12 +53,15 @@ struct BlockFusion {
   bool enabled = true;   // option fuse_blocks
   size_t band_rows = 0;  // output rows a band computes at a time (option block_rows; 0: sized to the cache)
   BlockSplit split = BlockSplit::kAuto;
+  bool stem = true;  // option fuse_stem: small-channel KxK convolutions of an NCHW input by the stem kernel (xnn_stem.h)
 };
 
 class FusedBlocks {
  public:
   /// Finds the blocks of `p` (none when `f.enabled` is false or
-  /// kernel_isa() is kNone) and packs their weights; `threads` bands run at once.
+  /// kernel_isa() is kNone) and its stems (`f.stem`; fused with the block
+  /// after them only when `f.enabled`) and packs their weights; `threads`
+  /// bands run at once.
   FusedBlocks(const Program& p, const BlockFusion& f, size_t threads);
   ~FusedBlocks();
   FusedBlocks(const FusedBlocks&) = delete;
@@ -76,6 +79,11 @@ class FusedBlocks {
   size_t first(size_t op) const;
   /// The block starting at op i in words (shapes, stride, residual), for profiles.
   std::string describe(size_t op) const;
+  /// Stem convolutions (xnn_stem.h), with the block they feed or alone.
+  size_t stems() const { return stems_; }
+  /// Whether a partition input is read only by a stem, in the host's NCHW
+  /// layout (the runtime then binds it without the layout transpose).
+  bool reads_nchw(uint32_t value) const { return value < stem_input_.size() && stem_input_[value] != 0; }
   /// Values only written and read inside a block (never in memory).
   bool hidden(uint32_t value) const { return value < hidden_.size() && hidden_[value] != 0; }
   /// The index past the consecutive blocks that start at op i and end at
@@ -100,6 +108,8 @@ class FusedBlocks {
   std::vector<uint8_t> hidden_;    // per value
   size_t threads_ = 1;
   size_t pools_ = 0;  // of blocks_: 1x1 convolutions + GlobalAveragePool
+  size_t stems_ = 0, stems_alone_ = 0;  // of blocks_: with a stem; a stem alone
+  std::vector<uint8_t> stem_input_;     // per value: a partition input a stem reads as NCHW
   size_t per_task_ = 0;                 // floats of scratch per band
   std::vector<float> scratch_;          // threads_ x per_task_
   size_t max_band_ = 0;                 // rows of the tallest band

@@ -193,7 +193,7 @@ class XnnInstance final : public Instance {
     // One line per partition; kiln inspect prints it under the partition.
     if (options_.get_bool("verbose") || graph.host().log_enabled(KILN_LOG_INFO)) {
       const Runtime& r = c->runtime();
-      const size_t t = program->num_transposes();
+      const size_t t = r.num_transposes();
       graph.host().log(KILN_LOG_INFO, "compiled " + part.id + ": " + std::to_string(part.nodes.size()) + " nodes -> " +
                                           std::to_string(program->ops.size()) + " XNNPACK ops in " +
                                           std::to_string(r.num_segments()) + " segment" + (r.num_segments() == 1 ? "" : "s") +
@@ -201,7 +201,8 @@ class XnnInstance final : public Instance {
                                           " convolutions write into their Concat, " +
                                           std::to_string(r.num_native_depthwise()) +
                                           " depthwise run by the plugin's kernel, " +
-                                          std::to_string(r.num_fused_blocks()) + " inverted-residual blocks fused), " +
+                                          std::to_string(r.num_fused_blocks()) + " inverted-residual blocks fused, " +
+                                          std::to_string(r.num_stems()) + " stem convolutions from NCHW), " +
                                           std::to_string(t) +
                                           " boundary transpose" + (t == 1 ? "" : "s") + " (NCHW<->NHWC), " +
                                           std::to_string(r.scratch_bytes()) + " bytes of plugin buffers; " +
@@ -234,7 +235,7 @@ class XnnInstance final : public Instance {
   }
   BlockFusion fusion() const {
     return {options_.get_bool("fuse_blocks"), static_cast<size_t>(options_.get_int("block_rows")),
-            parse_block_split(options_.get("block_split"))};
+            parse_block_split(options_.get("block_split")), options_.get_bool("fuse_stem")};
   }
   std::shared_ptr<Pools> pools_;
 };
@@ -268,6 +269,9 @@ class XnnPlugin final : public Plugin {
          "run 3x3 depthwise convolutions (16n channels) on the plugin's AVX-512/AVX2 kernel instead of XNNPACK's"},
         {"fuse_blocks", KILN_OPTION_BOOL, "true",
          "run inverted-residual blocks (1x1 expand -> 3x3 depthwise -> 1x1 project [+ Add]) fused in row bands (AVX-512/AVX2)"},
+        {"fuse_stem", KILN_OPTION_BOOL, "true",
+         "run KxK convolutions of a partition's NCHW input with <= 4 channels (a net's stem) on the plugin's kernel "
+         "straight from NCHW (no layout transpose), fused with the depthwise -> project block after them (AVX-512/AVX2)"},
         {"block_rows", KILN_OPTION_INT, "0", "output rows a fused block computes at a time (0: sized to the L2 cache)"},
         {"block_split", KILN_OPTION_STRING, "auto",
          "how threads share a fused block: bands (each thread expands its own rows), phases (expand all rows first), "

@@ -109,9 +109,18 @@ Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> p
     native_dw_[i] = native_depthwise && op.kind == OpKind::kDepthwise && native_depthwise_supported() &&
                     op.floats.size() >= 2 && native_depthwise_fits(op.ints, p.values[op.in.at(0)].dims);
   }
+  // winograd=always asks for Winograd on every 3x3 stride-1 convolution, a
+  // stem's too: the stems give way (auto picks none with so few channels).
+  if (winograd == WinogradMode::kAlways) fusion.stem = false;
   blocks_ = std::make_unique<FusedBlocks>(p, fusion, pool_->threads());
   plan_direct_concat();
   wino_ = plan_winograd(p, winograd, into_concat_);
+  for (size_t i = 0; i < p.ops.size(); ++i) {  // a stem convolution runs in its block
+    if (!blocks_->covers(i) || !wino_.conv[i]) continue;
+    if (wino_.add[i] >= 0) wino_.fused[static_cast<size_t>(wino_.add[i])] = 0;
+    wino_.add[i] = -1;
+    wino_.conv[i].reset();
+  }
   plan_segments();
   // Values the plugin must hold in memory of its own or the host's: the
   // boundary, and whatever crosses from one segment to another.
@@ -136,7 +145,7 @@ Runtime::Runtime(std::shared_ptr<const Program> program, std::shared_ptr<Pool> p
   // Plugin-owned storage: every materialized value but the plain (non-
   // transposed) inputs and outputs, which are bound to host memory.
   std::vector<uint8_t> host_bound(p.values.size(), 0);
-  for (const Boundary& b : p.inputs) host_bound[b.value] |= b.nchw ? 0 : 1;
+  for (const Boundary& b : p.inputs) host_bound[b.value] |= b.nchw && !blocks_->reads_nchw(b.value) ? 0 : 1;
   for (const Boundary& b : p.outputs) {
     bool is_input = false;
     for (const Boundary& i : p.inputs) is_input |= i.value == b.value;
@@ -480,7 +489,8 @@ void Runtime::bind_inputs(const kiln::sdk::Inputs& inputs) {
     }
     if (!t.data || t.nbytes < static_cast<size_t>(t.numel()) * sizeof(float))
       fail(KILN_STATUS_INVALID_ARGUMENT, "input " + std::to_string(k) + " buffer is shorter than its shape");
-    if (b.nchw) transpose(t.as<const float>(), ptr_[b.value], p.values[b.value].dims, true);
+    // A stem convolution reads its input as the host's NCHW (xnn_stem.h).
+    if (b.nchw && !blocks_->reads_nchw(b.value)) transpose(t.as<const float>(), ptr_[b.value], p.values[b.value].dims, true);
     else ptr_[b.value] = t.as<float>();
   }
 }
@@ -634,6 +644,13 @@ void Runtime::run_winograd(size_t index) {
   if (!y || !ptr_[op.in[0]]) fail(KILN_STATUS_INTERNAL, "a Winograd convolution lacks a buffer");
   const size_t last = static_cast<size_t>(add >= 0 ? add : static_cast<int64_t>(index));
   wino_.conv[index]->run(ptr_[op.in[0]], residual, y, wino_.scratch_data(), pool_->get(), last + 1 == p.ops.size());
+}
+
+size_t Runtime::num_transposes() const {
+  const Program& p = *program_;
+  size_t n = p.num_transposes();
+  for (const Boundary& b : p.inputs) n -= b.nchw && blocks_->reads_nchw(b.value) ? 1 : 0;
+  return n;
 }
 
 size_t Runtime::num_silu() const {

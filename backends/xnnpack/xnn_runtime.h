@@ -73,6 +73,11 @@ class Runtime {
   Isa kernel_isa() const { return isa_; }
   /// Inverted-residual blocks run fused.
   size_t num_fused_blocks() const { return blocks_ ? blocks_->count() : 0; }
+  /// Stem convolutions run by the plugin's kernel from the NCHW input (xnn_stem.h).
+  size_t num_stems() const { return blocks_ ? blocks_->stems() : 0; }
+  /// Boundary values transposed (NCHW <-> NHWC) each run: the Program's,
+  /// less the inputs a stem reads in NCHW.
+  size_t num_transposes() const;
   /// Convolutions run with Winograd, and the residual Adds fused into them.
   const WinogradOps& winograd() const { return wino_; }
   /// x * sigmoid(x) ops run by the plugin's kernel, and its variant.

@@ -337,3 +337,155 @@ INSTANTIATE_TEST_SUITE_P(Pools, XnnpackFusedPool, ::testing::ValuesIn(pool_cases
 
 }  // namespace
 }  // namespace kiln::abi_test
+
+namespace kiln::abi_test {
+namespace {
+
+// A stem convolution (backends/xnnpack/xnn_stem.h): a KxK convolution of
+// the partition's NCHW input with few channels, run by the plugin's kernel
+// straight from NCHW (no layout transpose of the input), with the
+// depthwise -> project block after it fused (the ring of rows filled by the
+// stem) or alone (its NHWC output in memory: the next op is not a block, or
+// there is none). Kernels 3, 5 and 1x3, strides 1 and 2 (also unequal),
+// symmetric and asymmetric pads, 1/3/4 input channels, output channels in
+// one panel of 16 or 32 (masked at 24) or two (40), odd image sizes,
+// batches, 1/2/3 threads, with and without a clamp, alone with the
+// HardSwish or SiLU after it run on its rows, every variant of the plugin's
+// kernels the CPU has; against portable kernels, with fuse_stem off as well,
+// and with fuse_blocks off (the stem then runs alone).
+struct StemCase {
+  int64_t n, cin, cout, h, w, kh, kw, sh, sw;
+  std::vector<int64_t> pads;  // top, left, bottom, right
+  std::string act;            // after the stem: "clip" (0, 6), "none", "hardswish" or "silu" (x * Sigmoid(x))
+  int64_t block_stride;       // the depthwise -> project block after it: 1 or 2; 0: none (a Relu unless act is an activation)
+  int64_t threads;
+  const char* isa = "avx512";
+};
+
+std::string stem_name(const ::testing::TestParamInfo<StemCase>& i) {
+  const StemCase& c = i.param;
+  std::string pads;
+  for (int64_t p : c.pads) pads += std::to_string(p);
+  return "n" + std::to_string(c.n) + "_c" + std::to_string(c.cin) + "_o" + std::to_string(c.cout) + "_" +
+         std::to_string(c.h) + "x" + std::to_string(c.w) + "_k" + std::to_string(c.kh) + "x" + std::to_string(c.kw) +
+         "_s" + std::to_string(c.sh) + std::to_string(c.sw) + "_p" + pads + "_" + c.act +
+         (c.block_stride ? "_block" + std::to_string(c.block_stride) : "_alone") + "_t" + std::to_string(c.threads) +
+         "_" + c.isa;
+}
+
+class XnnpackStem : public ::testing::TestWithParam<StemCase> {};
+
+TEST_P(XnnpackStem, MatchesPortableKernels) {
+  const StemCase& c = GetParam();
+  ScopedEnv isa("KILN_XNNPACK_ISA", c.isa);
+  GraphBuilder b;
+  ir::ValueId x = b.input("x", {c.n, c.cin, c.h, c.w});
+  const int64_t oh = (c.h + c.pads[0] + c.pads[2] - c.kh) / c.sh + 1;
+  const int64_t ow = (c.w + c.pads[1] + c.pads[3] - c.kw) / c.sw + 1;
+  ir::ValueId y = b.node("Conv",
+                         {x, b.constant("ws", scaled({c.cout, c.cin, c.kh, c.kw}, 31, 0.5f)),
+                          b.constant("bs", scaled({c.cout}, 32, 1.0f))},
+                         "stem", {c.n, c.cout, oh, ow}, DType::kFloat32, "",
+                         {a_ints("kernel_shape", {c.kh, c.kw}), a_ints("strides", {c.sh, c.sw}), a_ints("pads", c.pads)});
+  const std::vector<int64_t> yd{c.n, c.cout, oh, ow};
+  if (c.act == "hardswish") y = b.node("HardSwish", {y}, "hswish", yd);
+  if (c.act == "silu") y = b.node("Mul", {y, b.node("Sigmoid", {y}, "sigmoid", yd)}, "silu", yd);
+  if (c.act == "clip") {
+    Tensor lo = Tensor::allocate(DType::kFloat32, Shape(std::vector<int64_t>{}));
+    Tensor hi = Tensor::allocate(DType::kFloat32, Shape(std::vector<int64_t>{}));
+    lo.data<float>()[0] = 0.0f;
+    hi.data<float>()[0] = 6.0f;
+    y = b.node("Clip", {y, b.constant("lo", std::move(lo)), b.constant("hi", std::move(hi))}, "clip",
+               {c.n, c.cout, oh, ow});
+  }
+  if (c.block_stride) {
+    const int64_t cp = c.cout == 16 ? 24 : 16;
+    y = add_block(b, y, {c.n, c.cout, c.cout, cp, oh, ow, c.block_stride, false, false, c.threads, 0}, "_blk");
+  } else if (c.act == "clip" || c.act == "none") {
+    y = b.node("Relu", {y}, "relu", {c.n, c.cout, oh, ow});
+  }
+  b.output(y);
+  std::shared_ptr<ir::Graph> g = b.graph();
+  std::vector<Value> in{Value(random_tensor({c.n, c.cin, c.h, c.w}, 9))};
+  auto p = build(g, nullptr, {});
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  auto expected = (*p)->run(in, {}, nullptr);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  // The stem with the block fused, no stem, the stem alone (fuse_blocks=false).
+  for (int mode : {0, 1, 2}) {
+    const bool stem = mode != 1, blocks = mode != 2;
+    auto f = build(g, reg().get(), {"xnnpack"},
+                   {{"xnnpack", "threads", std::to_string(c.threads)},
+                    {"xnnpack", "fuse_stem", stem ? "true" : "false"},
+                    {"xnnpack", "fuse_blocks", blocks ? "true" : "false"}, claim_all()},
+                   FallbackPolicy::kRequire);
+    ASSERT_TRUE(f.ok()) << f.status().to_string();
+    const PlacementReport& r = (*f)->placement();
+    ASSERT_EQ(r.partitions.size(), 1u);
+    const std::string& log = r.partitions[0].diagnostics.at(0);
+    const bool on = stem && plugin_kernel_isa(c.isa) != "none";
+    // Fused or alone, the stem reads the input as NCHW: only the output is transposed.
+    EXPECT_NE(log.find(on ? "1 stem convolutions from NCHW), 1 boundary transpose "
+                          : "0 stem convolutions from NCHW), 2 boundary transposes "),
+              std::string::npos)
+        << log;
+    if (on && (c.act == "hardswish" || c.act == "silu")) {  // the activation runs in the stem's op: one native segment
+      EXPECT_NE(log.find("XNNPACK ops in 1 segment "), std::string::npos) << log;
+    }
+    if (c.block_stride) {  // without the stem, a block without expand is fused when it reads 16n channels
+      const bool fused = blocks && (on || (plugin_kernel_isa(c.isa) != "none" && c.cout % 16 == 0));
+      EXPECT_NE(log.find(fused ? "1 inverted-residual blocks fused" : "0 inverted-residual blocks fused"),
+                std::string::npos)
+          << log;
+    }
+    for (int run = 0; run < 2; ++run) {
+      auto a = (*f)->run(in, {}, nullptr);
+      ASSERT_TRUE(a.ok()) << a.status().to_string();
+      expect_close(a.value()[0].tensor(), expected.value()[0].tensor(), 1e-4f);
+    }
+  }
+}
+
+std::vector<StemCase> stem_cases() {
+  std::vector<StemCase> v;
+  // mobilenet_v2's stem (3 -> 32, 3x3 s2 pads 1) on a small odd image, fused and alone, 1/2/3 threads, batches.
+  for (int64_t t : {1, 2, 3})
+    for (int64_t bs : {1, 2, 0}) v.push_back({t == 3 ? 2 : 1, 3, 32, 23, 19, 3, 3, 2, 2, {1, 1, 1, 1}, "clip", bs, t});
+  // Channels: 1 and 4 in; 16, 24 (a masked panel), 40 (two panels) out.
+  for (int64_t cin : {1, 4})
+    for (int64_t cout : {16, 24, 40})
+      for (int64_t bs : {1, 0}) v.push_back({1, cin, cout, 13, 17, 3, 3, 2, 2, {1, 1, 1, 1}, bs != 0 ? "clip" : "none", bs, 2});
+  // 5x5 (pads 2, or asymmetric 1 / 2 / 0 / 3), stride 1 and 2, no clamp; a 1x3 kernel; unequal strides.
+  for (int64_t s : {1, 2})
+    for (int64_t t : {1, 3}) {
+      v.push_back({1, 3, 32, 15, 12, 5, 5, s, s, {2, 2, 2, 2}, "none", 1, t});
+      v.push_back({2, 3, 16, 11, 14, 5, 5, s, s, {1, 2, 0, 3}, "none", 0, t});
+      v.push_back({1, 3, 24, 9, 21, 3, 3, s, s, {0, 0, 0, 0}, "clip", 2, t});
+    }
+  v.push_back({1, 2, 32, 10, 31, 1, 3, 1, 2, {0, 1, 0, 1}, "clip", 1, 2});
+  v.push_back({1, 3, 32, 18, 7, 3, 3, 2, 1, {1, 0, 1, 2}, "clip", 0, 1});
+  // One output row, fewer rows than threads; a wide image (tiles split into 12 + 11 pixels).
+  v.push_back({1, 3, 32, 2, 40, 3, 3, 2, 2, {1, 1, 0, 1}, "clip", 1, 3});
+  v.push_back({1, 3, 32, 9, 225, 3, 3, 2, 2, {1, 1, 1, 1}, "clip", 1, 1});
+  // mobilenet_v3's stem (16 channels + HardSwish) and efficientnet's (32 + SiLU), alone, with the activation fused.
+  for (int64_t t : {1, 2}) {
+    v.push_back({1, 3, 16, 21, 16, 3, 3, 2, 2, {1, 1, 1, 1}, "hardswish", 0, t});
+    v.push_back({2, 3, 32, 12, 19, 3, 3, 2, 2, {1, 1, 1, 1}, "silu", 0, t});
+    v.push_back({1, 4, 40, 11, 13, 3, 3, 1, 1, {1, 1, 1, 1}, "silu", 0, t + 1});
+  }
+  std::vector<StemCase> all;
+  for (const char* isa : isas())
+    for (StemCase c : v) {
+      c.isa = isa;
+      all.push_back(c);
+    }
+  StemCase off = v[0];
+  off.isa = "none";  // the plugin's kernels off: XNNPACK's convolution after the layout transpose
+  all.push_back(off);
+  return all;
+}
+
+INSTANTIATE_TEST_SUITE_P(Stems, XnnpackStem, ::testing::ValuesIn(stem_cases()), stem_name);
+
+}  // namespace
+}  // namespace kiln::abi_test

@@ -123,10 +123,11 @@ def test_inspect_groups_portable_nodes_by_reason(models):
     assert "node by node" not in r.stdout  # nodes are listed only with --verbose
     # The plugin's compile diagnostics are in the summary, under the
     # partition: it reads x (4-D) and writes y (2-D) and p (4-D, read by the
-    # Transpose and Softmax left outside): x and p cross the boundary
-    # transposed; the two Convs feeding the Concat write into its buffer.
+    # Transpose and Softmax left outside): p crosses the boundary transposed,
+    # x (3 channels) is read in NCHW by the first Conv, run by the plugin's
+    # stem kernel; the two Convs feeding the Concat write into its buffer.
     assert "    plugin:   compiled xnnpack:" in r.stdout, r.stdout
-    assert "(2 convolutions write into their Concat, 0 depthwise run by the plugin's kernel, 0 inverted-residual blocks fused), 2 boundary transposes (NCHW<->NHWC)" in r.stdout, r.stdout
+    assert "(2 convolutions write into their Concat, 0 depthwise run by the plugin's kernel, 0 inverted-residual blocks fused, 1 stem convolutions from NCHW), 1 boundary transpose (NCHW<->NHWC)" in r.stdout, r.stdout
     v = kiln("inspect", models["mixed"], "--backends", "xnnpack,portable", "--verbose", *CLAIM_ALL)
     assert v.returncode == 0, v.stderr
     assert "node by node:\n  Transpose\n    xnnpack: Transpose: this XNNPACK" in v.stdout, v.stdout

@@ -73,6 +73,8 @@ class Runtime {
   Isa kernel_isa() const { return isa_; }
   /// Inverted-residual blocks run fused.
   size_t num_fused_blocks() const { return blocks_ ? blocks_->count() : 0; }
+  /// Classifier heads (1x1 conv + global pool) that run their FullyConnected too.
+  size_t num_fused_heads_fc() const { return blocks_ ? blocks_->heads_with_fc() : 0; }
   /// Convolutions run with Winograd, and the residual Adds fused into them.
   const WinogradOps& winograd() const { return wino_; }
   /// x * sigmoid(x) ops run by the plugin's kernel, and its variant.

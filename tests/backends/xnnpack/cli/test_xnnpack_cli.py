@@ -126,7 +126,7 @@ def test_inspect_groups_portable_nodes_by_reason(models):
     # Transpose and Softmax left outside): x and p cross the boundary
     # transposed; the two Convs feeding the Concat write into its buffer.
     assert "    plugin:   compiled xnnpack:" in r.stdout, r.stdout
-    assert "(2 convolutions write into their Concat, 0 depthwise run by the plugin's kernel, 0 inverted-residual blocks fused), 2 boundary transposes (NCHW<->NHWC)" in r.stdout, r.stdout
+    assert "(2 convolutions write into their Concat, 0 depthwise run by the plugin's kernel, 0 inverted-residual blocks fused, 0 classifier heads run with their fully connected), 2 boundary transposes (NCHW<->NHWC)" in r.stdout, r.stdout
     v = kiln("inspect", models["mixed"], "--backends", "xnnpack,portable", "--verbose", *CLAIM_ALL)
     assert v.returncode == 0, v.stderr
     assert "node by node:\n  Transpose\n    xnnpack: Transpose: this XNNPACK" in v.stdout, v.stdout

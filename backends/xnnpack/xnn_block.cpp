@@ -408,6 +408,7 @@ size_t FusedBlocks::count() const { return blocks_.size() - pools_; }
 // prefetching the FC's rows for them, when there is an FC), averaged per
 // image, then with an FC multiplied into this thread's partial output.
 void FusedBlocks::Block::run_pool(const float* x, float* y, float* scratch, float* part, size_t p0, size_t p1) const {
+  static_assert(HeadFc::kPanelRows == 32, "a panel of the GEMM (32 channels) is a panel of the FC's rows");
   const size_t px = h * w, m = n * px;
   const float scale = 1.0f / static_cast<float>(px);
   float* conv = scratch;              // [m][32]

@@ -20,6 +20,10 @@ namespace {
 
 size_t round16(size_t c) { return (c + 15) / 16 * 16; }
 
+// Columns of the next block of accumulate() when `left` (16n) are left:
+// 128, then one block of 64, 32 and 16 as needed.
+size_t block_width(size_t left) { return left >= 128 ? 128 : left >= 64 ? 64 : left >= 32 ? 32 : 16; }
+
 // Images [0, n) of y[:, 0:cols) += x[:, 0:rows) . w[0:rows, 0:cols), in
 // plain C++ (a CPU without the plugin's variants: not run by the plugin,
 // whose fused blocks need one, but keeps the class whole).
@@ -89,8 +93,18 @@ HeadFc::HeadFc(const float* w, const float* bias, size_t outputs, size_t k, floa
       w_(alloc_rows(k * ld_)) {
   float* packed = w_.get();
   std::fill(packed, packed + k * ld_, 0.0f);
-  for (size_t o = 0; o < outputs; ++o)
-    for (size_t kk = 0; kk < k; ++kk) packed[kk * ld_ + o] = w[o * k + kk];
+  // Panel by panel (32 rows, the last fewer), column block by column block
+  // (as accumulate() takes them), a block's rows one after the other.
+  for (size_t k0 = 0; k0 < k; k0 += kPanelRows) {
+    const size_t rows = std::min(kPanelRows, k - k0);
+    float* panel = packed + k0 * ld_;
+    for (size_t c0 = 0, width = 0; c0 < ld_; c0 += width) {
+      width = block_width(ld_ - c0);
+      for (size_t r = 0; r < rows; ++r)
+        for (size_t j = 0; j < width && c0 + j < outputs; ++j)
+          panel[c0 * rows + r * width + j] = w[(c0 + j) * k + k0 + r];
+    }
+  }
   bias_.assign(outputs, 0.0f);
   if (bias) std::copy(bias, bias + outputs, bias_.begin());
 }
@@ -100,23 +114,35 @@ PackedGemm::Prefetch HeadFc::rows(size_t k0, size_t k1) const {
 }
 
 void HeadFc::accumulate(size_t n, const float* x, size_t ldx, size_t k0, size_t k1, float* y) const {
-  const float* wk = w_.get() + k0 * ld_;
   const size_t rows = k1 - k0;
-  size_t c = 0;
+  const float* panel = w_.get() + k0 * ld_;
+  for (size_t c = 0, width = 0; c < ld_; c += width) {
+    width = block_width(ld_ - c);
+    const float* wb = panel + c * rows;  // the block's rows, `width` floats each
 #ifdef KILN_XNN_X86
-  // ld_ is 16n: blocks of 128 columns, then one of 64, 32 and 16 as needed.
-  if (isa_ == Isa::kAvx512) {
-    for (; c + 128 <= ld_; c += 128) block512<8>(n, x, ldx, rows, wk + c, ld_, y + c, ld_);
-    if (c + 64 <= ld_) block512<4>(n, x, ldx, rows, wk + c, ld_, y + c, ld_), c += 64;
-    if (c + 32 <= ld_) block512<2>(n, x, ldx, rows, wk + c, ld_, y + c, ld_), c += 32;
-    if (c + 16 <= ld_) block512<1>(n, x, ldx, rows, wk + c, ld_, y + c, ld_), c += 16;
-  } else if (isa_ == Isa::kAvx2) {
-    for (; c + 64 <= ld_; c += 64) block256<8>(n, x, ldx, rows, wk + c, ld_, y + c, ld_);
-    if (c + 32 <= ld_) block256<4>(n, x, ldx, rows, wk + c, ld_, y + c, ld_), c += 32;
-    if (c + 16 <= ld_) block256<2>(n, x, ldx, rows, wk + c, ld_, y + c, ld_), c += 16;
-  }
+    if (isa_ == Isa::kAvx512) {
+      if (width == 128) block512<8>(n, x, ldx, rows, wb, width, y + c, ld_);
+      else if (width == 64) block512<4>(n, x, ldx, rows, wb, width, y + c, ld_);
+      else if (width == 32) block512<2>(n, x, ldx, rows, wb, width, y + c, ld_);
+      else block512<1>(n, x, ldx, rows, wb, width, y + c, ld_);
+      continue;
+    }
+    if (isa_ == Isa::kAvx2) {
+      if (width == 128) {  // two halves of 64 columns
+        block256<8>(n, x, ldx, rows, wb, width, y + c, ld_);
+        block256<8>(n, x, ldx, rows, wb + 64, width, y + c + 64, ld_);
+      } else if (width == 64) {
+        block256<8>(n, x, ldx, rows, wb, width, y + c, ld_);
+      } else if (width == 32) {
+        block256<4>(n, x, ldx, rows, wb, width, y + c, ld_);
+      } else {
+        block256<2>(n, x, ldx, rows, wb, width, y + c, ld_);
+      }
+      continue;
+    }
 #endif
-  if (c < ld_) accumulate_scalar(n, x, ldx, rows, wk + c, ld_, ld_ - c, y + c, ld_);
+    accumulate_scalar(n, x, ldx, rows, wb, width, width, y + c, ld_);
+  }
 }
 
 void HeadFc::finish(size_t n, const float* parts, size_t count, size_t stride, float* out, size_t o0,

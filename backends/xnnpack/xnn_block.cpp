@@ -113,6 +113,8 @@ struct FusedBlocks::Block {
   bool pool = false;          // a 1x1 convolution + GlobalAveragePool (the head of a classifier), not a block
   float pool_lo = 0, pool_hi = 0;
   size_t pool_panels = 1;     // pool: panels of 32 output channels an item computes
+  HeadFc fc;                  // pool: the FullyConnected fused after it (outputs() 0: none)
+  size_t fc_at = 0;           // pool with FC: where its threads' partial outputs start in fc_parts_
   bool banded = false;        // 2+ threads: bands end to end (else the two phases)
   size_t item = 1;            // output rows a thread takes at a time (bands, or the depthwise + project phase)
   size_t expand_px = 1;       // phases: input pixels a thread expands at a time
@@ -130,17 +132,23 @@ struct FusedBlocks::Block {
   // The ring of rows is filled by the expand or the stem.
   bool ringed() const { return expand || stem; }
   // Ring of expanded rows, then the depthwise output of a band, then the
-  // stem's padded input rows (pool: the convolution's output for an item's
-  // channels).
+  // stem's padded input rows (pool: the convolution's output for a panel of
+  // 32 channels, then their averages).
   size_t scratch_floats() const {
-    if (pool) return n * h * w * pool_panels * 32;
+    if (pool) return (n * h * w + n) * 32;
     if (stem_only) return stem_conv.scratch_floats();
     return (ring * w + band * ow) * ce16() + (stem ? round16(stem_conv.scratch_floats()) : 0);
   }
+  bool has_fc() const { return fc.outputs() > 0; }
+  // pool with FC: floats from one thread's partial output to the next (a
+  // gap of a cache line between them).
+  size_t fc_stride() const { return n * fc.ld() + 16; }
   /// Output rows [g0, g1) of the stem alone, plain NHWC.
   void run_stem_rows(const float* x, float* y, float* scratch, size_t g0, size_t g1) const;
-  /// pool: channels [32 p0, 32 p1) of the pooled output.
-  void run_pool(const float* x, float* y, float* scratch, size_t p0, size_t p1) const;
+  /// pool: channels [32 p0, 32 p1) of the pooled output, or with an FC
+  /// their products with its weights added to `part` (this thread's
+  /// partial output).
+  void run_pool(const float* x, float* y, float* scratch, float* part, size_t p0, size_t p1) const;
   /// Output rows [g0, g1) of all images (row g is image g / oh, row g % oh).
   /// `expanded`: the whole expanded input (n x h x w x ce16), else null
   /// (the band expands its own rows).
@@ -154,11 +162,11 @@ struct FusedBlocks::Block {
 // One stage of a chain of blocks run by 2+ threads: a banded block, or one
 // of the two phases of a block.
 struct FusedBlocks::Stage {
-  enum Kind : uint8_t { kBands, kExpand, kRows, kPool } kind = kBands;
+  enum Kind : uint8_t { kBands, kExpand, kRows, kPool, kFcSum } kind = kBands;
   const Block* block = nullptr;
   const float* x = nullptr;
   float* y = nullptr;
-  size_t rows = 0;   // output rows (kExpand: input pixels; kPool: panels) of all images
+  size_t rows = 0;   // output rows (kExpand: input pixels; kPool: panels; kFcSum: outputs) of all images
   size_t chunk = 1;  // rows (pixels, panels) an item holds
   size_t items = 0;
 };
@@ -325,6 +333,38 @@ std::unique_ptr<FusedBlocks::Block> match_pool(const Program& p, size_t i, const
   return b;
 }
 
+// The FullyConnected that alone reads a head's pooled channels, through a
+// Reshape (Flatten) or straight (a classifier's last layer: mobilenet_v2's
+// Flatten + Gemm 1280 -> 1000): the head runs it too (xnn_head.h) and ends
+// after it. Any Reshape keeps the pooled channels in memory order, which
+// is all the FullyConnected reads (rows of K floats).
+void match_fc(const Program& p, FusedBlocks::Block& b, const std::vector<size_t>& readers) {
+  size_t i = b.end;
+  uint32_t v = b.output;  // [n, 1, 1, C]
+  if (i >= p.ops.size() || readers[v] != 1) return;
+  if (p.ops[i].kind == OpKind::kReshape) {
+    const Op& r = p.ops[i];
+    if (r.in.size() != 1 || r.in[0] != v || readers[r.out] != 1 || i + 1 >= p.ops.size()) return;
+    v = r.out;
+    ++i;
+  }
+  const Op& f = p.ops[i];
+  if (f.kind != OpKind::kFullyConnected || f.in.size() < 2 || f.in[0] != v || f.floats.size() < 2 ||
+      !is_constant(p, f.in[1]))
+    return;
+  const auto n = static_cast<int64_t>(b.n), c = static_cast<int64_t>(b.cout);
+  const std::vector<int64_t>& wd = p.values[f.in[1]].dims;
+  const std::vector<int64_t>& yd = p.values[f.out].dims;
+  if (numel(p.values[v].dims) != n * c || wd.size() != 2 || wd[1] != c || yd.empty() || yd.back() != wd[0] ||
+      numel(yd) != n * wd[0] || !weights_are(p, f, wd, wd[0]))
+    return;
+  if (f.in.size() > 2 && f.in[2] != kNoValue && !is_constant(p, f.in[2])) return;
+  b.fc = HeadFc(constant_of(p, f.in[1]).data(), bias_of(p, f), static_cast<size_t>(wd[0]), b.cout, f.floats[0],
+                f.floats[1]);
+  b.end = i + 1;
+  b.output = f.out;
+}
+
 // Packs the weights of a matched block and sizes its bands.
 void prepare(const Program& p, FusedBlocks::Block& b, size_t band_rows) {
   const size_t ce16 = b.ce16();
@@ -412,7 +452,7 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
   hidden_.assign(p.values.size(), 0);
   stem_input_.assign(p.values.size(), 0);
   if ((!f.enabled && !f.stem) || !gemm_supported() || !native_depthwise_supported()) return;
-  size_t expanded_size = 0;
+  size_t expanded_size = 0, fc_floats = 0;
   std::vector<size_t> readers(p.values.size(), 0);
   for (const Op& op : p.ops)
     for (uint32_t v : op.in)
@@ -433,11 +473,16 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
         stem_input_[b->input] = 1;
       }
     } else if (f.enabled && (b = match_pool(p, i, readers))) {
-      // Items of a few panels: ~kItemsPerRun per thread, within kBandBytes of scratch at one thread.
-      const size_t panels = b->project_gemm.panels(), px = b->n * b->h * b->w;
-      b->pool_panels = threads_ > 1 ? ceil_div(panels, threads_ * kItemsPerRun)
-                                    : std::clamp<size_t>(kBandBytes / (px * 32 * sizeof(float)), 1, panels);
+      // Items of a few panels (~kItemsPerRun per thread; one thread: all of them).
+      const size_t panels = b->project_gemm.panels();
+      b->pool_panels = threads_ > 1 ? ceil_div(panels, threads_ * kItemsPerRun) : panels;
       ++pools_;
+      if (f.head_fc) match_fc(p, *b, readers);
+      if (b->has_fc()) {
+        b->fc_at = fc_floats;
+        fc_floats += threads_ * b->fc_stride();
+        ++heads_fc_;
+      }
     } else {
       ++i;
       continue;
@@ -456,6 +501,7 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
   scratch_.assign(per_task_ * threads_, 0.0f);
   row_ptrs_.assign(max_band_ * 3 * threads_, nullptr);
   expanded_.assign(expanded_size, 0.0f);
+  fc_parts_.assign(fc_floats, 0.0f);
   if (threads_ > 1) {  // each block is at most two stages of a chain
     stages_.reserve(2 * blocks_.size());
     sync_ = std::make_unique<StageSync[]>(2 * blocks_.size());
@@ -467,17 +513,30 @@ FusedBlocks::~FusedBlocks() = default;
 
 size_t FusedBlocks::count() const { return blocks_.size() - pools_ - stems_alone_; }
 
-void FusedBlocks::Block::run_pool(const float* x, float* y, float* scratch, size_t p0, size_t p1) const {
-  const size_t c0 = p0 * 32, c1 = std::min(cout, p1 * 32), ld = (p1 - p0) * 32, px = h * w;
-  project_gemm.run_panels(n * px, x, cin, scratch, ld, project_epi, p0, p1);
+// Panel by panel: the convolution's output for 32 channels (the GEMM
+// prefetching the FC's rows for them, when there is an FC), averaged per
+// image, then with an FC multiplied into this thread's partial output.
+void FusedBlocks::Block::run_pool(const float* x, float* y, float* scratch, float* part, size_t p0, size_t p1) const {
+  static_assert(HeadFc::kPanelRows == 32, "a panel of the GEMM (32 channels) is a panel of the FC's rows");
+  const size_t px = h * w, m = n * px;
   const float scale = 1.0f / static_cast<float>(px);
-  for (size_t img = 0; img < n; ++img) {
-    float* out = y + img * cout + c0;
-    const float* rows = scratch + img * px * ld;
-    for (size_t c = 0; c < c1 - c0; ++c) out[c] = 0.0f;
-    for (size_t r = 0; r < px; ++r)
-      for (size_t c = 0; c < c1 - c0; ++c) out[c] += rows[r * ld + c];
-    for (size_t c = 0; c < c1 - c0; ++c) out[c] = std::min(std::max(out[c] * scale, pool_lo), pool_hi);
+  float* conv = scratch;              // [m][32]
+  float* pooled = scratch + m * 32;   // [n][32] (with an FC)
+  for (size_t pn = p0; pn < p1; ++pn) {
+    const size_t c0 = pn * 32, nc = std::min(cout, c0 + 32) - c0;
+    project_gemm.run_panels(m, x, cin, conv, 32, project_epi, pn, pn + 1,
+                            has_fc() ? fc.rows(c0, c0 + nc) : PackedGemm::Prefetch{});
+    float* out = has_fc() ? pooled : y + c0;
+    const size_t ldo = has_fc() ? 32 : cout;
+    for (size_t img = 0; img < n; ++img) {
+      float* o = out + img * ldo;
+      const float* rows = conv + img * px * 32;
+      for (size_t c = 0; c < nc; ++c) o[c] = 0.0f;
+      for (size_t r = 0; r < px; ++r)
+        for (size_t c = 0; c < nc; ++c) o[c] += rows[r * 32 + c];
+      for (size_t c = 0; c < nc; ++c) o[c] = std::min(std::max(o[c] * scale, pool_lo), pool_hi);
+    }
+    if (has_fc()) fc.accumulate(n, pooled, 32, c0, c0 + nc, part);
   }
 }
 
@@ -492,7 +551,10 @@ size_t FusedBlocks::first(size_t op) const { return blocks_[static_cast<size_t>(
 std::string FusedBlocks::describe(size_t op) const {
   const Block& b = *blocks_[static_cast<size_t>(block_of_[op])];
   auto s = [](size_t v) { return std::to_string(v); };
-  if (b.pool) return "1x1 conv + global average pool " + s(b.h) + "x" + s(b.w) + "x" + s(b.cin) + " -> " + s(b.cout);
+  if (b.pool) {
+    return "1x1 conv + global average pool " + s(b.h) + "x" + s(b.w) + "x" + s(b.cin) + " -> " + s(b.cout) +
+           (b.has_fc() ? " + fully connected -> " + s(b.fc.outputs()) : "");
+  }
   std::string stem;
   if (b.stem || b.stem_only) {
     const StemShape& t = b.stem_conv.shape();
@@ -650,7 +712,10 @@ struct FusedBlocks::Chain {
         if (item >= st.items) break;
         const size_t r0 = item * st.chunk, r1 = std::min(st.rows, r0 + st.chunk);
         if (st.kind == Stage::kPool) {  // r0, r1: panels
-          b.run_pool(st.x, st.y, scratch, r0, r1);
+          b.run_pool(st.x, st.y, scratch, b.has_fc() ? f.fc_parts_.data() + b.fc_at + t * b.fc_stride() : nullptr, r0,
+                     r1);
+        } else if (st.kind == Stage::kFcSum) {  // r0, r1: outputs
+          b.fc.finish(b.n, f.fc_parts_.data() + b.fc_at, f.threads_, b.fc_stride(), st.y, r0, r1);
         } else if (st.kind == Stage::kExpand) {  // r0, r1: pixels
           b.expand_gemm.run(r1 - r0, st.x + r0 * b.cin, b.cin, f.expanded_.data() + r0 * b.ce16(), b.ce16(),
                             b.expand_epi);
@@ -717,12 +782,21 @@ void FusedBlocks::run(size_t op, size_t stop, const std::vector<float*>& ptr, pt
     if (!x || !y) kiln::sdk::fail(KILN_STATUS_INTERNAL, "a fused block lacks a buffer");
     const size_t out_rows = b.n * b.oh;
     if (b.pool) {
+      // With an FC: each thread's partial output starts at 0; the last
+      // stage sums them (threads share out the outputs, by 16).
+      float* parts = b.has_fc() ? fc_parts_.data() + b.fc_at : nullptr;
+      if (parts) std::fill(parts, parts + threads_ * b.fc_stride(), 0.0f);
       const size_t panels = b.project_gemm.panels();
       if (threads_ == 1) {
         for (size_t p0 = 0; p0 < panels; p0 += b.pool_panels)
-          b.run_pool(x, y, scratch_.data(), p0, std::min(panels, p0 + b.pool_panels));
+          b.run_pool(x, y, scratch_.data(), parts, p0, std::min(panels, p0 + b.pool_panels));
+        if (parts) b.fc.finish(b.n, parts, 1, b.fc_stride(), y, 0, b.fc.outputs());
       } else {
         stages_.push_back({Stage::kPool, &b, x, y, panels, b.pool_panels, ceil_div(panels, b.pool_panels)});
+        if (parts) {
+          const size_t outs = b.fc.outputs(), chunk = round16(ceil_div(outs, threads_));
+          stages_.push_back({Stage::kFcSum, &b, x, y, outs, chunk, ceil_div(outs, chunk)});
+        }
       }
       continue;
     }

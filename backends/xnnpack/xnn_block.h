@@ -15,7 +15,8 @@
 // padded to a multiple of 16 inside the scratch. Blocks without an expand
 // (mobilenet_v2's first: depthwise -> project) are fused too when their
 // input has 16n channels, and so is a 1x1 convolution read only by a
-// GlobalAveragePool (a classifier's head). Threads (more than one, option
+// GlobalAveragePool (a classifier's head), with the FullyConnected after
+// it when there is one (xnn_head.h). Threads (more than one, option
 // block_split): in bands, each thread takes a contiguous run of items of
 // output rows end to end with its own ring (only the rows at the runs'
 // edges are expanded twice; idle threads take items from the back of
@@ -36,6 +37,7 @@
 
 #include "xnn_api.h"
 #include "xnn_gemm.h"
+#include "xnn_head.h"
 #include "xnn_program.h"
 
 namespace kiln_xnnpack {
@@ -54,6 +56,7 @@ struct BlockFusion {
   size_t band_rows = 0;  // output rows a band computes at a time (option block_rows; 0: sized to the cache)
   BlockSplit split = BlockSplit::kAuto;
   bool stem = true;  // option fuse_stem: small-channel KxK convolutions of an NCHW input by the stem kernel (xnn_stem.h)
+  bool head_fc = true;   // option fuse_head_fc: a FullyConnected after the head joins it (xnn_head.h)
 };
 
 class FusedBlocks {
@@ -92,7 +95,11 @@ class FusedBlocks {
   /// Runs the consecutive blocks from op i to op `stop` (a chain_end());
   /// `ptr` holds where each value is. Threads meet once for all of them.
   void run(size_t op, size_t stop, const std::vector<float*>& ptr, pthreadpool_t pool, uint32_t flags);
-  size_t scratch_bytes() const { return (scratch_.size() + expanded_.size()) * sizeof(float); }
+  size_t scratch_bytes() const {
+    return (scratch_.size() + expanded_.size() + fc_parts_.size()) * sizeof(float);
+  }
+  /// Heads that run their FullyConnected fused (xnn_head.h).
+  size_t heads_with_fc() const { return heads_fc_; }
 
   struct Block;
   struct Stage;
@@ -110,6 +117,8 @@ class FusedBlocks {
   size_t pools_ = 0;  // of blocks_: 1x1 convolutions + GlobalAveragePool
   size_t stems_ = 0, stems_alone_ = 0;  // of blocks_: with a stem; a stem alone
   std::vector<uint8_t> stem_input_;     // per value: a partition input a stem reads as NCHW
+  size_t heads_fc_ = 0;  // of those, with their FullyConnected
+  std::vector<float> fc_parts_;  // per head with FC: threads_ partial outputs (Block::fc_at)
   size_t per_task_ = 0;                 // floats of scratch per band
   std::vector<float> scratch_;          // threads_ x per_task_
   size_t max_band_ = 0;                 // rows of the tallest band

@@ -18,6 +18,16 @@ namespace kiln_xnnpack {
 /// True when a variant of the kernel runs (kernel_isa() is AVX-512F or AVX2).
 bool gemm_supported();
 
+/// Memory another kernel reads right after a GEMM (the fused head's fully
+/// connected weights, xnn_head.h): PackedGemm::run_panels prefetches its
+/// 64-byte lines while it computes, one line per step of the reduction
+/// (spread over its tiles), so they stream in from memory during the GEMM
+/// instead of after it.
+struct GemmPrefetch {
+  const void* data = nullptr;
+  size_t bytes = 0;
+};
+
 class PackedGemm {
  public:
   PackedGemm() = default;
@@ -44,16 +54,18 @@ class PackedGemm {
   /// 16 then, a row's block of 16 being contiguous).
   void run(size_t m, const float* a, size_t lda, float* c, size_t ldc, const Epilogue& e, size_t cvs = 16) const;
 
+  using Prefetch = GemmPrefetch;
+
   /// Packed panels of 32 output columns (the last may be narrower).
   size_t panels() const { return (n_ + 31) / 32; }
   /// Columns [32 p0, min(n, 32 p1)) of C only, `c` (and the residual, if
   /// any) pointing at column 32 p0: threads can share out the columns.
-  void run_panels(size_t m, const float* a, size_t lda, float* c, size_t ldc, const Epilogue& e, size_t p0,
-                  size_t p1) const;
+  void run_panels(size_t m, const float* a, size_t lda, float* c, size_t ldc, const Epilogue& e, size_t p0, size_t p1,
+                  const Prefetch& pf = {}) const;
 
  private:
   void run_range(size_t m, const float* a, size_t lda, float* c, size_t ldc, const Epilogue& e, size_t cvs, size_t p0,
-                 size_t p1) const;
+                 size_t p1, const Prefetch& pf) const;
 
   size_t n_ = 0, k_ = 0;
   Isa isa_ = Isa::kNone;

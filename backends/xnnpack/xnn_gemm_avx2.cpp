@@ -29,12 +29,16 @@ __attribute__((target("avx2"))) inline __m256i lanes(size_t n) {
 // MR rows of A times NV vectors of 8 columns of a panel, starting at panel
 // column g0 (a multiple of 16): the accumulators stay in registers over all
 // of k, A is broadcast one element at a time. The last vector holds `tail`
-// (1..8) real columns: its store (and residual load) is masked.
-template <size_t MR, size_t NV, bool R>
+// (1..8) real columns: its store (and residual load) is masked. With P, it
+// prefetches `pf_lines` 64-byte lines from `pf`, spread evenly over the
+// steps of k.
+template <size_t MR, size_t NV, bool R, bool P>
 __attribute__((target("avx2,fma"))) void tile(size_t k, const float* a, size_t lda, const float* b, size_t ldb,
                                                const float* bias, float* c, size_t ldc, size_t cvs, size_t g0,
-                                               size_t tail, const float* r, const Epilogue& e) {
+                                               size_t tail, const float* r, const Epilogue& e, const char* pf,
+                                               size_t pf_lines) {
   __m256 acc[MR][NV];
+  size_t due = 0;  // P: prefetches owed (times k)
 #pragma GCC unroll 3
   for (size_t j = 0; j < NV; ++j) {
     const __m256 bj = _mm256_loadu_ps(bias + g0 + j * 8);
@@ -46,6 +50,7 @@ __attribute__((target("avx2,fma"))) void tile(size_t k, const float* a, size_t l
     __m256 bv[NV];
 #pragma GCC unroll 3
     for (size_t j = 0; j < NV; ++j) bv[j] = _mm256_loadu_ps(b + j * 8);
+    if (P) prefetch_step(pf, pf_lines, k, due);
 #pragma GCC unroll 8
     for (size_t i = 0; i < MR; ++i) {
       const __m256 av = _mm256_broadcast_ss(a + i * lda);
@@ -75,28 +80,33 @@ __attribute__((target("avx2,fma"))) void tile(size_t k, const float* a, size_t l
 }
 
 using TileFn = void (*)(size_t, const float*, size_t, const float*, size_t, const float*, float*, size_t, size_t,
-                        size_t, size_t, const float*, const Epilogue&);
+                        size_t, size_t, const float*, const Epilogue&, const char*, size_t);
 
 // Rows per tile: 8 x 8, 6 x 16 or 4 x 24 columns: 8 to 12 accumulators
 // (enough independent FMAs to hide their latency on two FMA ports), the
 // panel's vectors and a broadcast within 16 registers.
 constexpr size_t rows_for(size_t nv) { return nv == 1 ? 8 : nv == 2 ? 6 : 4; }
 
-template <size_t NV, bool R, size_t... I>
+template <size_t NV, bool R, bool P, size_t... I>
 constexpr std::array<TileFn, sizeof...(I)> tiles(std::index_sequence<I...>) {
-  return {&tile<I + 1, NV, R>...};
+  return {&tile<I + 1, NV, R, P>...};
 }
 
-template <size_t NV, bool R>
+template <size_t NV, bool R, bool P>
 TileFn tile_for(size_t mr) {
-  static constexpr auto t = tiles<NV, R>(std::make_index_sequence<rows_for(NV)>{});
+  static constexpr auto t = tiles<NV, R, P>(std::make_index_sequence<rows_for(NV)>{});
   return t[mr - 1];
 }
 
-TileFn tile_for(size_t nv, bool r, size_t mr) {
-  if (nv == 3) return r ? tile_for<3, true>(mr) : tile_for<3, false>(mr);
-  if (nv == 2) return r ? tile_for<2, true>(mr) : tile_for<2, false>(mr);
-  return r ? tile_for<1, true>(mr) : tile_for<1, false>(mr);
+template <size_t NV>
+TileFn tile_for(size_t mr, bool r, bool p) {  // with a residual, or prefetching (never both)
+  return r ? tile_for<NV, true, false>(mr) : p ? tile_for<NV, false, true>(mr) : tile_for<NV, false, false>(mr);
+}
+
+TileFn tile_for(size_t nv, bool r, bool p, size_t mr) {
+  if (nv == 3) return tile_for<3>(mr, r, p);
+  if (nv == 2) return tile_for<2>(mr, r, p);
+  return tile_for<1>(mr, r, p);
 }
 
 }  // namespace
@@ -124,8 +134,11 @@ void gemm_panel_avx2(const GemmPanel& p, const Epilogue& e) {
     const size_t mr = std::min(rows, p.m - m0);
     for (size_t gi = 0; gi < ng; ++gi) {
       const Group& g = groups[gi];
-      tile_for(g.nv, r, mr)(p.k, p.a + m0 * p.lda, p.lda, p.b, p.width, p.bias, p.c + m0 * p.ldc, p.ldc, p.cvs, g.g0,
-                            g.tail, r ? p.residual + m0 * e.ldr : nullptr, e);
+      const char* pf = nullptr;
+      size_t pf_lines = 0;  // spread evenly over the work: by rows (x groups)
+      if (!r) prefetch_share(p.prefetch, p.prefetch_lines, m0 * ng + gi * mr, m0 * ng + (gi + 1) * mr, p.m * ng, &pf, &pf_lines);
+      tile_for(g.nv, r, pf_lines > 0, mr)(p.k, p.a + m0 * p.lda, p.lda, p.b, p.width, p.bias, p.c + m0 * p.ldc, p.ldc,
+                                          p.cvs, g.g0, g.tail, r ? p.residual + m0 * e.ldr : nullptr, e, pf, pf_lines);
     }
   }
 }

@@ -202,7 +202,9 @@ class XnnInstance final : public Instance {
                                           std::to_string(r.num_native_depthwise()) +
                                           " depthwise run by the plugin's kernel, " +
                                           std::to_string(r.num_fused_blocks()) + " inverted-residual blocks fused, " +
-                                          std::to_string(r.num_stems()) + " stem convolutions from NCHW), " +
+                                          std::to_string(r.num_stems()) + " stem convolutions from NCHW, " +
+                                          std::to_string(r.num_fused_heads_fc()) +
+                                          " classifier heads run with their fully connected), " +
                                           std::to_string(t) +
                                           " boundary transpose" + (t == 1 ? "" : "s") + " (NCHW<->NHWC), " +
                                           std::to_string(r.scratch_bytes()) + " bytes of plugin buffers; " +
@@ -235,7 +237,8 @@ class XnnInstance final : public Instance {
   }
   BlockFusion fusion() const {
     return {options_.get_bool("fuse_blocks"), static_cast<size_t>(options_.get_int("block_rows")),
-            parse_block_split(options_.get("block_split")), options_.get_bool("fuse_stem")};
+            parse_block_split(options_.get("block_split")), options_.get_bool("fuse_stem"),
+            options_.get_bool("fuse_head_fc")};
   }
   std::shared_ptr<Pools> pools_;
 };
@@ -276,6 +279,9 @@ class XnnPlugin final : public Plugin {
         {"block_split", KILN_OPTION_STRING, "auto",
          "how threads share a fused block: bands (each thread expands its own rows), phases (expand all rows first), "
          "auto"},
+        {"fuse_head_fc", KILN_OPTION_BOOL, "true",
+         "run a classifier's FullyConnected inside its fused head (1x1 conv + global pool), streaming its weights "
+         "in while the head computes"},
         {"winograd", KILN_OPTION_STRING, "auto",
          "3x3 stride-1 convolutions by Winograd F(4x4,3x3): auto (shapes that gain), off, always"},
         {"verbose", KILN_OPTION_BOOL, "false", "log each compiled partition at info level"},

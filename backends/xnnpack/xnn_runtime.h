@@ -78,6 +78,8 @@ class Runtime {
   /// Boundary values transposed (NCHW <-> NHWC) each run: the Program's,
   /// less the inputs a stem reads in NCHW.
   size_t num_transposes() const;
+  /// Classifier heads (1x1 conv + global pool) that run their FullyConnected too.
+  size_t num_fused_heads_fc() const { return blocks_ ? blocks_->heads_with_fc() : 0; }
   /// Convolutions run with Winograd, and the residual Adds fused into them.
   const WinogradOps& winograd() const { return wino_; }
   /// x * sigmoid(x) ops run by the plugin's kernel, and its variant.

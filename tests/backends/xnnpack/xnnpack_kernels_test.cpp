@@ -1,7 +1,8 @@
 // The xnnpack plugin's own kernels, compiled into this test from their
 // sources (backends/xnnpack: the fused blocks' GEMM, xnn_gemm.h, and the
 // 3x3 depthwise, xnn_dwconv.h), each variant the CPU runs (AVX-512F and
-// AVX2+FMA, picked with KILN_XNNPACK_ISA, so an AVX-512 machine runs both)
+// AVX2+FMA, picked with KILN_XNNPACK_ISA, so an AVX-512 machine runs both),
+// and the fused head's FC (xnn_head.h),
 // against a float64 reference over their parameter space: GEMM column
 // counts around the 8-, 16-, 24- and 32-column panels and groups (masked
 // last vectors), row counts around the tile heights (edge tiles), padded
@@ -23,6 +24,7 @@
 #include "kiln/c/backend_sdk.hpp"
 #include "xnn_dwconv.h"
 #include "xnn_gemm.h"
+#include "xnn_head.h"
 #include "xnn_isa.h"
 
 namespace kiln_xnnpack {
@@ -128,6 +130,79 @@ TEST(XnnpackKernelGemm, EveryVariantMatchesTheReference) {
             if (n % 16 == 0 && !res) check_gemm({m, n, k, k_pad, false, true}, isa);
             if (HasFatalFailure()) return;
           }
+}
+
+// run_panels prefetching a stream while it computes (the fused head's FC
+// rows): the same results, bit for bit, as without (the tiles that
+// prefetch are other instantiations of the kernel), over panel ranges,
+// row counts around the tiles, streams of fewer and more lines than the
+// reduction has steps, and a stream that does not start on a line.
+TEST(XnnpackKernelGemm, PanelsThatPrefetchMatchThoseThatDoNot) {
+  const std::vector<float> stream = uniform(64 * 1024, 11);
+  for (Isa isa : variants()) {
+    ScopedEnv e("KILN_XNNPACK_ISA", isa_name(isa));
+    for (size_t n : {16, 24, 40, 100})
+      for (size_t m : {1, 7, 8, 13, 49})
+        for (size_t k : {3, 96})
+          for (size_t bytes : {size_t{64}, size_t{4000}, size_t{200000}}) {
+            const std::vector<float> w = uniform(n * k, 1), bias = uniform(n, 2), a = uniform(m * k, 3);
+            const PackedGemm g(w.data(), bias.data(), n, k, k);
+            const PackedGemm::Epilogue ep{-0.75f, 1.5f};
+            const size_t p0 = n > 32 ? 1 : 0, p1 = g.panels(), ldc = (p1 - p0) * 32;
+            std::vector<float> plain(m * ldc, 0.0f), pf(m * ldc, 0.0f);
+            g.run_panels(m, a.data(), k, plain.data(), ldc, ep, p0, p1);
+            g.run_panels(m, a.data(), k, pf.data(), ldc, ep, p0, p1, {stream.data() + 3, bytes});
+            ASSERT_EQ(plain, pf) << isa_name(isa) << " n " << n << " m " << m << " k " << k << " bytes " << bytes;
+          }
+  }
+}
+
+// The fused head's FC (xnn_head.h): panels of up to 32 rows accumulated
+// into a partial output in any order, partial outputs summed with the bias
+// and clamped, against float64: outputs around the 16-column vectors and
+// the 128-column blocks, one image and three, a panel of fewer rows.
+TEST(XnnpackKernelHeadFc, AccumulateAndFinishMatchTheReference) {
+  for (Isa isa : variants()) {
+    ScopedEnv e("KILN_XNNPACK_ISA", isa_name(isa));
+    for (size_t outputs : {1, 10, 17, 100, 150, 1000})
+      for (size_t k : {5, 37, 96})
+        for (size_t n : {1, 3}) {
+          const std::vector<float> w = uniform(outputs * k, 21), bias = uniform(outputs, 22), x = uniform(n * k, 23);
+          const HeadFc fc(w.data(), bias.data(), outputs, k, -2.0f, 2.5f);
+          ASSERT_EQ(fc.isa(), isa);
+          ASSERT_EQ(fc.ld() % 16, 0u);
+          const GemmPrefetch rows = fc.rows(0, k);
+          ASSERT_EQ(rows.bytes, k * fc.ld() * sizeof(float));
+          // Two partial outputs (two threads), a gap between them; panels dealt alternately, the last first.
+          const size_t stride = n * fc.ld() + 16, panels = (k + 31) / 32;
+          std::vector<float> parts(2 * stride, 0.0f);
+          for (size_t p = panels; p-- > 0;) {
+            const size_t k0 = p * 32, k1 = std::min(k, k0 + 32);
+            fc.accumulate(n, x.data() + k0, k, k0, k1, parts.data() + (p % 2) * stride);
+          }
+          std::vector<float> out(n * outputs, 0.0f);
+          fc.finish(n, parts.data(), 2, stride, out.data(), 0, outputs);
+          for (size_t i = 0; i < n; ++i)
+            for (size_t o = 0; o < outputs; ++o) {
+              double acc = bias[o], mag = std::fabs(bias[o]);
+              for (size_t q = 0; q < k; ++q) {
+                acc += double(x[i * k + q]) * w[o * k + q];
+                mag += std::fabs(double(x[i * k + q]) * w[o * k + q]);
+              }
+              ASSERT_NEAR(out[i * outputs + o], clampd(acc, -2.0, 2.5), 1e-6 * (1 + mag))
+                  << isa_name(isa) << " outputs " << outputs << " k " << k << " image " << i << " output " << o;
+            }
+          for (size_t i = 0; i < n; ++i)  // the padding columns stay 0
+            for (size_t o = outputs; o < fc.ld(); ++o) ASSERT_EQ(parts[i * fc.ld() + o], 0.0f);
+          // finish over a range of outputs writes only those.
+          std::vector<float> part_out(n * outputs, 7.0f);
+          const size_t o0 = outputs / 3, o1 = outputs - outputs / 4;
+          fc.finish(n, parts.data(), 2, stride, part_out.data(), o0, o1);
+          for (size_t i = 0; i < n; ++i)
+            for (size_t o = 0; o < outputs; ++o)
+              ASSERT_EQ(part_out[i * outputs + o], o >= o0 && o < o1 ? out[i * outputs + o] : 7.0f);
+        }
+  }
 }
 
 TEST(XnnpackKernelGemm, LongReductions) {

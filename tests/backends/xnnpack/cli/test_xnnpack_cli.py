@@ -127,7 +127,7 @@ def test_inspect_groups_portable_nodes_by_reason(models):
     # x (3 channels) is read in NCHW by the first Conv, run by the plugin's
     # stem kernel; the two Convs feeding the Concat write into its buffer.
     assert "    plugin:   compiled xnnpack:" in r.stdout, r.stdout
-    assert "(2 convolutions write into their Concat, 0 depthwise run by the plugin's kernel, 0 inverted-residual blocks fused, 1 stem convolutions from NCHW), 1 boundary transpose (NCHW<->NHWC)" in r.stdout, r.stdout
+    assert "(2 convolutions write into their Concat, 0 depthwise run by the plugin's kernel, 0 inverted-residual blocks fused, 1 stem convolutions from NCHW, 0 classifier heads run with their fully connected), 1 boundary transpose (NCHW<->NHWC)" in r.stdout, r.stdout
     v = kiln("inspect", models["mixed"], "--backends", "xnnpack,portable", "--verbose", *CLAIM_ALL)
     assert v.returncode == 0, v.stderr
     assert "node by node:\n  Transpose\n    xnnpack: Transpose: this XNNPACK" in v.stdout, v.stdout

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <utility>
 
 struct xnn_allocator;
 
@@ -43,6 +44,12 @@ class FloatBuffer {
   FloatBuffer() = default;
   /// `n` floats set to `value`; throws std::bad_alloc when out of memory.
   explicit FloatBuffer(size_t n, float value = 0.0f) { assign(n, value); }
+  FloatBuffer(FloatBuffer&& o) noexcept : p_(std::move(o.p_)), n_(std::exchange(o.n_, 0)) {}
+  FloatBuffer& operator=(FloatBuffer&& o) noexcept {
+    p_ = std::move(o.p_);
+    n_ = std::exchange(o.n_, 0);
+    return *this;
+  }
   /// Replaces the contents by `n` floats set to `value`.
   void assign(size_t n, float value = 0.0f);
 

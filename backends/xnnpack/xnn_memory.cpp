@@ -17,16 +17,19 @@ void* alloc_large(size_t bytes, size_t alignment) noexcept {
   alignment = std::max(alignment, sizeof(void*));
   if (alignment > kHugePageBytes || (alignment & (alignment - 1)) != 0) return nullptr;
   bytes = std::max<size_t>(bytes, 1);
-  const bool large = bytes >= kLargeBytes;
-  if (large) {
-    if (bytes > SIZE_MAX - kHugePageBytes) return nullptr;
-    bytes = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
-    alignment = kHugePageBytes;
+  if (bytes < kLargeBytes) {
+    void* p = nullptr;
+    return posix_memalign(&p, alignment, bytes) == 0 ? p : nullptr;
   }
+  // Whole 2 MB pages: the size rounded up when the last page is at least
+  // 7/8 used, else down (the tail stays on 4 KB pages).
+  if (bytes > SIZE_MAX - kHugePageBytes) return nullptr;
+  const size_t up = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  const size_t huge = up - bytes <= up / 8 ? up : bytes / kHugePageBytes * kHugePageBytes;
   void* p = nullptr;
-  if (posix_memalign(&p, alignment, bytes) != 0) return nullptr;
+  if (posix_memalign(&p, kHugePageBytes, std::max(bytes, huge)) != 0) return nullptr;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (large) (void)madvise(p, bytes, MADV_HUGEPAGE);  // advice: when refused (THP `never`, no THP), 4 KB pages
+  if (huge) (void)madvise(p, huge, MADV_HUGEPAGE);  // advice: when refused (THP `never`, no THP), 4 KB pages
 #endif
   return p;
 }

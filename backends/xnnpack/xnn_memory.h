@@ -1,15 +1,18 @@
 // Memory for the plugin's large buffers: packed weights, the runtime's
 // arena, the fused blocks' scratch, and (through xnn_allocator) XNNPACK's
-// own packed weights. A buffer of kLargeBytes or more is 2 MB-aligned, its
-// size rounded up to whole 2 MB pages, and advised as transparent huge
-// pages (madvise(MADV_HUGEPAGE): THP in `madvise` mode backs it with 2 MB
-// pages; in `always` mode the advice changes nothing, in `never` mode it
-// is ignored and the buffer keeps 4 KB pages). Weights and activations
-// that do not stay in cache are read from memory on every run; with 4 KB
-// pages each page's first line costs a page walk (in a VM, a two-level
-// one): mobilenet_v2's 5 MB FC weights stream in 202 us on 4 KB pages, 117
-// on 2 MB. Smaller buffers are 64-byte aligned from malloc, so they do not
-// each take a 2 MB page. Every pointer is freed with std::free.
+// own packed weights. A buffer of kLargeBytes or more is 2 MB-aligned and
+// its whole 2 MB pages are advised as transparent huge pages
+// (madvise(MADV_HUGEPAGE): THP in `madvise` mode backs them with 2 MB
+// pages; in `always` mode the advice changes nothing, in `never` mode it is
+// ignored and the buffer keeps 4 KB pages). Its size is rounded up to a
+// whole page when the last page is at least 7/8 used, else its tail stays
+// on 4 KB pages: a huge page is resident as a whole once touched, so
+// rounding a 1.05 MB buffer up would cost 1 MB of memory. Weights and
+// activations that do not stay in cache are read from memory on every run;
+// with 4 KB pages each page's first line costs a page walk (in a VM, a
+// two-level one): mobilenet_v2's 5 MB FC weights stream in 202 us on 4 KB
+// pages, 117 on 2 MB. Smaller buffers are 64-byte aligned from malloc.
+// Every pointer is freed with std::free.
 #pragma once
 
 #include <cstddef>
@@ -21,10 +24,8 @@ struct xnn_allocator;
 namespace kiln_xnnpack {
 
 constexpr size_t kHugePageBytes = size_t{2} << 20;
-/// Buffers from this size on get huge pages. Rounding up to 2 MB wastes at
-/// most 1 MB of address space per buffer, and only the pages touched count
-/// in the resident set.
-constexpr size_t kLargeBytes = size_t{1} << 20;
+/// Buffers from this size on get huge pages: 7/8 of one.
+constexpr size_t kLargeBytes = kHugePageBytes / 8 * 7;
 
 /// `bytes` (at least 1) aligned to `alignment` (a power of two, at most
 /// 2 MB), on huge pages from kLargeBytes on; nullptr when out of memory.

@@ -100,12 +100,15 @@ std::string vm_flags_of(const void* p) {
 
 TEST(XnnMemory, LargeBuffersAreAdvisedAsHugePages) {
   if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").fail()) GTEST_SKIP() << "no transparent huge pages";
-  void* large = alloc_large(3 * kHugePageBytes);
-  ASSERT_NE(large, nullptr);
-  const std::string large_flags = vm_flags_of(large);
-  ASSERT_FALSE(large_flags.empty());
-  EXPECT_NE(large_flags.find(" hg"), std::string::npos) << large_flags;
-  std::free(large);
+  // Whole pages, one rounded up (last page 7/8 used), one with a 4 KB-page tail.
+  for (size_t bytes : {3 * kHugePageBytes, kHugePageBytes - kHugePageBytes / 16, 5 * kHugePageBytes / 2}) {
+    void* p = alloc_large(bytes);
+    ASSERT_NE(p, nullptr);
+    const std::string flags = vm_flags_of(p);
+    ASSERT_FALSE(flags.empty()) << bytes;
+    EXPECT_NE(flags.find(" hg"), std::string::npos) << bytes << ": " << flags;
+    std::free(p);
+  }
 }
 
 // In a child whose madvise fails (EINVAL, a seccomp filter), large buffers

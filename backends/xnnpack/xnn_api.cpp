@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "kiln/c/backend_sdk.hpp"
+#include "xnn_memory.h"
 
 namespace kiln_xnnpack {
 namespace {
@@ -49,7 +50,7 @@ Loaded load() {
   KILN_XNN_FUNCTIONS(KILN_XNN_RESOLVE)
   KILN_XNN_RESOLVE(pthreadpool_parallelize_1d)
 #undef KILN_XNN_RESOLVE
-  const int s = l.api.xnn_initialize(nullptr);
+  const int s = l.api.xnn_initialize(xnn_large_allocator());
   if (s != xnn_status_success) l.error = path + ": xnn_initialize failed: " + status_name(s);
   return l;
 }

@@ -38,6 +38,7 @@
 #include "xnn_api.h"
 #include "xnn_gemm.h"
 #include "xnn_head.h"
+#include "xnn_memory.h"
 #include "xnn_program.h"
 
 namespace kiln_xnnpack {
@@ -118,12 +119,12 @@ class FusedBlocks {
   size_t stems_ = 0, stems_alone_ = 0;  // of blocks_: with a stem; a stem alone
   std::vector<uint8_t> stem_input_;     // per value: a partition input a stem reads as NCHW
   size_t heads_fc_ = 0;  // of those, with their FullyConnected
-  std::vector<float> fc_parts_;  // per head with FC: threads_ partial outputs (Block::fc_at)
+  FloatBuffer fc_parts_;         // per head with FC: threads_ partial outputs (Block::fc_at)
   size_t per_task_ = 0;                 // floats of scratch per band
-  std::vector<float> scratch_;          // threads_ x per_task_
+  FloatBuffer scratch_;                 // threads_ x per_task_
   size_t max_band_ = 0;                 // rows of the tallest band
   std::vector<const float*> row_ptrs_;  // threads_ x max_band_ x 3: the input rows of each band row
-  std::vector<float> expanded_;         // threads_ > 1: the largest expanded tensor (two phases)
+  FloatBuffer expanded_;                // threads_ > 1: the largest expanded tensor (two phases)
   std::vector<Stage> stages_;            // threads_ > 1: the stages of the chain running
   std::unique_ptr<StageSync[]> sync_;    // per stage of the chain
   std::unique_ptr<ItemRun[]> runs_;      // per stage of the chain x thread: the items of a banded block it has left

@@ -29,12 +29,16 @@ size_t panel_width(size_t cols) { return cols <= 16 ? 16 : cols == 24 ? 24 : 32;
 
 PackedGemm::PackedGemm(const float* w, const float* bias, size_t n, size_t k, size_t k_pad)
     : n_(n), k_(k_pad), isa_(kernel_isa()) {
+  size_t floats = 0;
+  for (size_t col0 = 0; col0 < n; col0 += kPanel) floats += panel_width(std::min(kPanel, n - col0)) * k_pad;
+  panels_.assign(floats);
+  float* out = panels_.data();
   for (size_t col0 = 0; col0 < n; col0 += kPanel) {
     const size_t width = panel_width(std::min(kPanel, n - col0));
     for (size_t kk = 0; kk < k_pad; ++kk)
       for (size_t j = 0; j < width; ++j) {
         const size_t col = col0 + j;
-        panels_.push_back(col < n && kk < k ? w[col * k + kk] : 0.0f);
+        *out++ = col < n && kk < k ? w[col * k + kk] : 0.0f;
       }
   }
   bias_.assign((n + 31) / 32 * 32, 0.0f);

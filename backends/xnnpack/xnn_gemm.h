@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "xnn_isa.h"
+#include "xnn_memory.h"
 
 namespace kiln_xnnpack {
 
@@ -69,7 +70,7 @@ class PackedGemm {
 
   size_t n_ = 0, k_ = 0;
   Isa isa_ = Isa::kNone;
-  std::vector<float> panels_;  // per panel: k rows of 32 (or 16) columns, zero-padded
+  FloatBuffer panels_;         // per panel: k rows of 32 (or 16) columns, zero-padded (huge pages when large)
   std::vector<float> bias_;    // n rounded up to 16, zero-padded
 };
 

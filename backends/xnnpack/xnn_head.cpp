@@ -5,10 +5,6 @@
 #include <cstdlib>
 #include <new>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define KILN_XNN_X86 1
@@ -72,27 +68,12 @@ __attribute__((target("avx2,fma"))) void block256(size_t n, const float* x, size
 }
 #endif
 
-// 2 MB-aligned memory, its whole 2 MB pages advised as huge pages (Linux).
-float* alloc_rows(size_t floats) {
-  constexpr size_t kHuge = size_t{2} << 20;
-  const size_t bytes = std::max<size_t>(floats * sizeof(float), 64);
-  void* p = nullptr;
-  if (posix_memalign(&p, bytes >= kHuge ? kHuge : 64, bytes) != 0 || !p) throw std::bad_alloc();
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (bytes >= kHuge) (void)madvise(p, bytes / kHuge * kHuge, MADV_HUGEPAGE);  // advice: failing changes nothing
-#endif
-  return static_cast<float*>(p);
-}
-
 }  // namespace
-
-void HeadFc::Free::operator()(float* p) const { std::free(p); }
 
 HeadFc::HeadFc(const float* w, const float* bias, size_t outputs, size_t k, float lo, float hi)
     : outputs_(outputs), k_(k), ld_(round16(outputs)), isa_(kernel_isa()), lo_(lo), hi_(hi),
-      w_(alloc_rows(k * ld_)) {
-  float* packed = w_.get();
-  std::fill(packed, packed + k * ld_, 0.0f);
+      w_(k * ld_) {
+  float* packed = w_.data();
   // Panel by panel (32 rows, the last fewer), column block by column block
   // (as accumulate() takes them), a block's rows one after the other.
   for (size_t k0 = 0; k0 < k; k0 += kPanelRows) {
@@ -110,12 +91,12 @@ HeadFc::HeadFc(const float* w, const float* bias, size_t outputs, size_t k, floa
 }
 
 PackedGemm::Prefetch HeadFc::rows(size_t k0, size_t k1) const {
-  return {w_.get() + k0 * ld_, (k1 - k0) * ld_ * sizeof(float)};
+  return {w_.data() + k0 * ld_, (k1 - k0) * ld_ * sizeof(float)};
 }
 
 void HeadFc::accumulate(size_t n, const float* x, size_t ldx, size_t k0, size_t k1, float* y) const {
   const size_t rows = k1 - k0;
-  const float* panel = w_.get() + k0 * ld_;
+  const float* panel = w_.data() + k0 * ld_;
   for (size_t c = 0, width = 0; c < ld_; c += width) {
     width = block_width(ld_ - c);
     const float* wb = panel + c * rows;  // the block's rows, `width` floats each

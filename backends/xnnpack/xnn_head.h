@@ -21,6 +21,7 @@
 
 #include "xnn_gemm.h"
 #include "xnn_isa.h"
+#include "xnn_memory.h"
 
 namespace kiln_xnnpack {
 
@@ -57,18 +58,12 @@ class HeadFc {
   void finish(size_t n, const float* parts, size_t count, size_t stride, float* out, size_t o0, size_t o1) const;
 
  private:
-  struct Free {
-    void operator()(float* p) const;
-  };
-
   size_t outputs_ = 0, k_ = 0, ld_ = 0;
   Isa isa_ = Isa::kNone;
   float lo_ = 0, hi_ = 0;
-  // k x ld floats by panels and column blocks (above), zero-padded columns. 2 MB-aligned, its whole 2 MB pages
-  // advised as transparent huge pages: the rows stream from memory every
-  // run, and with 4 KB pages each page's first line cost a page walk (in a
-  // VM, a two-level one): 5 MB read in 202 us on 4 KB pages, 117 on 2 MB.
-  std::unique_ptr<float, Free> w_;
+  // k x ld floats by panels and column blocks (above), zero-padded columns,
+  // on huge pages (xnn_memory.h): they stream from memory every run.
+  FloatBuffer w_;
   std::vector<float> bias_;     // [outputs]
 };
 

@@ -249,9 +249,8 @@ void Runtime::place_owned() {
     total = std::max(total, at + floats_of(v));
     placed.push_back(v);
   }
-  arena_.assign(total + 16, 0.0f);  // + 16: room to align the base to 64 bytes
+  arena_.assign(total, 0.0f);  // 64-byte aligned
   float* base = arena_.data();
-  while (reinterpret_cast<uintptr_t>(base) % 64 != 0) ++base;
   for (uint32_t v : placed) ptr_[v] = base + offset[v];
   scratch_bytes_ = arena_.size() * sizeof(float);
 }

@@ -16,6 +16,7 @@
 #include "xnn_api.h"
 #include "xnn_block.h"
 #include "xnn_isa.h"
+#include "xnn_memory.h"
 #include "xnn_profile.h"
 #include "xnn_program.h"
 #include "xnn_silu.h"
@@ -128,7 +129,7 @@ class Runtime {
   int64_t producer_of(uint32_t v) const { return producer_[v]; }
   std::vector<float*> ptr_;                   // per value: where its data is this run (nullptr: XNNPACK's own)
   std::vector<uint8_t> owned_;                // per value: held in arena_ (else host memory or XNNPACK's)
-  std::vector<float> arena_;                  // every owned value, placed by place_owned()
+  FloatBuffer arena_;                         // every owned value, placed by place_owned() (huge pages)
   std::vector<float*> host_out_;              // per output: host memory this run
   size_t scratch_bytes_ = 0;
   StepTimer timer_;                           // KILN_XNNPACK_PROFILE (xnn_profile.h)

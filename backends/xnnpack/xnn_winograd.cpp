@@ -446,7 +446,7 @@ WinogradOps plan_winograd(const Program& p, WinogradMode mode, const std::vector
   size_t floats = 0;
   for (const auto& c : w.conv)
     if (c) floats = std::max(floats, c->scratch_floats());
-  if (floats) w.scratch.assign(floats + 16, 0.f);  // + 16: room to align to 64 bytes
+  if (floats) w.scratch.assign(floats, 0.f);
   return w;
 }
 

@@ -52,6 +52,7 @@
 #include <vector>
 
 #include "xnn_api.h"
+#include "xnn_memory.h"
 #include "xnn_program.h"
 
 namespace kiln_xnnpack {
@@ -127,12 +128,8 @@ struct WinogradOps {
   // output clamp replaces the convolution's. -1: none.
   std::vector<int64_t> add;
   std::vector<uint8_t> fused;  // per op: an Add run by the Winograd convolution before it
-  std::vector<float> scratch;  // shared by the convolutions (one runs at a time)
-  float* scratch_data() {  // 64-byte aligned
-    float* p = scratch.data();
-    while (reinterpret_cast<uintptr_t>(p) % 64 != 0) ++p;
-    return p;
-  }
+  FloatBuffer scratch;  // shared by the convolutions (one runs at a time)
+  float* scratch_data() { return scratch.data(); }  // 64-byte aligned
   size_t count() const {
     size_t n = 0;
     for (const auto& c : conv) n += c != nullptr;

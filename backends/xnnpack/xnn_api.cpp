@@ -28,17 +28,6 @@ const char* status_name(int s) {
   }
 }
 
-// Makes the shared object holding this code stay mapped until the process
-// ends (RTLD_NODELETE on the library already loaded).
-bool pin_this_library() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<const void*>(&pin_this_library), &info) == 0 || !info.dli_fname) return false;
-  void* self = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-  if (!self) return false;
-  dlclose(self);  // drops the reference dlopen added; RTLD_NODELETE stays
-  return true;
-}
-
 Loaded load() {
   Loaded l;
   const std::string path = library_path();
@@ -61,15 +50,6 @@ Loaded load() {
   KILN_XNN_FUNCTIONS(KILN_XNN_RESOLVE)
   KILN_XNN_RESOLVE(pthreadpool_parallelize_1d)
 #undef KILN_XNN_RESOLVE
-  // XNNPACK keeps the allocator's function pointers in its global state,
-  // which outlives this plugin (the handle above stays open), so the plugin
-  // must outlive it too: unloaded and mapped again elsewhere, it would leave
-  // XNNPACK calling into freed code (seen when one process created and
-  // dropped registries). Pin it; the host's dlclose then leaves it mapped.
-  if (!pin_this_library()) {
-    l.error = "cannot keep the XNNPACK plugin loaded for the life of the process (dlopen RTLD_NODELETE failed)";
-    return l;
-  }
   const int s = l.api.xnn_initialize(xnn_large_allocator());
   if (s != xnn_status_success) l.error = path + ": xnn_initialize failed: " + status_name(s);
   return l;

@@ -4,9 +4,6 @@
 // when libXNNPACK is missing.
 #include <gtest/gtest.h>
 
-#include <dlfcn.h>
-
-#include <cstdlib>
 #include <cstring>
 
 #include "kiln/c/backend_blob.hpp"
@@ -109,27 +106,6 @@ TEST(XnnpackPlugin, RunsASmallNetInOnePartitionLikePortableKernels) {
   ASSERT_TRUE(a.ok()) << a.status().to_string();
   ASSERT_TRUE(e.ok());
   expect_close(a.value()[0].tensor(), e.value()[0].tensor(), 1e-4f);
-}
-
-// XNNPACK (kept loaded for the process) holds the plugin's allocator
-// functions, so the plugin stays mapped after its registry unloads it: were
-// it unmapped, the next registry's plugin (mapped elsewhere) left XNNPACK
-// calling freed code (concurrency.unit crashed in xnn_create_subgraph so).
-// In a fresh process (threadsafe death-test style) with no other registry.
-TEST(XnnpackPluginDeathTest, StaysLoadedAfterItsRegistryIsGone) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(
-      {
-        {
-          auto r = registry_of({KILN_XNNPACK_PLUGIN});
-          auto x = build(small_net(), r.get(), {"xnnpack"}, {claim_all()}, FallbackPolicy::kRequire);
-          if (!x.ok() || x.value()->placement().partitions.size() != 1) std::exit(2);
-          std::vector<Value> in{Value(random_tensor({1, 3, 8, 8}, 3))};
-          if (!(*x)->run(in, {}, nullptr).ok()) std::exit(3);
-        }
-        std::exit(dlopen(KILN_XNNPACK_PLUGIN, RTLD_NOW | RTLD_NOLOAD) ? 0 : 1);
-      },
-      ::testing::ExitedWithCode(0), "");
 }
 
 // shufflenet_v2's branch: 1x1 + Relu -> 3x3 depthwise -> 1x1 + Relu, read

@@ -5,7 +5,6 @@
 #include <cstdlib>
 
 #include "kiln/c/backend_sdk.hpp"
-#include "xnn_memory.h"
 
 namespace kiln_xnnpack {
 namespace {
@@ -50,7 +49,13 @@ Loaded load() {
   KILN_XNN_FUNCTIONS(KILN_XNN_RESOLVE)
   KILN_XNN_RESOLVE(pthreadpool_parallelize_1d)
 #undef KILN_XNN_RESOLVE
-  const int s = l.api.xnn_initialize(xnn_large_allocator());
+  // XNNPACK's default allocator, not alloc_large: this XNNPACK copies the
+  // allocator's function pointers once per process, into state that
+  // outlives this plugin (the handle above stays open), so pointers into a
+  // plugin unloaded with its registry and mapped again elsewhere would be
+  // called (xnn_create_subgraph crashed so); the plugin must unload cleanly
+  // (kiln check-backend), so it cannot pin itself either.
+  const int s = l.api.xnn_initialize(nullptr);
   if (s != xnn_status_success) l.error = path + ": xnn_initialize failed: " + status_name(s);
   return l;
 }

@@ -1,7 +1,5 @@
 #include "xnn_memory.h"
 
-#include <xnnpack.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -32,20 +30,6 @@ void* alloc_large(size_t bytes, size_t alignment) noexcept {
   if (huge) (void)madvise(p, huge, MADV_HUGEPAGE);  // advice: when refused (THP `never`, no THP), 4 KB pages
 #endif
   return p;
-}
-
-namespace {
-
-void* xnn_alloc(void*, size_t size) { return std::malloc(size); }
-void* xnn_realloc(void*, void* p, size_t size) { return std::realloc(p, size); }
-void xnn_free(void*, void* p) { std::free(p); }
-void* xnn_aligned_alloc(void*, size_t alignment, size_t size) { return alloc_large(size, alignment); }
-
-}  // namespace
-
-const xnn_allocator* xnn_large_allocator() {
-  static const xnn_allocator a = {nullptr, xnn_alloc, xnn_realloc, xnn_free, xnn_aligned_alloc, xnn_free};
-  return &a;
 }
 
 void FloatBuffer::Free::operator()(float* p) const { std::free(p); }

@@ -1,6 +1,6 @@
 // Memory for the plugin's large buffers: packed weights, the runtime's
-// arena, the fused blocks' scratch, and (through xnn_allocator) XNNPACK's
-// own packed weights. A buffer of kLargeBytes or more is 2 MB-aligned and
+// arena, the fused blocks' scratch (not XNNPACK's own weights: xnn_api.cpp
+// says why). A buffer of kLargeBytes or more is 2 MB-aligned and
 // its whole 2 MB pages are advised as transparent huge pages
 // (madvise(MADV_HUGEPAGE): THP in `madvise` mode backs them with 2 MB
 // pages; in `always` mode the advice changes nothing, in `never` mode it is
@@ -19,8 +19,6 @@
 #include <memory>
 #include <utility>
 
-struct xnn_allocator;
-
 namespace kiln_xnnpack {
 
 constexpr size_t kHugePageBytes = size_t{2} << 20;
@@ -31,12 +29,6 @@ constexpr size_t kLargeBytes = kHugePageBytes / 8 * 7;
 /// 2 MB), on huge pages from kLargeBytes on; nullptr when out of memory.
 /// Free with std::free.
 void* alloc_large(size_t bytes, size_t alignment = 64) noexcept;
-
-/// The allocator passed to xnn_initialize: XNNPACK's aligned allocations
-/// (its packed weights) go through alloc_large; the others are malloc,
-/// realloc and free. Stateless, so thread-safe; every block it returns is
-/// freed by std::free, like XNNPACK's default allocator's.
-const xnn_allocator* xnn_large_allocator();
 
 /// A fixed-size array of floats from alloc_large (64-byte aligned, huge
 /// pages when large). Move-only.

@@ -4,9 +4,8 @@
 // freeable with std::free; large ones carry the huge-page advice where the
 // kernel has transparent huge pages (the mapping's VmFlags say hg); a refused madvise (a seccomp filter
 // makes it fail in a child process) still gives usable memory; the
-// allocator handed to xnn_initialize and FloatBuffer on top of it.
+// FloatBuffer on top of it.
 #include <gtest/gtest.h>
-#include <xnnpack.h>
 
 #include <cerrno>
 #include <cstddef>
@@ -141,25 +140,6 @@ TEST(XnnMemory, RefusedAdviceIsNoError) {
   EXPECT_EXIT(allocate_with_advice_refused(), ::testing::ExitedWithCode(0), "");
 }
 #endif
-
-TEST(XnnMemory, XnnpackAllocator) {
-  const xnn_allocator* a = xnn_large_allocator();
-  ASSERT_NE(a, nullptr);
-  for (size_t bytes : sizes_around_threshold()) {
-    void* p = a->aligned_allocate(a->context, 64, bytes);
-    ASSERT_NE(p, nullptr);
-    EXPECT_TRUE(aligned(p, bytes >= kLargeBytes ? kHugePageBytes : 64));
-    EXPECT_TRUE(usable(p, bytes));
-    a->aligned_deallocate(a->context, p);
-  }
-  auto* p = static_cast<unsigned char*>(a->allocate(a->context, 100));
-  ASSERT_NE(p, nullptr);
-  for (int i = 0; i < 100; ++i) p[i] = static_cast<unsigned char>(i);
-  p = static_cast<unsigned char*>(a->reallocate(a->context, p, kLargeBytes));
-  ASSERT_NE(p, nullptr);
-  for (int i = 0; i < 100; ++i) EXPECT_EQ(p[i], i);
-  a->deallocate(a->context, p);
-}
 
 TEST(XnnMemory, FloatBuffer) {
   FloatBuffer f;

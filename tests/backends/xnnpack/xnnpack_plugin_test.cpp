@@ -4,6 +4,11 @@
 // when libXNNPACK is missing.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+#include <link.h>
+#include <sys/mman.h>
+
+#include <cstdlib>
 #include <cstring>
 
 #include "kiln/c/backend_blob.hpp"
@@ -106,6 +111,47 @@ TEST(XnnpackPlugin, RunsASmallNetInOnePartitionLikePortableKernels) {
   ASSERT_TRUE(a.ok()) << a.status().to_string();
   ASSERT_TRUE(e.ok());
   expect_close(a.value()[0].tensor(), e.value()[0].tensor(), 1e-4f);
+}
+
+// Builds and runs small_net through a registry of its own; exits with `code` on failure.
+void run_small_net_or_exit(int code) {
+  auto r = registry_of({KILN_XNNPACK_PLUGIN});
+  auto x = build(small_net(), r.get(), {"xnnpack"}, {claim_all()}, FallbackPolicy::kRequire);
+  if (!x.ok() || x.value()->placement().partitions.size() != 1) std::exit(code);
+  std::vector<Value> in{Value(random_tensor({1, 3, 8, 8}, 3))};
+  if (!(*x)->run(in, {}, nullptr).ok()) std::exit(code + 1);
+}
+
+// libXNNPACK stays loaded for the process while the plugin unloads with its
+// last registry, so nothing in XNNPACK may keep pointers into the plugin (an
+// allocator of the plugin's handed to xnn_initialize did, and the next
+// registry's plugin, mapped elsewhere, crashed in xnn_create_subgraph). The
+// plugin's old address range is made inaccessible before it loads again, so
+// such a pointer faults every time. In a fresh process (threadsafe style).
+TEST(XnnpackPluginDeathTest, ReloadedAfterItsOldAddressIsTaken) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        uintptr_t base = 0;
+        {
+          auto r = registry_of({KILN_XNNPACK_PLUGIN});
+          auto x = build(small_net(), r.get(), {"xnnpack"}, {claim_all()}, FallbackPolicy::kRequire);
+          if (!x.ok()) std::exit(2);
+          void* h = dlopen(KILN_XNNPACK_PLUGIN, RTLD_NOW | RTLD_NOLOAD);
+          link_map* lm = nullptr;
+          if (!h || dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || !lm) std::exit(3);
+          base = lm->l_addr;
+          dlclose(h);
+        }
+        if (dlopen(KILN_XNNPACK_PLUGIN, RTLD_NOW | RTLD_NOLOAD)) std::exit(4);  // still mapped: test void
+        constexpr size_t kSpan = size_t{64} << 20;
+        if (mmap(reinterpret_cast<void*>(base), kSpan, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+                 -1, 0) == MAP_FAILED)
+          std::exit(5);
+        run_small_net_or_exit(6);
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 // shufflenet_v2's branch: 1x1 + Relu -> 3x3 depthwise -> 1x1 + Relu, read

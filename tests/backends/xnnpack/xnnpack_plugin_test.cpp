@@ -5,11 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
-#include <link.h>
 #include <sys/mman.h>
 
+#include <cinttypes>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "kiln/c/backend_blob.hpp"
 #include "xnnpack_test_util.h"
@@ -122,6 +125,31 @@ void run_small_net_or_exit(int code) {
   if (!(*x)->run(in, {}, nullptr).ok()) std::exit(code + 1);
 }
 
+// The test below, in its own process: 0 when the plugin ran again.
+int reload_after_old_range_taken() {
+  uintptr_t lo = UINTPTR_MAX, hi = 0;  // the plugin's mappings
+  {
+    auto r = registry_of({KILN_XNNPACK_PLUGIN});
+    auto x = build(small_net(), r.get(), {"xnnpack"}, {claim_all()}, FallbackPolicy::kRequire);
+    if (!x.ok()) return 2;
+    const std::string self = std::filesystem::canonical(KILN_XNNPACK_PLUGIN).string();
+    std::ifstream maps("/proc/self/maps");
+    for (std::string line; std::getline(maps, line);) {
+      if (line.size() < self.size() || line.compare(line.size() - self.size(), self.size(), self) != 0) continue;
+      uintptr_t b = 0, e = 0;
+      if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR, &b, &e) != 2) return 3;
+      lo = std::min(lo, b), hi = std::max(hi, e);
+    }
+    if (hi == 0) return 3;
+  }
+  if (dlopen(KILN_XNNPACK_PLUGIN, RTLD_NOW | RTLD_NOLOAD)) return 4;  // still mapped: test void
+  if (mmap(reinterpret_cast<void*>(lo), hi - lo, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
+           0) == MAP_FAILED)
+    return 5;
+  run_small_net_or_exit(6);
+  return 0;
+}
+
 // libXNNPACK stays loaded for the process while the plugin unloads with its
 // last registry, so nothing in XNNPACK may keep pointers into the plugin (an
 // allocator of the plugin's handed to xnn_initialize did, and the next
@@ -130,28 +158,7 @@ void run_small_net_or_exit(int code) {
 // such a pointer faults every time. In a fresh process (threadsafe style).
 TEST(XnnpackPluginDeathTest, ReloadedAfterItsOldAddressIsTaken) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(
-      {
-        uintptr_t base = 0;
-        {
-          auto r = registry_of({KILN_XNNPACK_PLUGIN});
-          auto x = build(small_net(), r.get(), {"xnnpack"}, {claim_all()}, FallbackPolicy::kRequire);
-          if (!x.ok()) std::exit(2);
-          void* h = dlopen(KILN_XNNPACK_PLUGIN, RTLD_NOW | RTLD_NOLOAD);
-          link_map* lm = nullptr;
-          if (!h || dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || !lm) std::exit(3);
-          base = lm->l_addr;
-          dlclose(h);
-        }
-        if (dlopen(KILN_XNNPACK_PLUGIN, RTLD_NOW | RTLD_NOLOAD)) std::exit(4);  // still mapped: test void
-        constexpr size_t kSpan = size_t{64} << 20;
-        if (mmap(reinterpret_cast<void*>(base), kSpan, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
-                 -1, 0) == MAP_FAILED)
-          std::exit(5);
-        run_small_net_or_exit(6);
-        std::exit(0);
-      },
-      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(std::exit(reload_after_old_range_taken()), ::testing::ExitedWithCode(0), "");
 }
 
 // shufflenet_v2's branch: 1x1 + Relu -> 3x3 depthwise -> 1x1 + Relu, read

@@ -122,7 +122,7 @@ struct FusedBlocks::Block {
   bool banded = false;        // 2+ threads: bands end to end (else the two phases, or channels)
   bool channels = false;      // 2+ threads: split by expanded channels, then the project by rows
   size_t panels_per_item = 1;  // channels: panels of 32 expanded channels an item expands and convolves
-  size_t item = 1;            // output rows a thread takes at a time (bands, or the depthwise + project phase)
+  size_t item = 1;            // output rows a thread takes at a time (bands, or the depthwise + project phase; channels: output pixels of the project)
   size_t expand_px = 1;       // phases: input pixels a thread expands at a time
   PackedGemm expand_gemm, project_gemm;
   PackedGemm::Epilogue expand_epi{}, project_epi{};
@@ -169,8 +169,8 @@ struct FusedBlocks::Block {
   /// (`row_ptrs`: room for 3 pointers per row).
   void run_channels(const float* x, float* expanded, float* dw_out, const float** row_ptrs, size_t p0,
                     size_t p1) const;
-  /// channels: output rows [g0, g1) of all images from the depthwise output.
-  void run_project(const float* x, float* y, const float* dw_out, size_t g0, size_t g1) const;
+  /// channels: output pixels [p0, p1) of all images from the depthwise output.
+  void run_project(const float* x, float* y, const float* dw_out, size_t p0, size_t p1) const;
 };
 
 // One stage of a chain of blocks run by 2+ threads: a banded block, or one
@@ -180,7 +180,7 @@ struct FusedBlocks::Stage {
   const Block* block = nullptr;
   const float* x = nullptr;
   float* y = nullptr;
-  size_t rows = 0;   // output rows (kExpand: input pixels; kPool, kChannels: panels; kFcSum: outputs) of all images
+  size_t rows = 0;   // output rows (kExpand, kProject: pixels; kPool, kChannels: panels; kFcSum: outputs) of all images
   size_t chunk = 1;  // rows (pixels, panels) an item holds
   size_t items = 0;
 };
@@ -449,12 +449,11 @@ void plan_split(FusedBlocks::Block& b, BlockSplit split, size_t threads) {
   const size_t rows = b.n * b.oh;
   const size_t share = ceil_div(rows, threads), target = std::max<size_t>(1, ceil_div(rows, threads * kItemsPerRun));
   if (b.channels) {
-    // Every thread a few items of panels (M: all the pixels), then about
-    // one item of rows each (M: a share of the pixels).
+    // Every thread a few items of panels (M: all the pixels), then one item
+    // of output pixels each (M: a share of the pixels, equal to a pixel).
     const size_t panels = b.expand_gemm.panels();
     b.panels_per_item = balanced_rows(panels, threads, 1, std::max<size_t>(1, ceil_div(panels, threads * kChannelItems)));
-    const size_t lo = std::min(share, ceil_div(kItemPixels, b.ow));
-    b.item = balanced_rows(rows, threads, lo, std::max(lo, share));
+    b.item = ceil_div(b.n * b.oh * b.ow, threads);
   } else if (b.banded) {
     const size_t lo = std::min(share, ceil_div(kItemPixels, b.ow));
     b.item = balanced_rows(rows, threads, lo, std::max(lo, target));
@@ -689,12 +688,12 @@ void FusedBlocks::Block::run_channels(const float* x, float* expanded, float* dw
   }
 }
 
-void FusedBlocks::Block::run_project(const float* x, float* y, const float* dw_out, size_t g0, size_t g1) const {
+void FusedBlocks::Block::run_project(const float* x, float* y, const float* dw_out, size_t p0, size_t p1) const {
   const size_t ce16 = this->ce16();
   PackedGemm::Epilogue pe = project_epi;
-  pe.residual = residual ? x + g0 * ow * cin : nullptr;  // residual: the input has the output's dims
+  pe.residual = residual ? x + p0 * cin : nullptr;  // residual: the input has the output's dims
   pe.ldr = cin;
-  project_gemm.run((g1 - g0) * ow, dw_out + g0 * ow * ce16, ce16, y + g0 * ow * cout, cout, pe);
+  project_gemm.run(p1 - p0, dw_out + p0 * ce16, ce16, y + p0 * cout, cout, pe);
 }
 
 void FusedBlocks::Block::run_stem_rows(const float* x, float* y, float* scratch, size_t g0, size_t g1) const {
@@ -879,7 +878,8 @@ void FusedBlocks::run(size_t op, size_t stop, const std::vector<float*>& ptr, pt
     if (b.channels) {
       const size_t panels = b.expand_gemm.panels();
       stages_.push_back({Stage::kChannels, &b, x, y, panels, b.panels_per_item, ceil_div(panels, b.panels_per_item)});
-      stages_.push_back({Stage::kProject, &b, x, y, out_rows, b.item, ceil_div(out_rows, b.item)});
+      const size_t px = b.n * b.oh * b.ow;
+      stages_.push_back({Stage::kProject, &b, x, y, px, b.item, ceil_div(px, b.item)});
       continue;
     }
     if (b.expand) {

@@ -441,11 +441,11 @@ void prepare(const Program& p, FusedBlocks::Block& b, size_t band_rows) {
 void plan_split(FusedBlocks::Block& b, BlockSplit split, size_t threads) {
   if (threads < 2) return;
   const size_t halo = (threads - 1) * (3 - b.dw.stride);
+  const bool small_map = b.expand && b.n * b.oh * b.ow <= kChannelPixels;
   const bool small_halo = !b.expand || halo * kHaloShare <= b.n * b.h;
   b.banded = split == BlockSplit::kBands || (split != BlockSplit::kPhases && !b.expand) ||
-             (split == BlockSplit::kAuto && small_halo);
-  b.channels = !b.banded && (split == BlockSplit::kChannels ||
-                             (split == BlockSplit::kAuto && b.n * b.oh * b.ow <= kChannelPixels));
+             (split == BlockSplit::kAuto && small_halo && !small_map);
+  b.channels = !b.banded && (split == BlockSplit::kChannels || (split == BlockSplit::kAuto && small_map));
   const size_t rows = b.n * b.oh;
   const size_t share = ceil_div(rows, threads), target = std::max<size_t>(1, ceil_div(rows, threads * kItemsPerRun));
   if (b.channels) {

@@ -22,12 +22,12 @@
 // edges are expanded twice; idle threads take items from the back of
 // others' runs), or in two phases (the expand of all rows, then the
 // depthwise + project of chunks of rows; the expanded tensor then goes
-// through memory, but no halo rows are recomputed); auto picks bands where
-// the halo is small; or by channels (each thread expands all pixels for
-// its panels of 32 expanded channels and runs the depthwise on them, into a
-// shared depthwise output; then the project of chunks of rows: GEMMs of
-// all the pixels or of a thread's share of rows, no halo, auto's choice for
-// small maps). Consecutive blocks run as one chain in one
+// through memory, but no halo rows are recomputed), or by channels (each
+// thread expands all pixels for its panels of 32 expanded channels and
+// runs the depthwise on them, into a shared depthwise output; then the
+// project of a share of the output pixels: large GEMMs and no halo); auto
+// splits small maps by channels, else picks bands where the halo is small.
+// Consecutive blocks run as one chain in one
 // pthreadpool call, stage after stage, so the threads meet the pool's
 // barrier once per chain, and a thread the OS preempts holds back one item.
 #pragma once

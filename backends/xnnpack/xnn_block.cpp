@@ -589,7 +589,8 @@ std::string FusedBlocks::describe(size_t op) const {
     if (b.stem_only) return stem + s(b.oh) + "x" + s(b.ow) + "x" + s(b.cout) + act;
   }
   return stem + s(b.h) + "x" + s(b.w) + "x" + s(b.stem ? b.ce : b.cin) + (b.expand ? " -> " + s(b.ce) : "") + " -> " + s(b.oh) + "x" + s(b.ow) +
-         "x" + s(b.cout) + " s" + s(b.dw.stride) + (b.residual ? " +res" : "") + " band " + s(b.band);
+         "x" + s(b.cout) + " s" + s(b.dw.stride) + (b.residual ? " +res" : "") + " band " + s(b.band) +
+         (threads_ < 2 ? "" : b.banded ? ", bands" : b.channels ? ", channels" : ", phases");
 }
 
 void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, const float** row_ptrs, size_t g0,

@@ -38,6 +38,10 @@ constexpr size_t kItemPixels = 48;
 constexpr size_t kRowPixels = 14;  // phases: depthwise + project items
 constexpr size_t kExpandPixels = 32;
 constexpr size_t kHaloShare = 8;
+// Blocks of at most kChannelPixels output pixels that auto does not band
+// are split by channels (kChannelItems items of panels per thread).
+constexpr size_t kChannelPixels = 14 * 14;
+constexpr size_t kChannelItems = 2;
 
 size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 
@@ -115,8 +119,10 @@ struct FusedBlocks::Block {
   size_t pool_panels = 1;     // pool: panels of 32 output channels an item computes
   HeadFc fc;                  // pool: the FullyConnected fused after it (outputs() 0: none)
   size_t fc_at = 0;           // pool with FC: where its threads' partial outputs start in fc_parts_
-  bool banded = false;        // 2+ threads: bands end to end (else the two phases)
-  size_t item = 1;            // output rows a thread takes at a time (bands, or the depthwise + project phase)
+  bool banded = false;        // 2+ threads: bands end to end (else the two phases, or channels)
+  bool channels = false;      // 2+ threads: split by expanded channels, then the project by rows
+  size_t panels_per_item = 1;  // channels: panels of 32 expanded channels an item expands and convolves
+  size_t item = 1;            // output rows a thread takes at a time (bands, or the depthwise + project phase; channels: output pixels of the project)
   size_t expand_px = 1;       // phases: input pixels a thread expands at a time
   PackedGemm expand_gemm, project_gemm;
   PackedGemm::Epilogue expand_epi{}, project_epi{};
@@ -157,16 +163,24 @@ struct FusedBlocks::Block {
   /// from the last call keep its expanded rows instead of recomputing them.
   void run_rows(const float* x, float* y, float* scratch, const float** row_ptrs, size_t g0, size_t g1,
                 const float* expanded, RingCursor* ring) const;
+  /// channels: panels [p0, p1) of the expanded channels (32 each) of all
+  /// pixels into `expanded` (n x h x w x ce16), then their depthwise output
+  /// of all rows into `dw_out` (n x oh x ow x ce16), `band` rows at a time
+  /// (`row_ptrs`: room for 3 pointers per row).
+  void run_channels(const float* x, float* expanded, float* dw_out, const float** row_ptrs, size_t p0,
+                    size_t p1) const;
+  /// channels: output pixels [p0, p1) of all images from the depthwise output.
+  void run_project(const float* x, float* y, const float* dw_out, size_t p0, size_t p1) const;
 };
 
 // One stage of a chain of blocks run by 2+ threads: a banded block, or one
 // of the two phases of a block.
 struct FusedBlocks::Stage {
-  enum Kind : uint8_t { kBands, kExpand, kRows, kPool, kFcSum } kind = kBands;
+  enum Kind : uint8_t { kBands, kExpand, kRows, kPool, kFcSum, kChannels, kProject } kind = kBands;
   const Block* block = nullptr;
   const float* x = nullptr;
   float* y = nullptr;
-  size_t rows = 0;   // output rows (kExpand: input pixels; kPool: panels; kFcSum: outputs) of all images
+  size_t rows = 0;   // output rows (kExpand, kProject: pixels; kPool, kChannels: panels; kFcSum: outputs) of all images
   size_t chunk = 1;  // rows (pixels, panels) an item holds
   size_t items = 0;
 };
@@ -427,11 +441,20 @@ void prepare(const Program& p, FusedBlocks::Block& b, size_t band_rows) {
 void plan_split(FusedBlocks::Block& b, BlockSplit split, size_t threads) {
   if (threads < 2) return;
   const size_t halo = (threads - 1) * (3 - b.dw.stride);
-  b.banded = split == BlockSplit::kBands ||
-             (split == BlockSplit::kAuto && (!b.expand || halo * kHaloShare <= b.n * b.h));
+  const bool small_map = b.expand && b.n * b.oh * b.ow <= kChannelPixels;
+  const bool small_halo = !b.expand || halo * kHaloShare <= b.n * b.h;
+  b.banded = split == BlockSplit::kBands || (split != BlockSplit::kPhases && !b.expand) ||
+             (split == BlockSplit::kAuto && small_halo && !small_map);
+  b.channels = !b.banded && (split == BlockSplit::kChannels || (split == BlockSplit::kAuto && small_map));
   const size_t rows = b.n * b.oh;
   const size_t share = ceil_div(rows, threads), target = std::max<size_t>(1, ceil_div(rows, threads * kItemsPerRun));
-  if (b.banded) {
+  if (b.channels) {
+    // Every thread a few items of panels (M: all the pixels), then one item
+    // of output pixels each (M: a share of the pixels, equal to a pixel).
+    const size_t panels = b.expand_gemm.panels();
+    b.panels_per_item = balanced_rows(panels, threads, 1, std::max<size_t>(1, ceil_div(panels, threads * kChannelItems)));
+    b.item = ceil_div(b.n * b.oh * b.ow, threads);
+  } else if (b.banded) {
     const size_t lo = std::min(share, ceil_div(kItemPixels, b.ow));
     b.item = balanced_rows(rows, threads, lo, std::max(lo, target));
   } else {
@@ -452,7 +475,7 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
   hidden_.assign(p.values.size(), 0);
   stem_input_.assign(p.values.size(), 0);
   if ((!f.enabled && !f.stem) || !gemm_supported() || !native_depthwise_supported()) return;
-  size_t expanded_size = 0, fc_floats = 0;
+  size_t expanded_size = 0, dw_size = 0, fc_floats = 0;
   std::vector<size_t> readers(p.values.size(), 0);
   for (const Op& op : p.ops)
     for (uint32_t v : op.in)
@@ -489,6 +512,7 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
     }
     if (threads_ > 1 && b->expand && !b->banded)
       expanded_size = std::max(expanded_size, b->n * b->h * b->w * b->ce16());
+    if (threads_ > 1 && b->channels) dw_size = std::max(dw_size, b->n * b->oh * b->ow * b->ce16());
     for (size_t k = b->first; k < b->end; ++k) {
       block_of_[k] = static_cast<int32_t>(blocks_.size());
       if (k + 1 < b->end) hidden_[p.ops[k].out] = 1;
@@ -501,6 +525,7 @@ FusedBlocks::FusedBlocks(const Program& p, const BlockFusion& f, size_t threads)
   scratch_.assign(per_task_ * threads_, 0.0f);
   row_ptrs_.assign(max_band_ * 3 * threads_, nullptr);
   expanded_.assign(expanded_size, 0.0f);
+  dw_all_.assign(dw_size, 0.0f);
   fc_parts_.assign(fc_floats, 0.0f);
   if (threads_ > 1) {  // each block is at most two stages of a chain
     stages_.reserve(2 * blocks_.size());
@@ -564,7 +589,8 @@ std::string FusedBlocks::describe(size_t op) const {
     if (b.stem_only) return stem + s(b.oh) + "x" + s(b.ow) + "x" + s(b.cout) + act;
   }
   return stem + s(b.h) + "x" + s(b.w) + "x" + s(b.stem ? b.ce : b.cin) + (b.expand ? " -> " + s(b.ce) : "") + " -> " + s(b.oh) + "x" + s(b.ow) +
-         "x" + s(b.cout) + " s" + s(b.dw.stride) + (b.residual ? " +res" : "") + " band " + s(b.band);
+         "x" + s(b.cout) + " s" + s(b.dw.stride) + (b.residual ? " +res" : "") + " band " + s(b.band) +
+         (threads_ < 2 ? "" : b.banded ? ", bands" : b.channels ? ", channels" : ", phases");
 }
 
 void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, const float** row_ptrs, size_t g0,
@@ -634,6 +660,41 @@ void FusedBlocks::Block::run_rows(const float* x, float* y, float* scratch, cons
     g += oy_end - oy0;
     if (ring_at && ring_mode) *ring_at = RingCursor{g, next};
   }
+}
+
+void FusedBlocks::Block::run_channels(const float* x, float* expanded, float* dw_out, const float** row_ptrs,
+                                      size_t p0, size_t p1) const {
+  const size_t ce16 = this->ce16(), s = dw.stride, pt = dw.pad_top, rows = n * oh;
+  const size_t c0 = p0 * 32, cb0 = p0 * 2, cb1 = std::min(ce16 / 16, p1 * 2);
+  expand_gemm.run_panels(n * h * w, x, cin, expanded + c0, ce16, expand_epi, p0, p1);
+  DepthwiseShape d = dw;
+  d.in_px = ce16;
+  d.out_px = ce16;
+  for (size_t g0 = 0; g0 < rows; g0 += band) {
+    const size_t g1 = std::min(rows, g0 + band);
+    for (size_t g = g0; g < g1; ++g) {
+      const size_t img = g / oh, oy = g % oh;
+      for (size_t ky = 0; ky < 3; ++ky) {
+        const size_t iy = oy * s + ky;  // + pad_top
+        row_ptrs[(g - g0) * 3 + ky] =
+            iy >= pt && iy - pt < h ? expanded + (img * h + iy - pt) * w * ce16 + c0 : nullptr;
+      }
+    }
+    for (size_t cb = cb0; cb < cb1; ++cb) {
+      depthwise3x3_rows16(d, row_ptrs, g1 - g0, dw_filter.data() + cb * 16, dw_bias.data() + cb * 16,
+                          dw_out + g0 * ow * ce16 + cb * 16, ow * ce16);
+      for (size_t k = 0; k < 3 * (g1 - g0); ++k)
+        if (row_ptrs[k]) row_ptrs[k] += 16;
+    }
+  }
+}
+
+void FusedBlocks::Block::run_project(const float* x, float* y, const float* dw_out, size_t p0, size_t p1) const {
+  const size_t ce16 = this->ce16();
+  PackedGemm::Epilogue pe = project_epi;
+  pe.residual = residual ? x + p0 * cin : nullptr;  // residual: the input has the output's dims
+  pe.ldr = cin;
+  project_gemm.run(p1 - p0, dw_out + p0 * ce16, ce16, y + p0 * cout, cout, pe);
 }
 
 void FusedBlocks::Block::run_stem_rows(const float* x, float* y, float* scratch, size_t g0, size_t g1) const {
@@ -716,6 +777,10 @@ struct FusedBlocks::Chain {
                      r1);
         } else if (st.kind == Stage::kFcSum) {  // r0, r1: outputs
           b.fc.finish(b.n, f.fc_parts_.data() + b.fc_at, f.threads_, b.fc_stride(), st.y, r0, r1);
+        } else if (st.kind == Stage::kChannels) {  // r0, r1: panels
+          b.run_channels(st.x, f.expanded_.data(), f.dw_all_.data(), row_ptrs, r0, r1);
+        } else if (st.kind == Stage::kProject) {
+          b.run_project(st.x, st.y, f.dw_all_.data(), r0, r1);
         } else if (st.kind == Stage::kExpand) {  // r0, r1: pixels
           b.expand_gemm.run(r1 - r0, st.x + r0 * b.cin, b.cin, f.expanded_.data() + r0 * b.ce16(), b.ce16(),
                             b.expand_epi);
@@ -762,7 +827,9 @@ BlockSplit parse_block_split(const std::string& s) {
   if (s == "auto") return BlockSplit::kAuto;
   if (s == "bands") return BlockSplit::kBands;
   if (s == "phases") return BlockSplit::kPhases;
-  kiln::sdk::fail(KILN_STATUS_INVALID_ARGUMENT, "option 'block_split' must be auto, bands or phases, got '" + s + "'");
+  if (s == "channels") return BlockSplit::kChannels;
+  kiln::sdk::fail(KILN_STATUS_INVALID_ARGUMENT,
+                  "option 'block_split' must be auto, bands, phases or channels, got '" + s + "'");
 }
 
 size_t FusedBlocks::chain_end(size_t op, size_t stop) const {
@@ -807,6 +874,13 @@ void FusedBlocks::run(size_t op, size_t stop, const std::vector<float*>& ptr, pt
     }
     if (b.banded) {
       stages_.push_back({Stage::kBands, &b, x, y, out_rows, b.item, ceil_div(out_rows, b.item)});
+      continue;
+    }
+    if (b.channels) {
+      const size_t panels = b.expand_gemm.panels();
+      stages_.push_back({Stage::kChannels, &b, x, y, panels, b.panels_per_item, ceil_div(panels, b.panels_per_item)});
+      const size_t px = b.n * b.oh * b.ow;
+      stages_.push_back({Stage::kProject, &b, x, y, px, b.item, ceil_div(px, b.item)});
       continue;
     }
     if (b.expand) {

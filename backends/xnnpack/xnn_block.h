@@ -22,8 +22,12 @@
 // edges are expanded twice; idle threads take items from the back of
 // others' runs), or in two phases (the expand of all rows, then the
 // depthwise + project of chunks of rows; the expanded tensor then goes
-// through memory, but no halo rows are recomputed); auto picks bands where
-// the halo is small. Consecutive blocks run as one chain in one
+// through memory, but no halo rows are recomputed), or by channels (each
+// thread expands all pixels for its panels of 32 expanded channels and
+// runs the depthwise on them, into a shared depthwise output; then the
+// project of a share of the output pixels: large GEMMs and no halo); auto
+// splits small maps by channels, else picks bands where the halo is small.
+// Consecutive blocks run as one chain in one
 // pthreadpool call, stage after stage, so the threads meet the pool's
 // barrier once per chain, and a thread the OS preempts holds back one item.
 #pragma once
@@ -48,8 +52,9 @@ enum class BlockSplit : uint8_t {
   kAuto,    // bands where the halo rows they recompute cost less than the phases' memory round trip
   kBands,   // each thread runs bands of output rows end to end (expand -> depthwise -> project)
   kPhases,  // the expand of all rows, then the depthwise + project of chunks of rows
+  kChannels,  // each thread expands + depthwise-convolves its slices of the expanded channels, then the project of chunks of rows
 };
-/// auto, bands or phases; throws kiln::sdk::Error naming the option otherwise.
+/// auto, bands, phases or channels; throws kiln::sdk::Error naming the option otherwise.
 BlockSplit parse_block_split(const std::string& s);
 
 struct BlockFusion {
@@ -97,7 +102,7 @@ class FusedBlocks {
   /// `ptr` holds where each value is. Threads meet once for all of them.
   void run(size_t op, size_t stop, const std::vector<float*>& ptr, pthreadpool_t pool, uint32_t flags);
   size_t scratch_bytes() const {
-    return (scratch_.size() + expanded_.size() + fc_parts_.size()) * sizeof(float);
+    return (scratch_.size() + expanded_.size() + dw_all_.size() + fc_parts_.size()) * sizeof(float);
   }
   /// Heads that run their FullyConnected fused (xnn_head.h).
   size_t heads_with_fc() const { return heads_fc_; }
@@ -124,7 +129,8 @@ class FusedBlocks {
   FloatBuffer scratch_;                 // threads_ x per_task_
   size_t max_band_ = 0;                 // rows of the tallest band
   std::vector<const float*> row_ptrs_;  // threads_ x max_band_ x 3: the input rows of each band row
-  FloatBuffer expanded_;                // threads_ > 1: the largest expanded tensor (two phases)
+  FloatBuffer expanded_;                // threads_ > 1: the largest expanded tensor (two phases, channels)
+  FloatBuffer dw_all_;                  // threads_ > 1: the largest depthwise output of a block split by channels
   std::vector<Stage> stages_;            // threads_ > 1: the stages of the chain running
   std::unique_ptr<StageSync[]> sync_;    // per stage of the chain
   std::unique_ptr<ItemRun[]> runs_;      // per stage of the chain x thread: the items of a banded block it has left

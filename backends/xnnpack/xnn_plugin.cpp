@@ -278,6 +278,7 @@ class XnnPlugin final : public Plugin {
         {"block_rows", KILN_OPTION_INT, "0", "output rows a fused block computes at a time (0: sized to the L2 cache)"},
         {"block_split", KILN_OPTION_STRING, "auto",
          "how threads share a fused block: bands (each thread expands its own rows), phases (expand all rows first), "
+         "channels (each thread expands + convolves its slice of the expanded channels, then the project by rows), "
          "auto"},
         {"fuse_head_fc", KILN_OPTION_BOOL, "true",
          "run a classifier's FullyConnected inside its fused head (1x1 conv + global pool), streaming its weights "

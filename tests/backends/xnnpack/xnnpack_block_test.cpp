@@ -6,7 +6,8 @@
 // in a masked vector), odd map sizes, batches, 1/2/3 plugin threads (one:
 // bands over a ring of expanded rows; more: block_split=bands, each thread
 // its run of bands with its own ring, and phases, the expand in full, then
-// chunks of output rows) and band heights that do and do not divide the
+// chunks of output rows, and channels, each thread the expand + depthwise
+// of its panels of expanded channels, then chunks of output rows) and band heights that do and do not divide the
 // output height; chains of consecutive blocks; the fused 1x1 convolution +
 // GlobalAveragePool.
 // Each case runs every variant of the plugin's kernels the CPU has
@@ -17,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "xnnpack_test_util.h"
@@ -161,13 +163,25 @@ std::vector<BlockCase> block_cases() {
         if (res && s != 1) continue;
         v.push_back({1, 32, 32, res ? 32 : 16, 11, 6, s, false, res, t, t == 1 ? 4 : 0});
       }
+  // Split by channels: small maps (7x7, 14x14, odd), batches, stride 1 and
+  // 2, with and without residual; expanded channels of whole panels (144:
+  // 4.5 panels of 32, so the last is 16 wide) and not 16n (40 -> 48).
+  for (Ch ch : {Ch{24, 144, 24}, Ch{20, 40, 20}})
+    for (int64_t n : {1, 2})
+      for (std::pair<int64_t, int64_t> hw : {std::pair<int64_t, int64_t>{7, 7}, {14, 14}, {9, 11}})
+        for (int64_t s : {1, 2})
+          for (bool res : {false, true}) {
+            if (res && s != 1) continue;
+            for (int64_t t : {2, 3})
+              v.push_back({n, ch.cin, ch.ce, ch.cout, hw.first, hw.second, s, true, res, t, 0, "channels"});
+          }
   // Many items per thread (61 rows), expanded channels not 16n.
   for (int64_t t : {2, 3})
     for (int64_t s : {1, 2})
-      for (const char* split : {"auto", "bands", "phases"})
+      for (const char* split : {"auto", "bands", "phases", "channels"})
         v.push_back({1, 24, 72, 24, 61, 61, s, true, s == 1, t, t == 2 ? 0 : 5, split});
   // One output row per thread and fewer rows than threads (bands: runs of no item).
-  for (const char* split : {"bands", "phases"}) {
+  for (const char* split : {"bands", "phases", "channels"}) {
     v.push_back({1, 8, 32, 8, 2, 5, 1, true, true, 3, 0, split});
     v.push_back({1, 8, 32, 8, 5, 5, 2, true, false, 3, 1, split});
     v.push_back({1, 8, 32, 8, 1, 4, 1, true, true, 2, 0, split});
@@ -242,9 +256,9 @@ TEST_P(XnnpackFusedChain, MatchesPortableKernels) {
 std::vector<ChainCase> chain_cases() {
   std::vector<ChainCase> v;
   for (int64_t t : {1, 2, 3})
-    for (const char* split : {"auto", "bands", "phases"}) {
+    for (const char* split : {"auto", "bands", "phases", "channels"}) {
       v.push_back({1, 35, 33, t, split});  // auto: bands for the stride-2 block, phases for the rest
-      v.push_back({2, 9, 6, t, split});
+      v.push_back({2, 9, 6, t, split});  // auto: channels after the stride-2 block (2 x 5 x 3 output pixels)
       v.push_back({1, 3, 3, t, split});    // fewer rows than threads after the stride-2 block
       if (t == 1) break;                   // one thread has no split
     }

@@ -354,6 +354,31 @@ TEST(SimdevPlugin, CompiledHandlesOfOneInstanceShareDeviceConstants) {
   EXPECT_EQ(h.counter(inst, "device_used_bytes"), 0);
 }
 
+// An Mlp compiled on a simdev instance whose executions take `latency_us`
+// and copies `copy_latency_us`, its input uploaded, 64 more device bytes.
+struct ExecSetup {
+  Harness h;
+  kiln_instance_t* inst;
+  Mlp mlp;
+  kiln_compiled_t* c;
+  void* other;
+  kiln_tensor_t in;
+  TestCtx ctx;
+  ExecSetup(const char* latency_us, const char* copy_latency_us)
+      : inst(h.instance({{"latency_us", latency_us}, {"copy_latency_us", copy_latency_us}})),
+        c(h.compile(inst, *mlp.graph())),
+        other(h.alloc(inst, KILN_MEMORY_DEVICE, 64)),
+        in(view(h.upload(inst, kX), kXDims, KILN_MEMORY_DEVICE)) {
+    ctx.harness = &h;
+    ctx.instance = inst;
+  }
+  // Queues the execution behind `fence` at `value`.
+  std::string execute(TestFence& fence, uint64_t value) {
+    const kiln_tensor_t* ins[] = {&in};
+    return take(h.api().compiled_execute_async(c, ctx.c(), ins, 1, fence.c(), value));
+  }
+};
+
 // Work on one fence completes its values in order even when the engines
 // finish it out of order: a copy queued after a long execution and
 // independent of it ends first, yet signalling its value would tell the host
@@ -361,42 +386,27 @@ TEST(SimdevPlugin, CompiledHandlesOfOneInstanceShareDeviceConstants) {
 // the execution's context under it (ASan caught exec_should_cancel reading a
 // freed context that way).
 TEST(SimdevPlugin, OneFenceIsSignalledInQueueOrder) {
-  Harness h;
-  kiln_instance_t* inst = h.instance({{"latency_us", "50000"}, {"copy_latency_us", "1000"}});
-  Mlp mlp;
-  kiln_compiled_t* c = h.compile(inst, *mlp.graph());
-  void* x = h.upload(inst, kX);
-  void* other = h.alloc(inst, KILN_MEMORY_DEVICE, 64);
-  kiln_tensor_t in = view(x, kXDims, KILN_MEMORY_DEVICE);
-  const kiln_tensor_t* ins[] = {&in};
-  TestCtx ctx;
-  ctx.harness = &h;
-  ctx.instance = inst;
+  ExecSetup e("50000", "1000");
   TestFence timeline;
-  ASSERT_EQ(take(h.api().compiled_execute_async(c, ctx.c(), ins, 1, timeline.c(), 1)), "");
+  ASSERT_EQ(e.execute(timeline, 1), "");
   std::vector<float> src(16, 1.f);
-  kiln_copy_t cp{sizeof(kiln_copy_t), src.data(), KILN_MEMORY_HOST, 0, other, KILN_MEMORY_DEVICE, 0, 64};
-  ASSERT_EQ(take(h.api().instance_copy(inst, &cp, 1, timeline.c(), 2)), "");
+  kiln_copy_t cp{sizeof(kiln_copy_t), src.data(), KILN_MEMORY_HOST, 0, e.other, KILN_MEMORY_DEVICE, 0, 64};
+  ASSERT_EQ(take(e.h.api().instance_copy(e.inst, &cp, 1, timeline.c(), 2)), "");
   EXPECT_EQ(Harness::wait(timeline, 2), "");
   std::lock_guard<std::mutex> lock(timeline.mu);
   EXPECT_EQ(timeline.order, (std::vector<uint64_t>{1, 2}));
 }
 
 TEST(SimdevPlugin, ACopyOverlapsAnExecutionThatLeavesItsBytesAlone) {
-  Harness h;
-  kiln_instance_t* inst = h.instance({{"latency_us", "100000"}, {"copy_latency_us", "50000"}});
-  Mlp mlp;
-  kiln_compiled_t* c = h.compile(inst, *mlp.graph());
-  void* x = h.upload(inst, kX);
-  void* other = h.alloc(inst, KILN_MEMORY_DEVICE, 64);
-  kiln_tensor_t in = view(x, kXDims, KILN_MEMORY_DEVICE);
-  const kiln_tensor_t* ins[] = {&in};
-  TestCtx ctx;
-  ctx.harness = &h;
-  ctx.instance = inst;
+  ExecSetup setup("100000", "50000");
+  Harness& h = setup.h;
+  kiln_instance_t* inst = setup.inst;
+  Mlp& mlp = setup.mlp;
+  void* other = setup.other;
+  TestCtx& ctx = setup.ctx;
   ctx.trace = true;
   TestFence exec, independent, dependent;
-  ASSERT_EQ(take(h.api().compiled_execute_async(c, ctx.c(), ins, 1, exec.c(), 1)), "");
+  ASSERT_EQ(setup.execute(exec, 1), "");
   std::vector<float> src(16, 1.f), y(8, -1.f);
   kiln_copy_t cp{sizeof(kiln_copy_t), src.data(), KILN_MEMORY_HOST, 0, other, KILN_MEMORY_DEVICE, 0, 64};
   ASSERT_EQ(take(h.api().instance_copy(inst, &cp, 1, independent.c(), 1)), "");

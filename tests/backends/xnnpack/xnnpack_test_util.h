@@ -17,6 +17,14 @@ inline std::shared_ptr<BackendRegistry> reg() {
   return r;
 }
 
+/// What `g` computes from `in` on portable kernels alone: the reference the
+/// plugin's outputs are checked against.
+inline Result<std::vector<Value>> portable_outputs(std::shared_ptr<ir::Graph> g, const std::vector<Value>& in) {
+  auto p = build(std::move(g), nullptr, {});
+  if (!p.ok()) return p.status().clone();
+  return (*p)->run(in, {}, nullptr);
+}
+
 /// Claims every group, whatever its size (option min_macs_per_byte=0): for
 /// tests of what the plugin computes, not of what it chooses to claim.
 inline BackendOption claim_all() { return {"xnnpack", "min_macs_per_byte", "0"}; }

@@ -52,18 +52,13 @@ struct WindowDims2 {
   int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
   explicit WindowDims2(const WindowGeometry& g) {
     const bool two = g.rank() == 2;
-    ih = two ? g.in[0] : 1;
-    iw = g.in.back();
-    oh = two ? g.out[0] : 1;
-    ow = g.out.back();
-    kh = two ? g.kernel[0] : 1;
-    kw = g.kernel.back();
-    sh = two ? g.stride[0] : 1;
-    sw = g.stride.back();
-    dh = two ? g.dilation[0] : 1;
-    dw = g.dilation.back();
-    pt = two ? g.pad_begin[0] : 0;
-    pl = g.pad_begin.back();
+    auto height = [two](const std::vector<int64_t>& v, int64_t none) { return two ? v[0] : none; };
+    ih = height(g.in, 1), iw = g.in.back();
+    oh = height(g.out, 1), ow = g.out.back();
+    kh = height(g.kernel, 1), kw = g.kernel.back();
+    sh = height(g.stride, 1), sw = g.stride.back();
+    dh = height(g.dilation, 1), dw = g.dilation.back();
+    pt = height(g.pad_begin, 0), pl = g.pad_begin.back();
   }
 };
 
